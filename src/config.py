@@ -1,0 +1,279 @@
+"""Config schema: one dataclass per config group, registered in Hydra's ConfigStore, plus `validate`.
+
+Hydra checks keys and types against these dataclasses while it composes; `validate` checks values
+and raises ConfigError, which run.py turns into one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig
+
+
+class ConfigError(ValueError):
+    """A bad config value: `key=value: what is allowed`."""
+
+    def __init__(self, key: str, value: Any, allowed: str):
+        super().__init__(f"{key}={value}: {allowed}")
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    model_type: str = MISSING  # transformers model_type (qwen3, llama, bart, gpt_neox) or "auto"
+    name_or_path: Optional[str] = None  # local dir (or hub id on your machine) for real weights/tokenizer
+    pretrained: bool = False  # false: random init from `arch`, no download, same speed and memory
+    arch: Dict[str, Any] = field(default_factory=dict)  # the architecture, passed to AutoConfig.for_model
+    trust_remote_code: bool = False
+
+
+@dataclass
+class TaskConfig:
+    name: str = MISSING  # classification | causal_lm | seq2seq
+    num_labels: int = 0  # classification only
+
+
+@dataclass
+class DataConfig:
+    source: str = MISSING  # synthetic | files
+    size: int = 4096  # synthetic rows
+    eval_size: int = 0  # synthetic eval rows (0: no eval set)
+    length_mean: float = 211.0  # synthetic token lengths ~ N(mean, std) clipped to [min, max]
+    length_std: float = 30.0
+    length_min: int = 40
+    length_max: int = 287
+    target_length_mean: float = 40.0  # seq2seq synthetic targets
+    target_length_max: int = 64
+    max_length: int = 320  # truncation length; padding=max_length pads every row to it
+    max_target_length: int = 64
+    max_train_samples: Optional[int] = None
+    max_eval_samples: Optional[int] = None
+    train_file: Optional[str] = None
+    eval_file: Optional[str] = None
+    text_column: str = "text"
+    label_column: str = "label"
+    target_column: Optional[str] = None
+    num_proc: int = 1  # tokenisation processes
+    seed: int = 0
+
+
+@dataclass
+class PaddingConfig:
+    strategy: str = MISSING  # max_length | longest | dynamic | bucketed | packed
+    pad_to_multiple_of: Optional[int] = None
+    side: str = "right"
+    chunk_size: int = 1000  # padding=longest pads each chunk of this many rows to its longest (datasets.map's batch)
+
+
+@dataclass
+class DataloaderConfig:
+    name: str = MISSING
+    num_workers: int = 0
+    pin_memory: bool = False
+    prefetch_factor: Optional[int] = None
+    persistent_workers: bool = False
+
+
+@dataclass
+class PrecisionConfig:
+    name: str = MISSING  # fp32 | tf32 | bf16 | fp16 | auto
+    weights_dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
+    amp: str = "none"  # none | bf16 | fp16 | auto: autocast dtype for the forward pass
+    tf32: bool = False
+
+
+@dataclass
+class BatchConfig:
+    size: int = 8
+    grad_accum: int = 1
+
+
+@dataclass
+class PeftConfig:
+    method: str = MISSING  # none | lora | qlora
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: str = "all-linear"
+    quant_type: str = "nf4"
+    double_quant: bool = True
+    compute_dtype: str = "bfloat16"
+
+
+@dataclass
+class AttentionConfig:
+    implementation: str = MISSING  # auto | eager | sdpa | flash_attention_2
+
+
+@dataclass
+class EnvConfig:
+    name: str = MISSING
+    tf32: bool = False
+    cudnn_benchmark: bool = False
+    sdp_backends: List[str] = field(default_factory=list)  # empty: torch's own choice
+    num_threads: int = 0  # 0: torch's default
+    alloc_conf: Optional[str] = None  # PYTORCH_CUDA_ALLOC_CONF, set before CUDA starts
+
+
+@dataclass
+class LoggerConfig:
+    name: str = MISSING  # none | csv | wandb
+    project: str = "trainsweep"
+    entity: Optional[str] = None
+    mode: str = "offline"
+
+
+@dataclass
+class TrainerConfig:
+    max_steps: int = 40
+    lr: float = 1e-4
+    warmup_steps: int = 0
+    scheduler: str = "constant_with_warmup"
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    optim: str = "adamw_torch_fused"
+    gradient_checkpointing: bool = False
+    logging_steps: int = 10
+    eval_steps: int = 0  # 0: no evaluation
+    save_steps: int = 0  # 0: no checkpoints
+    seed: int = 0
+
+
+@dataclass
+class MeasureConfig:
+    warmup_steps: int = 5  # steps excluded from timing (allocator growth, autotune, new shapes)
+    profile_steps: int = 3  # GPU only: steps after the timed window run under torch.profiler (GPU busy share)
+    peak_tflops: Optional[float] = None  # override the card's peak for MFU
+    enabled: bool = True
+
+
+@dataclass
+class Config:
+    model: ModelConfig = MISSING
+    task: TaskConfig = MISSING
+    data: DataConfig = MISSING
+    padding: PaddingConfig = MISSING
+    dataloader: DataloaderConfig = MISSING
+    precision: PrecisionConfig = MISSING
+    batch: BatchConfig = MISSING
+    peft: PeftConfig = MISSING
+    attention: AttentionConfig = MISSING
+    env: EnvConfig = MISSING
+    logger: LoggerConfig = MISSING
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    measure: MeasureConfig = field(default_factory=MeasureConfig)
+    device: str = "auto"  # auto | cuda | cpu
+
+
+ConfigStore.instance().store(name="config_schema", node=Config)
+
+TASKS = ("classification", "causal_lm", "seq2seq")
+ENCODER_DECODER = ("bart", "mbart", "t5", "mt5", "pegasus", "marian")
+PADDINGS = ("max_length", "longest", "dynamic", "bucketed", "packed")
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+AMPS = ("none", "bf16", "fp16", "auto")
+ATTENTIONS = ("auto", "eager", "sdpa", "flash_attention_2")
+
+
+def _one_of(key: str, value: Any, allowed) -> None:
+    if value not in allowed:
+        raise ConfigError(key, value, "allowed: " + ", ".join(map(str, allowed)))
+
+
+def _positive(key: str, value: Any) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ConfigError(key, value, "must be a positive integer")
+
+
+def validate(cfg: DictConfig, cuda_available: bool) -> None:
+    """Check values the schema's types can't. Raises ConfigError naming the first bad key."""
+    m, t, d, p = cfg.model, cfg.task, cfg.data, cfg.padding
+    _one_of("device", cfg.device, ("auto", "cuda", "cpu"))
+    if cfg.device == "cuda" and not cuda_available:
+        raise ConfigError("device", "cuda", "no CUDA device is visible; use device=auto or device=cpu")
+    on_gpu = cuda_available and cfg.device != "cpu"
+
+    if m.model_type == "auto" or m.pretrained:
+        if not m.name_or_path:
+            raise ConfigError("model.name_or_path", None, "set it to a local model directory (or a hub id)")
+        looks_local = m.name_or_path.startswith((".", "/", "~")) or os.path.sep in m.name_or_path.strip("/")
+        if looks_local and not os.path.isfile(os.path.join(os.path.expanduser(m.name_or_path), "config.json")):
+            raise ConfigError("model.name_or_path", m.name_or_path, "no config.json there; give a Hugging Face model directory")
+    elif not m.arch:
+        raise ConfigError("model.arch", "{}", "pretrained=false builds from the architecture: give model.arch")
+
+    _one_of("task.name", t.name, TASKS)
+    if t.name == "classification" and t.num_labels < 2:
+        raise ConfigError("task.num_labels", t.num_labels, "classification needs at least 2 labels")
+    if t.name == "seq2seq" and m.model_type not in ENCODER_DECODER + ("auto",):
+        raise ConfigError("task.name", "seq2seq", f"needs an encoder-decoder model (e.g. model=kobart), not {m.model_type}")
+
+    _one_of("data.source", d.source, ("synthetic", "files"))
+    if d.source == "files" and not d.train_file:
+        raise ConfigError("data.train_file", None, "data=files needs a path to a CSV, JSONL or Parquet file")
+    _positive("data.size", d.size)
+    _positive("data.max_length", d.max_length)
+    if not d.length_min <= d.length_max:
+        raise ConfigError("data.length_min", d.length_min, f"must be <= data.length_max ({d.length_max})")
+
+    _one_of("padding.strategy", p.strategy, PADDINGS)
+    _one_of("padding.side", p.side, ("right", "left"))
+    if p.pad_to_multiple_of is not None:
+        _positive("padding.pad_to_multiple_of", p.pad_to_multiple_of)
+    if p.strategy == "packed" and t.name != "causal_lm":
+        raise ConfigError("padding.strategy", "packed", f"padding-free batches are supported for task=causal_lm only, not {t.name}")
+
+    if cfg.dataloader.num_workers < 0:
+        raise ConfigError("dataloader.num_workers", cfg.dataloader.num_workers, "must be >= 0")
+    if cfg.dataloader.prefetch_factor is not None and cfg.dataloader.num_workers == 0:
+        raise ConfigError("dataloader.prefetch_factor", cfg.dataloader.prefetch_factor, "needs dataloader.num_workers > 0")
+
+    pr = cfg.precision
+    _one_of("precision.weights_dtype", pr.weights_dtype, DTYPES)
+    _one_of("precision.amp", pr.amp, AMPS)
+    if not on_gpu and "fp16" in (pr.amp, pr.weights_dtype.replace("float16", "fp16")):
+        raise ConfigError("precision", pr.name, "fp16 needs a CUDA GPU; on the CPU use precision=bf16 or fp32")
+    if pr.weights_dtype == "float16" and cfg.peft.method == "none":
+        raise ConfigError("precision.weights_dtype", "float16", "fp16 weights can't be trained in full; use peft=lora or precision=bf16")
+
+    _positive("batch.size", cfg.batch.size)
+    _positive("batch.grad_accum", cfg.batch.grad_accum)
+
+    pe = cfg.peft
+    _one_of("peft.method", pe.method, ("none", "lora", "qlora"))
+    if pe.method != "none":
+        _positive("peft.r", pe.r)
+    if pe.method == "qlora":
+        if not on_gpu:
+            raise ConfigError("peft", "qlora", "4-bit QLoRA (bitsandbytes) needs a CUDA GPU; on the CPU use peft=lora")
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise ConfigError("peft", "qlora", "needs bitsandbytes: pip install bitsandbytes (or pip install -e .[qlora])")
+
+    att = cfg.attention.implementation
+    _one_of("attention.implementation", att, ATTENTIONS)
+    if att == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+        raise ConfigError("attention", att, "needs the flash-attn package (pip install flash-attn); or use attention=sdpa")
+
+    _one_of("logger.name", cfg.logger.name, ("none", "csv", "wandb"))
+    _one_of("logger.mode", cfg.logger.mode, ("offline", "online", "disabled"))
+
+    tr = cfg.trainer
+    _positive("trainer.max_steps", tr.max_steps)
+    _positive("trainer.logging_steps", tr.logging_steps)
+    if tr.lr <= 0:
+        raise ConfigError("trainer.lr", tr.lr, "must be > 0")
+    for key in ("warmup_steps", "eval_steps", "save_steps"):
+        if tr[key] < 0:
+            raise ConfigError(f"trainer.{key}", tr[key], "must be >= 0")
+    if tr.eval_steps and not (d.eval_size or d.eval_file):
+        raise ConfigError("trainer.eval_steps", tr.eval_steps, "needs an eval set: data.eval_size > 0 or data.eval_file")
+    me = cfg.measure
+    if me.warmup_steps < 0 or me.profile_steps < 0:
+        raise ConfigError("measure", f"{me.warmup_steps}/{me.profile_steps}", "warmup_steps and profile_steps must be >= 0")
+    if me.enabled and me.warmup_steps + (me.profile_steps if on_gpu else 0) >= tr.max_steps:
+        raise ConfigError("measure.warmup_steps", me.warmup_steps,
+                          f"warm-up + profiled steps must leave timed steps in trainer.max_steps ({tr.max_steps})")

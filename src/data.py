@@ -1,0 +1,160 @@
+"""Training data: synthetic token ids shaped like the seed data, or local files, and the batch collator.
+
+Rows are `datasets.Dataset` rows with `input_ids`, `length` and, per task, `labels` (class id or target ids).
+Padding happens in the collator, except padding=longest, which reproduces the seed's tokenisation-time
+padding by storing padded rows.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import torch
+from datasets import Dataset
+
+log = logging.getLogger(__name__)
+N_SPECIAL = 4  # synthetic ids start here, clear of the usual pad/bos/eos/unk ids
+
+
+def _ragged(values: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values.astype(np.int32)))
+
+
+def _zipf_tokens(rng, n: int, vocab: int, specials) -> np.ndarray:
+    """Zipf-distributed ids like natural text, so a causal LM has a unigram to learn."""
+    ids = (rng.zipf(1.2, n) - 1) % (vocab - N_SPECIAL) + N_SPECIAL
+    for s in specials:
+        ids[ids == s] = N_SPECIAL
+    return ids
+
+
+def synthetic(cfg, conf, n_rows: int, seed: int) -> Dataset:
+    """Token ids made directly: lengths ~N(mean, std) clipped, a learnable signal per task."""
+    d, task = cfg.data, cfg.task.name
+    rng = np.random.default_rng(seed)
+    vocab = conf.vocab_size
+    specials = {t for t in (conf.pad_token_id, conf.bos_token_id, conf.eos_token_id) if t is not None}
+    lengths = np.clip(np.rint(rng.normal(d.length_mean, d.length_std, n_rows)), d.length_min, d.length_max)
+    lengths = np.minimum(lengths, d.max_length).astype(np.int64)
+    ids = _zipf_tokens(rng, int(lengths.sum()), vocab, specials)
+    cols = {"length": pa.array(lengths.astype(np.int32))}
+    if task == "classification":
+        k = cfg.task.num_labels
+        labels = rng.integers(0, k, n_rows)
+        # Half the tokens come from a band of ids owned by the row's label: learnable from a bag of tokens.
+        band = max(1, (vocab - N_SPECIAL) // k)
+        row_label = np.repeat(labels, lengths)
+        cue = N_SPECIAL + (row_label * band + rng.integers(0, band, ids.size)) % (vocab - N_SPECIAL)
+        for s in specials:
+            cue[cue == s] = N_SPECIAL
+        ids = np.where(rng.random(ids.size) < 0.5, cue, ids)
+        cols["labels"] = pa.array(labels.astype(np.int64))
+    elif task == "seq2seq":
+        # The summary is the first tokens of the source: a copy task an encoder-decoder learns quickly.
+        tl = np.clip(np.rint(rng.normal(d.target_length_mean, d.target_length_mean / 4, n_rows)), 4, d.target_length_max)
+        tl = np.minimum(np.minimum(tl, lengths), d.max_target_length).astype(np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        targets = np.concatenate([ids[s:s + n] for s, n in zip(starts, tl)])
+        cols["labels"] = _ragged(targets, tl)
+    cols["input_ids"] = _ragged(ids, lengths)
+    return Dataset(pa.table(cols))
+
+
+def pad_chunks(ds: Dataset, pad_id: int, chunk_size: int) -> Dataset:
+    """padding=longest at tokenisation time (the seed's "before"): every chunk of rows that
+    datasets.map tokenises together is padded to the longest row in it."""
+    def pad(batch):
+        longest = max(len(x) for x in batch["input_ids"])
+        batch["attention_mask"] = [[1] * len(x) + [0] * (longest - len(x)) for x in batch["input_ids"]]
+        batch["input_ids"] = [x + [pad_id] * (longest - len(x)) for x in batch["input_ids"]]
+        return batch
+    return ds.map(pad, batched=True, batch_size=chunk_size, desc="padding chunks to longest")
+
+
+@dataclass
+class PadCollator:
+    """Pads a list of rows into tensors. strategy=max_length gives one fixed shape; otherwise each
+    batch is padded to its longest row (rounded up to pad_to_multiple_of)."""
+
+    task: str
+    pad_id: int
+    max_length: int
+    fixed: bool = False
+    multiple: int | None = None
+    side: str = "right"
+    max_target_length: int = 64
+
+    def _width(self, longest: int, fixed_width: int) -> int:
+        width = fixed_width if self.fixed else longest
+        return int(math.ceil(width / self.multiple) * self.multiple) if self.multiple else width
+
+    def _pad(self, seqs, width: int, value: int):
+        out = torch.full((len(seqs), width), value, dtype=torch.long)
+        for i, s in enumerate(seqs):
+            n = min(len(s), width)
+            if self.side == "right":
+                out[i, :n] = torch.as_tensor(s[:n])
+            else:
+                out[i, width - n:] = torch.as_tensor(s[:n])
+        return out
+
+    def __call__(self, rows: list[dict]) -> dict:
+        seqs = [r["input_ids"] for r in rows]
+        width = self._width(max(len(s) for s in seqs), self.max_length)
+        input_ids = self._pad(seqs, width, self.pad_id)
+        if "attention_mask" in rows[0]:  # rows padded at tokenisation time carry their own mask
+            mask = self._pad([r["attention_mask"] for r in rows], width, 0)
+        else:
+            mask = self._pad([[1] * len(s) for s in seqs], width, 0)
+        batch = {"input_ids": input_ids, "attention_mask": mask}
+        if self.task == "classification":
+            batch["labels"] = torch.tensor([r["labels"] for r in rows], dtype=torch.long)
+        elif self.task == "causal_lm":
+            batch["labels"] = input_ids.masked_fill(mask == 0, -100)
+        else:
+            targets = [r["labels"] for r in rows]
+            t_width = self._width(max(len(t) for t in targets), self.max_target_length)
+            batch["labels"] = self._pad(targets, t_width, -100)
+        return batch
+
+
+def build_collator(cfg, pad_id: int):
+    p = cfg.padding
+    if p.strategy == "packed":
+        from transformers import DataCollatorWithFlattening
+
+        return DataCollatorWithFlattening(return_position_ids=True, separator_id=-100)
+    return PadCollator(task=cfg.task.name, pad_id=pad_id, max_length=cfg.data.max_length,
+                       fixed=p.strategy == "max_length", multiple=p.pad_to_multiple_of, side=p.side,
+                       max_target_length=cfg.data.max_target_length)
+
+
+def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None]:
+    d = cfg.data
+    if d.source == "synthetic":
+        train = synthetic(cfg, conf, d.size, d.seed)
+        evals = synthetic(cfg, conf, d.eval_size, d.seed + 1) if d.eval_size else None
+    else:
+        from src.files import load_files
+
+        train, evals = load_files(cfg, tokenizer)
+    if d.max_train_samples:
+        train = train.select(range(min(d.max_train_samples, len(train))))
+    if evals is not None and d.max_eval_samples:
+        evals = evals.select(range(min(d.max_eval_samples, len(evals))))
+    if cfg.padding.strategy == "longest":
+        train = pad_chunks(train, conf.pad_token_id, cfg.padding.chunk_size)
+    return train, evals
+
+
+def length_stats(ds: Dataset) -> dict:
+    lengths = np.asarray(ds["length"], dtype=np.float64)
+    return {"rows": len(lengths), "mean": float(lengths.mean()), "max": int(lengths.max()),
+            "p50": float(np.percentile(lengths, 50)), "p90": float(np.percentile(lengths, 90)),
+            # attention costs seq per token: the token-weighted mean length is sum(L^2)/sum(L)
+            "token_weighted_mean": float((lengths ** 2).sum() / lengths.sum())}
+

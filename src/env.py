@@ -1,0 +1,79 @@
+"""The process environment: device choice, torch's global settings, and what the report says about both."""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Resolved:
+    """What `auto` settings became on this machine."""
+
+    device: str  # cuda | cpu
+    weights_dtype: torch.dtype
+    amp: str  # none | bf16 | fp16
+    attention: str  # eager | sdpa | flash_attention_2
+
+
+def set_allocator(alloc_conf: str | None) -> None:
+    # PYTORCH_CUDA_ALLOC_CONF is read once when CUDA initialises: set it before anything touches CUDA.
+    if alloc_conf and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+
+
+def resolve(cfg) -> Resolved:
+    device = "cuda" if cfg.device != "cpu" and torch.cuda.is_available() else "cpu"
+    bf16_ok = device == "cuda" and torch.cuda.is_bf16_supported()
+    pr = cfg.precision
+    amp = ("bf16" if bf16_ok else "none") if pr.amp == "auto" else pr.amp
+    if pr.weights_dtype == "auto":
+        dtype = torch.bfloat16 if bf16_ok else torch.float32
+    else:
+        dtype = getattr(torch, pr.weights_dtype)
+    attn = cfg.attention.implementation
+    if attn == "auto":
+        attn = "sdpa"
+    return Resolved(device, dtype, amp, attn)
+
+
+def apply(cfg) -> None:
+    """torch's global switches for this process, from the env and precision groups."""
+    tf32 = bool(cfg.env.tf32 or cfg.precision.tf32)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = bool(cfg.env.cudnn_benchmark)
+    if cfg.env.num_threads:
+        torch.set_num_threads(cfg.env.num_threads)
+    if cfg.env.sdp_backends:
+        wanted = set(cfg.env.sdp_backends)
+        torch.backends.cuda.enable_flash_sdp("flash" in wanted)
+        torch.backends.cuda.enable_mem_efficient_sdp("mem_efficient" in wanted)
+        torch.backends.cuda.enable_math_sdp("math" in wanted)
+
+
+def info(device: str) -> dict:
+    """Versions and the device, for the report."""
+    import peft
+    import transformers
+
+    out = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "device": device,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "cpu_count": os.cpu_count(),
+    }
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        out.update(device_name=props.name, device_count=torch.cuda.device_count(),
+                   capacity_gb=round(props.total_memory / 2**30, 2), cuda=torch.version.cuda)
+    else:
+        out.update(device_name=f"cpu ({os.cpu_count()} cores, {platform.machine()})", device_count=0, capacity_gb=None)
+    return out

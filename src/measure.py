@@ -1,0 +1,272 @@
+"""Honest step timing, token counts and memory, with no host sync inside the timed window.
+
+Timestamps are CUDA events recorded on the stream at the Trainer's step hooks (read lazily: only events
+the GPU has passed are read, once per log window; one synchronize at the end). On the CPU they are
+perf_counter readings, which are exact there because CPU compute is synchronous.
+
+Per optimizer step i, on the device's timeline:
+  data      end(i-1) -> begin(i)     the device waited while the host fetched and collated batches
+  compute   begin(i) -> pre_opt(i)   forward + backward of every micro-batch, and gradient clipping
+  optimizer pre_opt(i) -> opt(i)     optimizer.step
+  other     opt(i) -> end(i)         scheduler, zero_grad
+After the timed window, a few steps run under torch.profiler to measure how busy the GPU was: the share
+of the step no kernel ran is time the GPU waited for the host to launch work.
+"""
+from __future__ import annotations
+
+import logging
+import resource
+import statistics
+import time
+
+import torch
+from transformers import TrainerCallback
+
+log = logging.getLogger(__name__)
+PHASES = ("data", "compute", "optimizer", "other")
+
+
+class TokenCounter:
+    """Samples and tokens of every micro-batch: what the host knows from shapes is counted on the host,
+    the rest is summed on the device (no sync) and read once at the end.
+    all = padded positions, real = attention_mask 1, loss = positions whose label is scored."""
+
+    KEYS = ("samples", "all", "real", "loss")
+
+    def __init__(self, task: str):
+        self.task = task
+        self.host = dict.fromkeys(self.KEYS, 0)
+        self.device: dict[str, torch.Tensor] = {}
+        self.shapes: list[tuple] = []  # (optimizer step, shape) of every micro-batch
+        self.step = 0
+
+    def _on_device(self, key: str, value: torch.Tensor) -> None:
+        self.device[key] = value if key not in self.device else self.device[key] + value
+
+    def add(self, inputs: dict) -> None:
+        ids = inputs["input_ids"]
+        self.host["all"] += ids.numel()
+        self.shapes.append((self.step, tuple(ids.shape)))
+        mask = inputs.get("attention_mask")
+        if mask is not None:
+            self._on_device("real", mask.sum())
+            self.host["samples"] += ids.shape[0]
+        else:  # padding-free: every position is real; a sequence starts where position_ids restart at 0
+            self.host["real"] += ids.numel()
+            self._on_device("samples", (inputs["position_ids"] == 0).sum())
+        labels = inputs.get("labels")
+        if labels is None:
+            return
+        if labels.dim() == 1:  # one class per row
+            self.host["loss"] += labels.numel()
+        else:  # a causal LM predicts each token from the ones before: the first label is never scored
+            scored = labels[..., 1:] if self.task == "causal_lm" else labels
+            self._on_device("loss", (scored != -100).sum())
+
+    def snapshot(self) -> dict:
+        """Counts so far; device values are cloned (async) and read later."""
+        return {"host": dict(self.host), "device": {k: v.clone() for k, v in self.device.items()}}
+
+
+def window_tokens(start: dict, end: dict) -> dict:
+    """Counts between two snapshots (reading device values syncs: call after training)."""
+    def total(snap, key):
+        dev = snap["device"].get(key)
+        return snap["host"][key] + (int(dev.item()) if dev is not None else 0)
+    return {k: total(end, k) - total(start, k) for k in TokenCounter.KEYS}
+
+
+class Clock:
+    """Timestamps on the device's own timeline."""
+
+    def __init__(self, cuda: bool):
+        self.cuda = cuda
+
+    def mark(self):
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def done(self, mark) -> bool:
+        return not self.cuda or mark.query()
+
+    def seconds(self, a, b) -> float:
+        return a.elapsed_time(b) / 1e3 if self.cuda else b - a
+
+
+def _stats(values: list[float]) -> dict:
+    if not values:
+        return {"mean": None, "p50": None, "p90": None, "stdev": None, "n": 0}
+    ordered = sorted(values)
+    return {"mean": statistics.fmean(values), "p50": ordered[len(ordered) // 2],
+            "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+
+
+def _busy_seconds(prof) -> float | None:
+    """Union of GPU kernel intervals in a profile: overlapping kernels count once."""
+    try:
+        spans = sorted((e.start_ns(), e.start_ns() + e.duration_ns())
+                       for e in prof.profiler.kineto_results.events() if e.device_type() == torch.autograd.DeviceType.CUDA)
+    except Exception as exc:  # profiler APIs move between torch releases; a missing figure beats a crash
+        log.warning("could not read kernel times from the profiler: %s", exc)
+        return None
+    busy, cur_start, cur_end = 0, None, None
+    for start, end in spans:
+        if cur_end is None or start > cur_end:
+            busy += 0 if cur_end is None else cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    busy += 0 if cur_end is None else cur_end - cur_start
+    return busy / 1e9
+
+
+class Measure(TrainerCallback):
+    """Times the steps after `warmup` up to the profiled tail, counts tokens, reads memory."""
+
+    def __init__(self, counter: TokenCounter, device: str, warmup: int, max_steps: int, profile_steps: int):
+        self.counter, self.cuda = counter, device == "cuda"
+        self.clock = Clock(self.cuda)
+        self.warmup = warmup
+        self.profile_steps = profile_steps if self.cuda else 0
+        self.timed_end = max_steps - self.profile_steps  # last timed step
+        self.marks: dict[int, dict] = {}  # step -> marks not yet read
+        self.durations = {p: [] for p in PHASES}
+        self.step_times: list[float] = []
+        self.host_data: list[float] = []
+        self.host_launch: list[float] = []
+        self.tokens_start = self.tokens_end = None
+        self.retries_start = self.retries_end = 0
+        self.gpu_busy_fraction = None
+        self.profiled_steps = 0
+        self._prof = None
+        self._prof_t0 = 0.0
+        self._t_end_prev = None
+        self._cur: dict = {}
+
+    # -- hooks ---------------------------------------------------------------------------------------
+    def on_train_begin(self, args, state, control, **kw):
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+        self._t_end_prev = time.perf_counter()
+        self._end_prev = self.clock.mark()
+
+    def on_step_begin(self, args, state, control, **kw):
+        now = time.perf_counter()
+        self.counter.step = state.global_step + 1
+        self._cur = {"begin": self.clock.mark(), "t_begin": now, "host_data": now - self._t_end_prev}
+
+    def on_pre_optimizer_step(self, args, state, control, **kw):
+        self._cur["pre_opt"] = self.clock.mark()
+
+    def on_optimizer_step(self, args, state, control, **kw):
+        self._cur["opt"] = self.clock.mark()
+
+    def on_step_end(self, args, state, control, **kw):
+        step, cur = state.global_step, self._cur
+        cur["end"], cur["end_prev"] = self.clock.mark(), self._end_prev
+        now = time.perf_counter()
+        cur["host_launch"] = now - cur["t_begin"]
+        self._end_prev, self._t_end_prev = cur["end"], now
+        if self.warmup < step <= self.timed_end:
+            self.marks[step] = cur
+        if step == self.warmup:
+            self.tokens_start = self.counter.snapshot()
+            self.retries_start = self._retries()
+        if step == self.timed_end:
+            self.tokens_end = self.counter.snapshot()
+            self.retries_end = self._retries()
+            if self.profile_steps:
+                self._start_profile()
+        if self._prof is not None and step == self.timed_end + self.profile_steps:
+            self._stop_profile()
+
+    def on_log(self, args, state, control, **kw):
+        self._drain(wait=False)
+
+    def on_train_end(self, args, state, control, **kw):
+        if self._prof is not None:
+            self._stop_profile()
+        if self.tokens_end is None:  # training stopped early: the window ends where it stopped
+            self.tokens_end = self.counter.snapshot()
+            self.retries_end = self._retries()
+        self._drain(wait=True)
+
+    # -- internals -----------------------------------------------------------------------------------
+    def _retries(self) -> int:
+        # A host-side read of the allocator's counters: no device sync.
+        return torch.cuda.memory_stats().get("num_alloc_retries", 0) if self.cuda else 0
+
+    def _drain(self, wait: bool) -> None:
+        if wait and self.cuda:
+            torch.cuda.synchronize()
+        for step in sorted(self.marks):
+            m = self.marks[step]
+            if not self.clock.done(m["end"]):
+                break
+            s = self.clock.seconds
+            self.durations["data"].append(s(m["end_prev"], m["begin"]))
+            self.durations["compute"].append(s(m["begin"], m.get("pre_opt", m["begin"])))
+            self.durations["optimizer"].append(s(m.get("pre_opt", m["begin"]), m.get("opt", m["begin"])))
+            self.durations["other"].append(s(m.get("opt", m["begin"]), m["end"]))
+            self.step_times.append(s(m["end_prev"], m["end"]))
+            self.host_data.append(m["host_data"])
+            self.host_launch.append(m["host_launch"])
+            del self.marks[step]
+
+    def _start_profile(self) -> None:
+        torch.cuda.synchronize()  # outside the timed window: the profile starts on an idle GPU
+        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                        torch.profiler.ProfilerActivity.CUDA])
+        self._prof.start()
+        self._prof_t0 = time.perf_counter()
+
+    def _stop_profile(self) -> None:
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - self._prof_t0
+        self._prof.stop()
+        busy = _busy_seconds(self._prof)
+        self.gpu_busy_fraction = None if busy is None or wall <= 0 else min(1.0, busy / wall)
+        self._prof = None
+
+    # -- results -------------------------------------------------------------------------------------
+    def results(self) -> dict:
+        tokens = window_tokens(self.tokens_start, self.tokens_end) if self.tokens_start else None
+        total = sum(self.step_times)
+        shapes_before = {s for step, s in self.counter.shapes if step <= self.warmup}
+        shapes_window = {s for step, s in self.counter.shapes if self.warmup < step <= self.timed_end}
+        return {
+            "step_time_s": {**_stats(self.step_times), "warmup_steps": self.warmup},
+            "breakdown_s": {p: (statistics.fmean(v) if v else None) for p, v in self.durations.items()},
+            "host_s": {"data": statistics.fmean(self.host_data) if self.host_data else None,
+                       "launch": statistics.fmean(self.host_launch) if self.host_launch else None},
+            "gpu_busy_fraction": self.gpu_busy_fraction,
+            "window_s": total,
+            "tokens": tokens,
+            "shapes": {"distinct_in_window": len(shapes_window), "new_in_window": len(shapes_window - shapes_before)},
+            "alloc_retries_in_window": self.retries_end - self.retries_start,
+        }
+
+
+def memory(device: str) -> dict:
+    """Peaks since on_train_begin (GPU) or of the whole process (CPU: peak RSS)."""
+    if device != "cuda":
+        return {"peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+    stats = torch.cuda.memory_stats()
+    alloc, reserved = torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30
+    out = {"peak_allocated": alloc, "peak_reserved": reserved,
+           "capacity": torch.cuda.get_device_properties(0).total_memory / 2**30,
+           "alloc_retries": stats.get("num_alloc_retries", 0),
+           "fragmentation": reserved / alloc if alloc else None, "device_used": None}
+    try:  # what the driver sees, including memory torch doesn't manage (CUDA context, NCCL, cuBLAS workspaces)
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        out["device_used"] = pynvml.nvmlDeviceGetMemoryInfo(handle).used / 2**30
+    except Exception as exc:
+        log.warning("NVML unavailable (%s): device_used not reported", exc)
+    return out

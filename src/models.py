@@ -1,0 +1,105 @@
+"""Build the model (random init from the shipped architecture, or real weights), its tokenizer, and PEFT."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM,
+                          AutoModelForSequenceClassification, AutoTokenizer, PretrainedConfig)
+
+from src.env import Resolved
+
+log = logging.getLogger(__name__)
+
+AUTO_CLASS = {
+    "classification": AutoModelForSequenceClassification,
+    "causal_lm": AutoModelForCausalLM,
+    "seq2seq": AutoModelForSeq2SeqLM,
+}
+PEFT_TASK = {"classification": "SEQ_CLS", "causal_lm": "CAUSAL_LM", "seq2seq": "SEQ_2_SEQ_LM"}
+CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))
+
+
+def hf_config(cfg) -> PretrainedConfig:
+    m = cfg.model
+    if m.pretrained or m.model_type == "auto":
+        conf = AutoConfig.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+    else:
+        conf = AutoConfig.for_model(m.model_type, **OmegaConf.to_container(m.arch, resolve=True))
+    if cfg.task.name == "classification":
+        conf.num_labels = cfg.task.num_labels
+    conf.use_cache = False  # the KV cache is for generation; in training it only costs memory
+    return conf
+
+
+def load_tokenizer(cfg):
+    """The model directory's tokenizer, or None for random-init models (synthetic data needs none)."""
+    m = cfg.model
+    if not (m.pretrained or m.model_type == "auto"):
+        return None
+    tok = AutoTokenizer.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+    tok.padding_side = cfg.padding.side
+    if tok.pad_token is None:
+        # Common practice, and the loss-69 report's suspect: the diagnostics check pad == eos.
+        log.warning("tokenizer has no pad token; using eos (%s) as pad", tok.eos_token)
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def random_weights_dir(cfg, conf: PretrainedConfig, dtype: torch.dtype) -> Path:
+    """Random-init weights saved once per architecture, for loaders that need weights on disk (4-bit
+    quantisation happens inside from_pretrained)."""
+    key = json.dumps({"task": cfg.task.name, "config": conf.to_dict(), "dtype": str(dtype)}, sort_keys=True)
+    path = CACHE / "weights" / f"{cfg.model.name}-{cfg.task.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+    if not (path / "config.json").exists():
+        log.info("saving random-init weights once to %s", path)
+        torch.manual_seed(cfg.trainer.seed)
+        model = AUTO_CLASS[cfg.task.name].from_config(conf, dtype=dtype)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        model.save_pretrained(tmp)
+        del model
+        shutil.rmtree(path, ignore_errors=True)
+        tmp.rename(path)  # atomic: a concurrent job never sees half a checkpoint
+    return path
+
+
+def build_model(cfg, res: Resolved, conf: PretrainedConfig, tokenizer=None) -> torch.nn.Module:
+    m, method = cfg.model, cfg.peft.method
+    auto_class = AUTO_CLASS[cfg.task.name]
+    if tokenizer is not None and conf.pad_token_id is None:
+        conf.pad_token_id = tokenizer.pad_token_id  # sequence classification pools via pad_token_id
+    kwargs = dict(config=conf, dtype=res.weights_dtype, attn_implementation=res.attention)
+    if method == "qlora":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type=cfg.peft.quant_type,
+            bnb_4bit_use_double_quant=cfg.peft.double_quant,
+            bnb_4bit_compute_dtype=getattr(torch, cfg.peft.compute_dtype))
+        path = m.name_or_path if m.pretrained else random_weights_dir(cfg, conf, res.weights_dtype)
+        model = auto_class.from_pretrained(path, device_map={"": 0}, **kwargs)
+    elif m.pretrained or m.model_type == "auto":
+        model = auto_class.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, **kwargs)
+    else:
+        torch.manual_seed(cfg.trainer.seed)
+        with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
+            model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
+    if method == "none":
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,
+                      target_modules=cfg.peft.target_modules, task_type=PEFT_TASK[cfg.task.name])
+    return get_peft_model(model, lora)
+
+
+def parameter_counts(model: torch.nn.Module) -> dict:
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return {"total": total, "trainable": trainable, "trainable_fraction": trainable / max(total, 1)}

@@ -1,0 +1,147 @@
+"""One run's report: report.json (the schema in DESIGN.md section 4), report.md, and the printed summary."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+DATA_BOUND_SHARE = 0.15  # the device waited this share of the step for batches
+HOST_BOUND_BUSY = 0.80  # kernels ran less than this share of the step
+RESERVED_SATURATED = 0.92  # reserved memory above this share of capacity: one new shape from a retry
+
+
+def throughput(tokens: dict | None, window_s: float) -> dict:
+    if not tokens or window_s <= 0:
+        return {k: None for k in ("samples_per_s", "tokens_per_s", "real_tokens_per_s", "loss_tokens_per_s", "pad_fraction")}
+    return {"samples_per_s": tokens["samples"] / window_s, "tokens_per_s": tokens["all"] / window_s,
+            "real_tokens_per_s": tokens["real"] / window_s, "loss_tokens_per_s": tokens["loss"] / window_s,
+            "pad_fraction": 1 - tokens["real"] / tokens["all"] if tokens["all"] else None}
+
+
+def verdict(step: dict, breakdown: dict, gpu_busy: float | None, mem: dict, retries_in_window: int, mfu: float | None) -> dict:
+    """What limits the step, with the numbers behind it."""
+    reasons = []
+    capacity = mem.get("capacity")
+    reserved_share = mem["peak_reserved"] / capacity if capacity else None
+    saturated = bool(retries_in_window) or (reserved_share is not None and reserved_share > RESERVED_SATURATED)
+    if retries_in_window:
+        reasons.append(f"{retries_in_window} allocator retries while timed: each one frees the cache and "
+                       "waits for the GPU; a smaller micro-batch, gradient checkpointing or fixed shapes help")
+    if reserved_share is not None:
+        reasons.append(f"peak reserved {mem['peak_reserved']:.1f} of {capacity:.1f} GB ({reserved_share:.0%})")
+    mean = step.get("mean")
+    data_share = breakdown["data"] / mean if mean and breakdown.get("data") is not None else None
+    if data_share is not None:
+        reasons.append(f"device waited for data {data_share:.0%} of the step")
+    if gpu_busy is not None:
+        reasons.append(f"GPU busy {gpu_busy:.0%} of the step")
+    if mfu is not None:
+        reasons.append(f"MFU {mfu:.1%}")
+    if retries_in_window:
+        bottleneck = "memory"
+    elif data_share is not None and data_share > DATA_BOUND_SHARE:
+        bottleneck = "data"
+        reasons.append("more dataloader workers, pinned memory and pre-tokenised data help")
+    elif gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
+        bottleneck = "host"
+        reasons.append("the GPU waits for Python to launch kernels: a larger micro-batch, fixed shapes, "
+                       "torch.compile or CUDA graphs help")
+    else:
+        bottleneck = "compute"
+        reasons.append("faster kernels (bf16, flash attention, fused ops) or less work (less padding) help")
+    return {"bottleneck": bottleneck, "saturated": saturated, "reasons": reasons}
+
+
+def loss_summary(log_history: list[dict], expected_initial: float | None) -> dict:
+    losses = [e["loss"] for e in log_history if "loss" in e]
+    return {"initial": losses[0] if losses else None, "final": losses[-1] if losses else None,
+            "expected_initial": expected_initial, "curve": [(e["step"], e["loss"]) for e in log_history if "loss" in e]}
+
+
+def expected_initial_loss(task: str, num_labels: int, vocab: int) -> float:
+    """Cross-entropy of a uniform guess: where a well-initialised model starts."""
+    return math.log(num_labels if task == "classification" else vocab)
+
+
+def _fmt(x, spec=",.0f", none="-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def summary_rows(r: dict) -> list[tuple[str, str]]:
+    c, env, th, st = r["config"], r.get("env", {}), r.get("throughput", {}), r.get("step_time_s", {})
+    rows = [("status", r["status"] + (f": {r['error']}" if r.get("error") else ""))]
+    peft = c["peft"]["method"]
+    rows.append(("model", f"{c['model']['name']} {c['task']['name']}, peft {peft}"
+                 + (f" r={c['peft']['r']}" if peft != "none" else "")
+                 + f", {_fmt(r['params']['trainable_fraction'], '.2%')} trainable" if r.get("params") else ""))
+    if env:
+        rows.append(("device", f"{env['device_name']}" + (f", {env['capacity_gb']:.1f} GB" if env.get("capacity_gb") else "")))
+    b, res = c["batch"], r.get("resolved", {})
+    rows.append(("batch", f"{b['size']} x grad_accum {b['grad_accum']} = {b['size'] * b['grad_accum']} per step; "
+                 f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
+    if st.get("mean") is not None:
+        rows.append(("step time", f"{st['mean']:.4f} s (p50 {st['p50']:.4f}, p90 {st['p90']:.4f}, "
+                     f"stdev {st['stdev']:.4f}, n={st['n']} after {st['warmup_steps']} warm-up)"))
+        rows.append(("throughput", f"{_fmt(th['samples_per_s'], ',.1f')} samples/s | {_fmt(th['real_tokens_per_s'])} real tok/s | "
+                     f"{_fmt(th['tokens_per_s'])} all tok/s | pad {_fmt(th['pad_fraction'], '.1%')}"))
+        fl = r["flops"]
+        rows.append(("flops", f"{fl['per_token'] / 1e9:.3g} GFLOP/token; MFU {_fmt(fl['mfu'], '.1%')} "
+                     f"(peak {_fmt(fl['peak_tflops'], '.0f')} TFLOP/s), HFU {_fmt(fl['hfu'], '.1%')}"))
+        bd = r["breakdown_s"]
+        share = ", ".join(f"{k} {bd[k] / st['mean']:.0%}" for k in ("data", "compute", "optimizer", "other") if bd.get(k) is not None)
+        rows.append(("breakdown", share + (f"; GPU busy {r['gpu_busy_fraction']:.0%}" if r.get("gpu_busy_fraction") is not None else "")))
+    m = r.get("memory_gb", {})
+    if "peak_allocated" in m:
+        rows.append(("memory", f"peak {m['peak_allocated']:.2f} GB allocated, {m['peak_reserved']:.2f} reserved of "
+                     f"{m['capacity']:.1f}; {m['alloc_retries']} alloc retries"))
+    elif m:
+        rows.append(("memory", f"peak RSS {m['peak_rss_gb']:.2f} GB (CPU process)"))
+    if r.get("verdict"):
+        v = r["verdict"]
+        rows.append(("verdict", f"{v['bottleneck']}-bound{', memory-saturated' if v['saturated'] else ''}: " + "; ".join(v["reasons"])))
+    lo = r.get("loss") or {}
+    if lo.get("initial") is not None:
+        rows.append(("loss", f"{lo['initial']:.3f} -> {lo['final']:.3f} (uniform guess: {_fmt(lo['expected_initial'], '.3f')})"))
+    t = r.get("timing_s", {})
+    rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in t.items())))
+    return rows
+
+
+def format_summary(r: dict) -> str:
+    rows = summary_rows(r)
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def write(out_dir: Path, report: dict) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    md = ["# trainsweep run", "", f"`{out_dir}`", "", "| | |", "|---|---|"]
+    md += [f"| {k} | {v.replace('|', '/')} |" for k, v in summary_rows(report)]
+    (out_dir / "report.md").write_text("\n".join(md) + "\n")
+
+
+def measured(cfg, rep: dict, meter, trainer, lengths: dict, device: str) -> dict:
+    """The measured sections of the report, read once after training."""
+    from src.flops import peak_tflops
+    from src.measure import memory
+
+    conf = trainer.model.config
+    vocab = getattr(conf, "vocab_size", 2)
+    out = {"memory_gb": memory(device), "data": {"lengths": lengths},
+           "loss": loss_summary(trainer.state.log_history,
+                                expected_initial_loss(cfg.task.name, cfg.task.num_labels, vocab))}
+    if not cfg.measure.enabled:
+        return out
+    m = meter.results()
+    th = throughput(m["tokens"], m["window_s"])
+    fl = dict(rep["flops"])
+    fl["peak_tflops"] = peak_tflops(rep["env"]["device_name"], rep["resolved"]["amp"], cfg.measure.peak_tflops)
+    rate = th["real_tokens_per_s"]
+    fl["mfu"] = rate * fl["per_token"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
+    fl["hfu"] = rate * fl["per_token_hardware"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
+    out.update(throughput=th, step_time_s=m["step_time_s"], breakdown_s=m["breakdown_s"], host_s=m["host_s"],
+               gpu_busy_fraction=m["gpu_busy_fraction"], tokens=m["tokens"], shapes=m["shapes"], flops=fl)
+    out["verdict"] = verdict(m["step_time_s"], m["breakdown_s"], m["gpu_busy_fraction"], out["memory_gb"],
+                             m["alloc_retries_in_window"], fl["mfu"])
+    return out

@@ -1,0 +1,102 @@
+"""trainsweep's entry point: compose the config, build model and data, train with the HF Trainer,
+measure, report.
+
+    python -m src.run                                   # the main job (tiny model, CPU, ~1 minute)
+    python -m src.run model=qwen3 batch=16              # one run
+    python -m src.run -m batch=4,8,16,32 batch.grad_accum=1,2,4   # a sweep
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from src.config import ConfigError, validate  # importing registers the schema Hydra composes against
+
+log = logging.getLogger("trainsweep")
+# peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
+warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecated")
+_composed = False  # set once Hydra has composed a config and handed it over
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> float | None:
+    global _composed
+    _composed = True
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
+    report = run(cfg, out_dir)
+    if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
+        sys.exit(2 if report["status"] == "config_error" else 1)
+    return report.get("throughput", {}).get("real_tokens_per_s")
+
+
+def run(cfg: DictConfig, out_dir: Path) -> dict:
+    # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
+    import torch
+
+    from src import data, env, flops, measure, models, report, train
+
+    t_start = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
+    rep = {"status": "ok", "error": None, "config": OmegaConf.to_container(cfg, resolve=True)}
+    try:
+        validate(cfg, torch.cuda.is_available())
+        res = env.resolve(cfg)
+        env.apply(cfg)
+        rep.update(resolved={"device": res.device, "weights_dtype": str(res.weights_dtype).replace("torch.", ""),
+                             "amp": res.amp, "attention": res.attention}, env=env.info(res.device))
+        conf = models.hf_config(cfg)
+        tokenizer = models.load_tokenizer(cfg)
+        train_ds, eval_ds = data.build_datasets(cfg, conf, tokenizer)
+        lengths = data.length_stats(train_ds)
+        model = models.build_model(cfg, res, conf, tokenizer)
+        rep["params"] = models.parameter_counts(model)
+        rep["flops"] = flops.flops_per_token(model, conf, lengths["token_weighted_mean"], cfg.trainer.gradient_checkpointing)
+        counter = measure.TokenCounter(cfg.task.name)
+        meter = measure.Measure(counter, res.device, cfg.measure.warmup_steps, cfg.trainer.max_steps,
+                                cfg.measure.profile_steps)
+        trainer = train.trainer_class(cfg.task.name)(
+            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
+            data_collator=data.build_collator(cfg, conf.pad_token_id), callbacks=[meter] if cfg.measure.enabled else [])
+        trainer.token_counter = counter if cfg.measure.enabled else None
+        t_built = time.perf_counter()
+        rep["timing_s"] = {"build": t_built - t_start}
+        trainer.train()
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        rep.update(status="config_error", error=str(exc))
+    except torch.OutOfMemoryError as exc:
+        log.error("out of memory: %s", str(exc).splitlines()[0])
+        rep.update(status="oom", error=str(exc).splitlines()[0])
+    except Exception as exc:  # recorded, so a sweep keeps going; the traceback goes to the job's log
+        log.error("run failed:\n%s", traceback.format_exc())
+        rep.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    if rep["status"] == "ok":
+        rep["timing_s"]["train"] = time.perf_counter() - t_built
+        rep.update(report.measured(cfg, rep, meter, trainer, lengths, res.device))
+    rep.setdefault("timing_s", {})["total"] = time.perf_counter() - t_start
+    report.write(out_dir, rep)
+    print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
+    return rep
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit as exc:
+        # Hydra answers composition errors (unknown option, bad override, wrong type) with exit 1 before
+        # our function runs; those are config errors, which exit 2.
+        if exc.code == 1 and not _composed:
+            sys.exit(2)
+        raise

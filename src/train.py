@@ -1,0 +1,79 @@
+"""The Hugging Face Trainer, configured from our groups, with token counting on every micro-batch."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainingArguments
+
+from src.env import Resolved
+from src.measure import TokenCounter
+
+
+def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
+    tr, dl = cfg.trainer, cfg.dataloader
+    cuda = res.device == "cuda"
+    workers = min(dl.num_workers, os.cpu_count() or 1)
+    args_class = Seq2SeqTrainingArguments if cfg.task.name == "seq2seq" else TrainingArguments
+    return args_class(
+        output_dir=str(out_dir / "checkpoints"),
+        per_device_train_batch_size=cfg.batch.size,
+        per_device_eval_batch_size=cfg.batch.size,
+        gradient_accumulation_steps=cfg.batch.grad_accum,
+        max_steps=tr.max_steps,
+        learning_rate=tr.lr,
+        warmup_steps=tr.warmup_steps,
+        lr_scheduler_type=tr.scheduler,
+        weight_decay=tr.weight_decay,
+        max_grad_norm=tr.max_grad_norm,
+        optim=tr.optim,
+        bf16=res.amp == "bf16",
+        fp16=res.amp == "fp16",
+        logging_steps=tr.logging_steps,
+        logging_first_step=True,  # the step-1 loss is the one to compare with ln(num_labels)
+        logging_nan_inf_filter=False,  # its isnan() check is a host sync on every micro-batch
+        eval_strategy="steps" if tr.eval_steps else "no",
+        eval_steps=tr.eval_steps or None,
+        save_strategy="steps" if tr.save_steps else "no",
+        save_steps=tr.save_steps or 500,
+        report_to=["wandb"] if cfg.logger.name == "wandb" else [],
+        run_name=cfg.model.name,
+        seed=tr.seed,
+        data_seed=cfg.data.seed,
+        dataloader_num_workers=workers,
+        dataloader_pin_memory=dl.pin_memory and cuda,
+        dataloader_prefetch_factor=dl.prefetch_factor if workers else None,
+        dataloader_persistent_workers=dl.persistent_workers and workers > 0,
+        train_sampling_strategy="group_by_length" if cfg.padding.strategy == "bucketed" else "random",
+        length_column_name="length",
+        remove_unused_columns=False,  # our collator picks the columns; signature inspection is not needed
+        use_cpu=not cuda,
+        disable_tqdm=False,
+        **checkpointing(tr.gradient_checkpointing),
+    )
+
+
+def checkpointing(enabled: bool) -> dict:
+    """transformers 5.2x renamed gradient_checkpointing to activation_checkpointing; 5.17 knows only the old name."""
+    if not enabled:
+        return {}
+    new = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+    prefix = "activation" if new else "gradient"
+    # non-reentrant checkpointing needs no input grads, so it works under LoRA's frozen embeddings
+    return {f"{prefix}_checkpointing": True, f"{prefix}_checkpointing_kwargs": {"use_reentrant": False}}
+
+
+def trainer_class(task: str):
+    base = Seq2SeqTrainer if task == "seq2seq" else Trainer
+
+    class MeasuredTrainer(base):
+        """The Trainer, counting the tokens of each micro-batch as it is trained on."""
+
+        token_counter: TokenCounter | None = None
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            if self.token_counter is not None:
+                self.token_counter.add(inputs)
+            return super().training_step(model, inputs, num_items_in_batch)
+
+    return MeasuredTrainer
