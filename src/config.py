@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -29,6 +30,7 @@ class ModelConfig:
     pretrained: bool = False  # false: random init from `arch`, no download, same speed and memory
     arch: Dict[str, Any] = field(default_factory=dict)  # the architecture, passed to AutoConfig.for_model
     trust_remote_code: bool = False
+    lr: float = 1e-4  # a learning rate that suits this model under LoRA; trainer.lr defaults to it
 
 
 @dataclass
@@ -58,6 +60,7 @@ class DataConfig:
     label_column: str = "label"
     target_column: Optional[str] = None
     num_proc: int = 1  # tokenisation processes
+    tokenizer_vocab_size: int = 8000  # the offline fallback BPE's size, for models without a tokenizer
     seed: int = 0
 
 
@@ -170,6 +173,20 @@ class Config:
 
 
 ConfigStore.instance().store(name="config_schema", node=Config)
+CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+_NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
+
+
+def quote_numeric_choices(args: list[str]) -> list[str]:
+    """`batch=16` -> `batch='16'`. Hydra parses a bare 16 as an int and refuses it as a config group
+    choice; quoted, it names conf/batch/16.yaml. Sweeps too: `batch=4,8` -> `batch='4','8'`."""
+    out = []
+    for arg in args:
+        m = _NUMERIC_CHOICE.match(arg)
+        if m and os.path.isdir(os.path.join(CONF_DIR, m.group(2))):
+            arg = f"{m.group(1)}{m.group(2)}=" + ",".join(f"'{v}'" for v in m.group(3).split(","))
+        out.append(arg)
+    return out
 
 TASKS = ("classification", "causal_lm", "seq2seq")
 ENCODER_DECODER = ("bart", "mbart", "t5", "mt5", "pegasus", "marian")

@@ -2,11 +2,17 @@
 `map(batched=True, num_proc=...)`, cached by fingerprint so a second run does not re-tokenise."""
 from __future__ import annotations
 
+import logging
 import os
+from pathlib import Path
 
 from datasets import Dataset, load_dataset
 
 from src.config import ConfigError
+
+log = logging.getLogger(__name__)
+CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))
+SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]
 
 LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
@@ -29,10 +35,39 @@ def _need_column(ds: Dataset, key: str, column: str) -> None:
         raise ConfigError(key, column, "no such column; the file has: " + ", ".join(ds.column_names))
 
 
+def train_tokenizer(cfg, vocab_limit: int):
+    """The offline fallback for models without a tokenizer (random init): a byte-level BPE trained on the
+    training texts, cached by the file's fingerprint. Byte-level: any text encodes, nothing is unknown."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    d = cfg.data
+    ds = _read(d.train_file, "data.train_file")
+    _need_column(ds, "data.text_column", d.text_column)
+    vocab = min(d.tokenizer_vocab_size, vocab_limit)
+    path = CACHE / "tokenizers" / f"bpe{vocab}-{ds._fingerprint}"
+    if (path / "tokenizer.json").exists():
+        log.info("fallback tokenizer: cache hit %s", path)
+    else:
+        log.info("no tokenizer with this model: training a %d-token byte-level BPE on %s", vocab, d.train_file)
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=SPECIALS,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        texts = (batch[d.text_column] for batch in ds.iter(batch_size=10_000))
+        tok.train_from_iterator(texts, trainer, length=len(ds))
+        PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                unk_token="<unk>").save_pretrained(path)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.padding_side = cfg.padding.side
+    return tok
+
+
 def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None]:
     d, task = cfg.data, cfg.task.name
-    if tokenizer is None:
-        raise ConfigError("data", "files", "text needs a tokenizer: use model=auto model.name_or_path=DIR")
     raw = {"train": _read(d.train_file, "data.train_file")}
     if d.eval_file:
         raw["eval"] = _read(d.eval_file, "data.eval_file")

@@ -69,11 +69,9 @@ def random_weights_dir(cfg, conf: PretrainedConfig, dtype: torch.dtype) -> Path:
     return path
 
 
-def build_model(cfg, res: Resolved, conf: PretrainedConfig, tokenizer=None) -> torch.nn.Module:
+def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     m, method = cfg.model, cfg.peft.method
     auto_class = AUTO_CLASS[cfg.task.name]
-    if tokenizer is not None and conf.pad_token_id is None:
-        conf.pad_token_id = tokenizer.pad_token_id  # sequence classification pools via pad_token_id
     kwargs = dict(config=conf, dtype=res.weights_dtype, attn_implementation=res.attention)
     if method == "qlora":
         from transformers import BitsAndBytesConfig

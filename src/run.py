@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from src.config import ConfigError, validate  # importing registers the schema Hydra composes against
+from src.config import ConfigError, quote_numeric_choices, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -43,7 +43,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import data, env, flops, measure, models, report, train
+    from src import data, env, files, flops, loggers, measure, models, report, train
 
     t_start = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -58,11 +58,16 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
                              "amp": res.amp, "attention": res.attention}, env=env.info(res.device))
         conf = models.hf_config(cfg)
         tokenizer = models.load_tokenizer(cfg)
+        if tokenizer is None and cfg.data.source == "files":
+            tokenizer = files.train_tokenizer(cfg, conf.vocab_size)  # offline fallback, cached
+        if tokenizer is not None:  # it pads the data: sequence classification must pool by its pad id
+            conf.pad_token_id = tokenizer.pad_token_id
         train_ds, eval_ds = data.build_datasets(cfg, conf, tokenizer)
         lengths = data.length_stats(train_ds)
-        model = models.build_model(cfg, res, conf, tokenizer)
+        model = models.build_model(cfg, res, conf)
         rep["params"] = models.parameter_counts(model)
         rep["flops"] = flops.flops_per_token(model, conf, lengths["token_weighted_mean"], cfg.trainer.gradient_checkpointing)
+        loggers.setup(cfg, out_dir)
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure(counter, res.device, cfg.measure.warmup_steps, cfg.trainer.max_steps,
                                 cfg.measure.profile_steps)
@@ -85,6 +90,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
     if rep["status"] == "ok":
         rep["timing_s"]["train"] = time.perf_counter() - t_built
         rep.update(report.measured(cfg, rep, meter, trainer, lengths, res.device))
+        loggers.finish(cfg, trainer.state.log_history, out_dir)
     rep.setdefault("timing_s", {})["total"] = time.perf_counter() - t_start
     report.write(out_dir, rep)
     print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
@@ -92,6 +98,7 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
 
 
 if __name__ == "__main__":
+    sys.argv = quote_numeric_choices(sys.argv)
     try:
         main()
     except SystemExit as exc:

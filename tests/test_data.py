@@ -1,0 +1,86 @@
+"""Synthetic data has the seed's shape and a learnable signal; the collator pads as each strategy says."""
+import numpy as np
+import pytest
+import torch
+
+from src import data, models
+from tests.conftest import compose
+
+
+def _rows(cfg, n=256):
+    return data.synthetic(cfg, models.hf_config(cfg), n, 0)
+
+
+def test_synthetic_lengths_follow_the_account_tax_shape():
+    cfg = compose()
+    stats = data.length_stats(_rows(cfg, 4096))
+    assert abs(stats["mean"] - 211) < 3 and stats["max"] <= 287
+    assert min(_rows(cfg, 4096)["length"]) >= 40
+
+
+def test_synthetic_classification_labels_and_ids_are_in_range():
+    cfg = compose()
+    ds = _rows(cfg)
+    labels = np.array(ds["labels"])
+    assert labels.min() >= 0 and labels.max() < cfg.task.num_labels
+    ids = np.concatenate([np.array(x) for x in ds["input_ids"]])
+    assert ids.min() >= data.N_SPECIAL and ids.max() < models.hf_config(cfg).vocab_size
+
+
+def test_synthetic_data_is_deterministic_by_seed():
+    cfg = compose()
+    conf = models.hf_config(cfg)
+    assert data.synthetic(cfg, conf, 16, 3)["input_ids"] == data.synthetic(cfg, conf, 16, 3)["input_ids"]
+    assert data.synthetic(cfg, conf, 16, 3)["input_ids"] != data.synthetic(cfg, conf, 16, 4)["input_ids"]
+
+
+def test_seq2seq_targets_are_a_prefix_of_the_source():
+    cfg = compose("task=seq2seq", "model=tiny-bart")
+    row = _rows(cfg, 4)[0]
+    assert row["input_ids"][: len(row["labels"])] == row["labels"]
+
+
+def _collate(*overrides, lengths=(5, 9, 3)):
+    cfg = compose(*overrides, "data.max_length=16")
+    rows = [{"input_ids": list(range(10, 10 + n)), "labels": i, "length": n} for i, n in enumerate(lengths)]
+    return data.build_collator(cfg, pad_id=0)(rows)
+
+
+def test_max_length_gives_one_fixed_shape():
+    assert _collate("padding=max_length")["input_ids"].shape == (3, 16)
+
+
+def test_dynamic_pads_to_the_longest_row_rounded_to_a_multiple():
+    batch = _collate("padding=dynamic", "padding.pad_to_multiple_of=4")
+    assert batch["input_ids"].shape == (3, 12)
+    assert batch["attention_mask"].sum().item() == 5 + 9 + 3
+    assert batch["attention_mask"][2].tolist() == [1] * 3 + [0] * 9
+
+
+def test_left_padding_puts_pads_first():
+    batch = _collate("padding=dynamic", "padding.pad_to_multiple_of=null", "padding.side=left")
+    assert batch["input_ids"][2].tolist() == [0] * 6 + [10, 11, 12]
+
+
+def test_causal_lm_labels_ignore_padding():
+    batch = _collate("task=causal_lm")
+    assert (batch["labels"][batch["attention_mask"] == 0] == -100).all()
+    assert torch.equal(batch["labels"][0, :5], batch["input_ids"][0, :5])
+
+
+def test_packed_batches_are_one_row_with_restarting_positions():
+    cfg = compose("task=causal_lm", "padding=packed")
+    rows = [{"input_ids": [5, 6, 7], "length": 3}, {"input_ids": [8, 9], "length": 2}]
+    batch = data.build_collator(cfg, pad_id=0)(rows)
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9]]
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1]]
+    assert batch["labels"].tolist() == [[-100, 6, 7, -100, 9]]  # no prediction across the boundary
+
+
+def test_longest_pads_each_chunk_at_tokenisation_time():
+    cfg = compose("padding=longest", "padding.chunk_size=64")
+    conf = models.hf_config(cfg)
+    ds = data.pad_chunks(_rows(cfg, 128), conf.pad_token_id, 64)
+    widths = {len(x) for x in ds.select(range(64))["input_ids"]}
+    assert len(widths) == 1  # every row of a chunk has the chunk's longest length
+    assert sum(ds[0]["attention_mask"]) == ds[0]["length"]

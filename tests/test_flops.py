@@ -1,0 +1,48 @@
+"""FLOPs per token from the architecture: the reference values of DESIGN.md section 5 for Qwen3-4B."""
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+from src import flops, models
+from tests.conftest import compose
+
+
+def _qwen3(task: str, lora: bool):
+    cfg = compose("model=qwen3", f"task={task}")
+    conf = models.hf_config(cfg)
+    auto = AutoModelForSequenceClassification if task == "classification" else AutoModelForCausalLM
+    with torch.device("meta"):  # the 4B shape, no memory
+        model = auto.from_config(conf)
+        if lora:
+            model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
+                                                     task_type="SEQ_CLS" if task == "classification" else "CAUSAL_LM"))
+    return model, conf
+
+
+@pytest.mark.parametrize("task,lora,gflops", [
+    ("classification", True, 15.1), ("causal_lm", True, 16.7),
+    ("classification", False, 22.2), ("causal_lm", False, 24.5),
+])
+def test_qwen3_4b_flops_per_token_at_211(task, lora, gflops):
+    model, conf = _qwen3(task, lora)
+    got = flops.flops_per_token(model, conf, 211)["per_token"] / 1e9
+    assert abs(got - gflops) / gflops < 0.02, got
+
+
+def test_gradient_checkpointing_adds_the_recomputed_forward_to_hardware_flops():
+    model, conf = _qwen3("classification", True)
+    plain = flops.flops_per_token(model, conf, 211)
+    ckpt = flops.flops_per_token(model, conf, 211, gradient_checkpointing=True)
+    assert ckpt["per_token"] == plain["per_token"]  # MFU counts the model's work, not the recompute
+    frozen, trainable = ckpt["matmul_params_frozen"], ckpt["matmul_params_trainable"]
+    assert ckpt["per_token_hardware"] - plain["per_token"] == pytest.approx(2 * (frozen + trainable) + 4 * 36 * 4096 * 211)
+
+
+def test_peak_table_matches_card_names():
+    assert flops.peak_tflops("NVIDIA H100 80GB HBM3", "bf16") == 989.0
+    assert flops.peak_tflops("NVIDIA H200", "bf16") == 989.0
+    assert flops.peak_tflops("NVIDIA H100 PCIe", "bf16") == 756.0
+    assert flops.peak_tflops("NVIDIA A100-SXM4-80GB", "none") == 19.5
+    assert flops.peak_tflops("cpu (2 cores, x86_64)", "bf16") is None
+    assert flops.peak_tflops("cpu", "bf16", override=100.0) == 100.0
