@@ -1,0 +1,41 @@
+"""CUDA-only paths: events, profiler busy share, NVML, bf16 auto, QLoRA. Skipped without a GPU."""
+import importlib.util
+
+import pytest
+import torch
+
+from src.run import run
+from tests.conftest import compose
+
+pytestmark = pytest.mark.gpu
+GPU_QUICK = ["trainer.max_steps=12", "measure.warmup_steps=3", "measure.profile_steps=2", "data.size=256"]
+
+
+def test_tiny_run_on_gpu_measures_with_events_profiler_and_nvml(tmp_path):
+    rep = run(compose(*GPU_QUICK), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    assert rep["resolved"] == {"device": "cuda", "weights_dtype": "bfloat16", "amp": "bf16", "attention": "sdpa"}
+    assert rep["step_time_s"]["n"] == 12 - 3 - 2
+    assert 0 < rep["gpu_busy_fraction"] <= 1
+    mem = rep["memory_gb"]
+    assert 0 < mem["peak_allocated"] <= mem["peak_reserved"] < mem["capacity"]
+    assert mem["device_used"] >= mem["peak_reserved"] * 0.9
+    assert rep["flops"]["mfu"] > 0 and rep["flops"]["peak_tflops"] is not None
+    parts = sum(rep["breakdown_s"].values())
+    assert parts == pytest.approx(rep["step_time_s"]["mean"], rel=0.01)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
+def test_qlora_builds_4bit_from_cached_random_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINSWEEP_CACHE", str(tmp_path / "cache"))
+    import src.models as models
+    monkeypatch.setattr(models, "CACHE", tmp_path / "cache")
+    rep = run(compose("peft=qlora", *GPU_QUICK), tmp_path / "run")
+    assert rep["status"] == "ok", rep["error"]
+    assert list((tmp_path / "cache" / "weights").iterdir())  # saved once, reused by later jobs
+
+
+def test_fp16_frozen_base_with_lora(tmp_path):
+    rep = run(compose("precision=fp16", *GPU_QUICK), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    assert rep["resolved"]["amp"] == "fp16"
