@@ -220,7 +220,7 @@ class Measure(TrainerCallback):
     def _start_profile(self) -> None:
         torch.cuda.synchronize()  # outside the timed window: the profile starts on an idle GPU
         # Kernel tracing only (CUPTI): recording CPU ops too would slow the host and understate GPU busy.
-        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True)
         self._prof.start()
         self._prof_t0 = time.perf_counter()
 

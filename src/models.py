@@ -94,7 +94,14 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
 
     lora = LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,
                       target_modules=cfg.peft.target_modules, task_type=PEFT_TASK[cfg.task.name])
-    return get_peft_model(model, lora)
+    model = get_peft_model(model, lora)
+    if res.amp == "fp16":
+        # The fp16 GradScaler refuses fp16 gradients; peft's copy of the classification head keeps the base's
+        # dtype, so every trainable weight is moved to fp32 (they are ~1% of the model).
+        for param in model.parameters():
+            if param.requires_grad:
+                param.data = param.data.float()
+    return model
 
 
 def parameter_counts(model: torch.nn.Module) -> dict:
