@@ -155,6 +155,17 @@ class MeasureConfig:
 
 
 @dataclass
+class GpuConfig:
+    memory_cap_gb: Optional[float] = None  # per-process cap (set_per_process_memory_fraction): emulate a smaller card
+
+
+@dataclass
+class DebugConfig:
+    name: str = "none"
+    collate_delay_ms: float = 0.0  # a deliberately slow collator: makes a run data-bound on purpose
+
+
+@dataclass
 class Config:
     model: ModelConfig = MISSING
     task: TaskConfig = MISSING
@@ -169,12 +180,23 @@ class Config:
     logger: LoggerConfig = MISSING
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     measure: MeasureConfig = field(default_factory=MeasureConfig)
+    gpu: GpuConfig = field(default_factory=GpuConfig)
+    debug: DebugConfig = MISSING
     device: str = "auto"  # auto | cuda | cpu
 
 
 ConfigStore.instance().store(name="config_schema", node=Config)
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
 _NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """The config `python -m src.run OVERRIDES` would run, for tests and benchmarks."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return hydra_compose("config", overrides=quote_numeric_choices(list(overrides)))
 
 
 def quote_numeric_choices(args: list[str]) -> list[str]:
@@ -277,6 +299,12 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     _one_of("logger.name", cfg.logger.name, ("none", "csv", "wandb"))
     _one_of("logger.mode", cfg.logger.mode, ("offline", "online", "disabled"))
+
+    cap = cfg.gpu.memory_cap_gb
+    if cap is not None and (cap <= 0 or not on_gpu):
+        raise ConfigError("gpu.memory_cap_gb", cap, "must be > 0 GB, on a CUDA GPU")
+    if cfg.debug.collate_delay_ms < 0:
+        raise ConfigError("debug.collate_delay_ms", cfg.debug.collate_delay_ms, "must be >= 0")
 
     tr = cfg.trainer
     _positive("trainer.max_steps", tr.max_steps)

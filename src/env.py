@@ -54,6 +54,14 @@ def apply(cfg) -> None:
         torch.backends.cuda.enable_math_sdp("math" in wanted)
 
 
+def cap_memory(cap_gb: float | None) -> None:
+    """Emulate a smaller card: the caching allocator treats the cap as the card's size (it frees its cache
+    and retries, then raises OOM, at the cap)."""
+    if cap_gb:
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap_gb * 2**30 / total))
+
+
 def info(device: str) -> dict:
     """Versions and the device, for the report."""
     import peft

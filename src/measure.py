@@ -141,7 +141,8 @@ class Measure(TrainerCallback):
         self.tokens_start = self.tokens_end = None
         self.retries_start = self.retries_end = 0
         self.gpu_busy_fraction = None
-        self.profiled_steps = 0
+        self.window_wall_s = None
+        self._wall_start = None
         self._prof = None
         self._prof_t0 = 0.0
         self._t_end_prev = None
@@ -153,6 +154,8 @@ class Measure(TrainerCallback):
             torch.cuda.reset_peak_memory_stats()
         self._t_end_prev = time.perf_counter()
         self._end_prev = self.clock.mark()
+        if self.warmup == 0:
+            self._open_window()
 
     def on_step_begin(self, args, state, control, **kw):
         now = time.perf_counter()
@@ -174,11 +177,9 @@ class Measure(TrainerCallback):
         if self.warmup < step <= self.timed_end:
             self.marks[step] = cur
         if step == self.warmup:
-            self.tokens_start = self.counter.snapshot()
-            self.retries_start = self._retries()
+            self._open_window()
         if step == self.timed_end:
-            self.tokens_end = self.counter.snapshot()
-            self.retries_end = self._retries()
+            self._close_window()
             if self.profile_steps:
                 self._start_profile()
         if self._prof is not None and step == self.timed_end + self.profile_steps:
@@ -190,12 +191,27 @@ class Measure(TrainerCallback):
     def on_train_end(self, args, state, control, **kw):
         if self._prof is not None:
             self._stop_profile()
-        if self.tokens_end is None:  # training stopped early: the window ends where it stopped
-            self.tokens_end = self.counter.snapshot()
-            self.retries_end = self._retries()
+        if self.tokens_start is not None and self.tokens_end is None:  # stopped early: the window ends here
+            self._close_window()
         self._drain(wait=True)
 
     # -- internals -----------------------------------------------------------------------------------
+    def _open_window(self) -> None:
+        self.tokens_start = self.counter.snapshot()
+        self.retries_start = self._retries()
+        self._wall_start = self._synced_now()
+
+    def _close_window(self) -> None:
+        self.tokens_end = self.counter.snapshot()
+        self.retries_end = self._retries()
+        self.window_wall_s = self._synced_now() - self._wall_start
+
+    def _synced_now(self) -> float:
+        # Two syncs a run, at the window's edges: a wall clock that checks the events' sum independently.
+        if self.cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
     def _retries(self) -> int:
         # A host-side read of the allocator's counters: no device sync.
         return torch.cuda.memory_stats().get("num_alloc_retries", 0) if self.cuda else 0
@@ -239,7 +255,8 @@ class Measure(TrainerCallback):
         shapes_before = {s for step, s in self.counter.shapes if step <= self.warmup}
         shapes_window = {s for step, s in self.counter.shapes if self.warmup < step <= self.timed_end}
         return {
-            "step_time_s": {**_stats(self.step_times), "warmup_steps": self.warmup},
+            "step_time_s": {**_stats(self.step_times), "warmup_steps": self.warmup,
+                            "wall_mean": self.window_wall_s / len(self.step_times) if self.window_wall_s and self.step_times else None},
             "breakdown_s": {p: (statistics.fmean(v) if v else None) for p, v in self.durations.items()},
             "host_s": {"data": statistics.fmean(self.host_data) if self.host_data else None,
                        "launch": statistics.fmean(self.host_launch) if self.host_launch else None},
@@ -251,14 +268,16 @@ class Measure(TrainerCallback):
         }
 
 
-def memory(device: str) -> dict:
-    """Peaks since on_train_begin (GPU) or of the whole process (CPU: peak RSS)."""
+def memory(device: str, cap_gb: float | None = None) -> dict:
+    """Peaks since on_train_begin (GPU) or of the whole process (CPU: peak RSS). Under a memory cap the
+    cap is the capacity that saturation is judged against."""
     if device != "cuda":
         return {"peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
     stats = torch.cuda.memory_stats()
     alloc, reserved = torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30
-    out = {"peak_allocated": alloc, "peak_reserved": reserved,
-           "capacity": torch.cuda.get_device_properties(0).total_memory / 2**30,
+    card = torch.cuda.get_device_properties(0).total_memory / 2**30
+    out = {"peak_allocated": alloc, "peak_reserved": reserved, "capacity": min(cap_gb or card, card),
+           "card_capacity": card, "memory_cap_gb": cap_gb,
            "alloc_retries": stats.get("num_alloc_retries", 0),
            "fragmentation": reserved / alloc if alloc else None, "device_used": None}
     try:  # what the driver sees, including memory torch doesn't manage (CUDA context, NCCL, cuBLAS workspaces)

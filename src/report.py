@@ -128,7 +128,7 @@ def measured(cfg, rep: dict, meter, trainer, lengths: dict, device: str) -> dict
 
     conf = trainer.model.config
     vocab = getattr(conf, "vocab_size", 2)
-    out = {"memory_gb": memory(device), "data": {"lengths": lengths},
+    out = {"memory_gb": memory(device, cfg.gpu.memory_cap_gb), "data": {"lengths": lengths},
            "loss": loss_summary(trainer.state.log_history,
                                 expected_initial_loss(cfg.task.name, cfg.task.num_labels, vocab))}
     if not cfg.measure.enabled:

@@ -39,11 +39,11 @@ def main(cfg: DictConfig) -> float | None:
     return report.get("throughput", {}).get("real_tokens_per_s")
 
 
-def run(cfg: DictConfig, out_dir: Path) -> dict:
+def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = ()) -> dict:
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import data, env, files, flops, loggers, measure, models, report, train
+    from src import data, debug, env, files, flops, loggers, measure, models, report, train
 
     t_start = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -54,6 +54,8 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
         validate(cfg, torch.cuda.is_available())
         res = env.resolve(cfg)
         env.apply(cfg)
+        if res.device == "cuda":
+            env.cap_memory(cfg.gpu.memory_cap_gb)
         rep.update(resolved={"device": res.device, "weights_dtype": str(res.weights_dtype).replace("torch.", ""),
                              "amp": res.amp, "attention": res.attention}, env=env.info(res.device))
         conf = models.hf_config(cfg)
@@ -71,9 +73,10 @@ def run(cfg: DictConfig, out_dir: Path) -> dict:
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure(counter, res.device, cfg.measure.warmup_steps, cfg.trainer.max_steps,
                                 cfg.measure.profile_steps)
+        collator = debug.wrap_collator(data.build_collator(cfg, conf.pad_token_id), cfg.debug)
         trainer = train.trainer_class(cfg.task.name)(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
-            data_collator=data.build_collator(cfg, conf.pad_token_id), callbacks=[meter] if cfg.measure.enabled else [])
+            data_collator=collator, callbacks=([meter] if cfg.measure.enabled else []) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep["timing_s"] = {"build": t_built - t_start}

@@ -5,10 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-
-from src.config import quote_numeric_choices
+from src.config import compose as compose_list
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -26,8 +23,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def compose(*overrides: str):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose("config", overrides=quote_numeric_choices(list(overrides)))
+    return compose_list(list(overrides))
 
 
 def cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
