@@ -3,7 +3,7 @@ over the same model build and the batches the runner's own Trainer dataloader yi
 sampler, seed and collator). Two passes over those batches: the first meets each batch shape for the
 first time (as a fresh runner does), the second is warm. Prints one JSON line.
 
-    python benchmarks/bare_loop.py model=qwen3 batch=8 trainer.max_steps=40 measure.warmup_steps=10
+    python -m benchmarks.bare_loop model=qwen3 batch=8 trainer.max_steps=40 measure.warmup_steps=10
 """
 import json
 import sys
@@ -16,55 +16,85 @@ from src import data, env, models, train
 from src.config import compose
 
 
-def main(overrides: list[str]) -> dict:
-    cfg = compose(overrides)
-    res = env.resolve(cfg)
-    env.set_allocator(cfg.env.alloc_conf)
-    env.apply(cfg)
-    conf = models.hf_config(cfg)
-    train_ds, _ = data.build_datasets(cfg, conf)
-    model = models.build_model(cfg, res, conf)
-    trainer = train.trainer_class(cfg.task.name)(
-        model=model, args=train.training_args(cfg, res, Path("/tmp/bare_loop")), train_dataset=train_ds,
-        data_collator=data.build_collator(cfg, conf.pad_token_id))
-    ga, steps, warm = cfg.batch.grad_accum, cfg.trainer.max_steps, cfg.measure.warmup_steps
-    it = iter(trainer.get_train_dataloader())
-    batches = [[{k: v.to(res.device) for k, v in next(it).items()} for _ in range(ga)] for _ in range(steps)]
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.trainer.lr, fused=res.device == "cuda")
-    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(res.amp)
-    sync = torch.cuda.synchronize if res.device == "cuda" else (lambda: None)
-    model.train()
+class BareLoop:
+    """Model, optimizer and the runner's batches, preloaded on the device; `step` is one optimizer step.
+    `hooks` (a Measure and its TokenCounter) are called where the Trainer would call them."""
 
-    def step(micro):
+    def __init__(self, overrides: list[str]):
+        cfg = self.cfg = compose(overrides)
+        res = self.res = env.resolve(cfg)
+        env.set_allocator(cfg.env.alloc_conf)
+        env.apply(cfg)
+        conf = models.hf_config(cfg)
+        train_ds, _ = data.build_datasets(cfg, conf)
+        self.model = models.build_model(cfg, res, conf)
+        trainer = train.trainer_class(cfg.task.name)(
+            model=self.model, args=train.training_args(cfg, res, Path("/tmp/bare_loop")), train_dataset=train_ds,
+            data_collator=data.build_collator(cfg, conf.pad_token_id))
+        self.ga, self.steps, self.warm = cfg.batch.grad_accum, cfg.trainer.max_steps, cfg.measure.warmup_steps
+        it = iter(trainer.get_train_dataloader())
+        self.batches = [[{k: v.to(res.device) for k, v in next(it).items()} for _ in range(self.ga)]
+                        for _ in range(self.steps)]
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.opt = torch.optim.AdamW(self.params, lr=cfg.trainer.lr, fused=res.device == "cuda")
+        self.amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(res.amp)
+        self.model.train()
+
+    def sync(self):
+        if self.res.device == "cuda":
+            torch.cuda.synchronize()
+
+    def step(self, micro, hooks=None, state=None):
+        meter, counter = hooks or (None, None)
+        if meter:
+            meter.on_step_begin(None, state, None)
         for b in micro:
-            with torch.autocast(res.device, dtype=amp or torch.float32, enabled=amp is not None):
-                loss = model(**b).loss / ga
+            if counter:
+                counter.add(b)
+            with torch.autocast(self.res.device, dtype=self.amp or torch.float32, enabled=self.amp is not None):
+                loss = self.model(**b).loss / self.ga
             loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.trainer.max_grad_norm)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        torch.nn.utils.clip_grad_norm_(self.params, self.cfg.trainer.max_grad_norm)
+        if meter:
+            meter.on_pre_optimizer_step(None, state, None)
+        self.opt.step()
+        if meter:
+            meter.on_optimizer_step(None, state, None)
+        self.opt.zero_grad(set_to_none=True)
+        if meter:
+            state.global_step += 1
+            meter.on_step_end(None, state, None)
+            if state.global_step % self.cfg.trainer.logging_steps == 0:
+                meter.on_log(None, state, None)
 
-    def timed_pass() -> float:
-        for micro in batches[:warm]:
-            step(micro)
-        sync()
+    def timed_pass(self, batches=None, **hooks) -> float:
+        """Seconds per step over `batches` (default: the steps after warm-up)."""
+        batches = self.batches[self.warm:] if batches is None else batches
+        self.sync()
         t0 = time.perf_counter()
-        for micro in batches[warm:]:
-            step(micro)
-        sync()
-        return (time.perf_counter() - t0) / (steps - warm)
+        for micro in batches:
+            self.step(micro, **hooks)
+        self.sync()
+        return (time.perf_counter() - t0) / len(batches)
 
-    if res.device == "cuda":
+    def real_tokens_per_step(self) -> float:
+        return sum(int(b["attention_mask"].sum()) for micro in self.batches[self.warm:] for b in micro) / (self.steps - self.warm)
+
+
+def main(overrides: list[str]) -> dict:
+    loop = BareLoop(overrides)
+    if loop.res.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    cold, warm_s = timed_pass(), timed_pass()
-    real = sum(int(b["attention_mask"].sum()) for micro in batches[warm:] for b in micro) / (steps - warm)
-    out = {"name": "bare_loop", "overrides": overrides, "step_s_cold": cold, "step_s_warm": warm_s,
-           "real_tokens_per_s_cold": real / cold, "real_tokens_per_s_warm": real / warm_s,
-           "distinct_shapes": len({tuple(b["input_ids"].shape) for micro in batches for b in micro})}
-    if res.device == "cuda":
-        out.update(peak_allocated_gb=torch.cuda.max_memory_allocated() / 2**30,
-                   device=torch.cuda.get_device_name())
+    passes = []
+    for _ in range(2):  # cold: first sight of each shape, as a fresh runner; then warm
+        loop.timed_pass(loop.batches[:loop.warm])
+        passes.append(loop.timed_pass())
+    real = loop.real_tokens_per_step()
+    out = {"name": "bare_loop", "overrides": overrides, "step_s_cold": passes[0], "step_s_warm": passes[1],
+           "real_tokens_per_s_cold": real / passes[0], "real_tokens_per_s_warm": real / passes[1],
+           "distinct_shapes": len({tuple(b["input_ids"].shape) for micro in loop.batches for b in micro})}
+    if loop.res.device == "cuda":
+        out.update(peak_allocated_gb=torch.cuda.max_memory_allocated() / 2**30, device=torch.cuda.get_device_name())
     return out
 
 

@@ -1,33 +1,34 @@
-"""What trainsweep's measurement costs. Two figures:
+"""What trainsweep's measurement costs on a real training step. Two figures:
 
-1. Host cost of our hooks per optimizer step (Measure's five hooks, the token counter, a log-window drain),
-   timed in isolation over many simulated steps on a real batch: measurement adds no sync, so this host
+1. hooks: host time of our hooks per optimizer step (Measure's five hooks, the token counter, the
+   log-window drain) over many simulated steps on a real batch. Measurement adds no sync, so this host
    time is the most it can add to a step.
-2. End to end: the same config trained with measurement on and off (`measure.enabled`), each in its own
-   process, alternating A/B, comparing the Trainer's train time.
+2. ab: the same model and batches trained in one warm process, passes alternating between measurement
+   off and on (the bare loop with our hooks called where the Trainer calls them). Alternating passes in one
+   process cancel the process-to-process spread (8-13% between runner processes at bs 8 on an H100).
 
-    python benchmarks/overhead.py hooks [overrides]     -> JSON: host microseconds per step
-    python benchmarks/overhead.py ab N [overrides]       -> JSON: N pairs of train times
+    python -m benchmarks.overhead hooks [overrides]       -> JSON: host microseconds per step
+    python -m benchmarks.overhead ab ROUNDS [overrides]   -> JSON: per-pass step times, on vs off
 """
 import json
-import subprocess
+import statistics
 import sys
-import tempfile
 import time
 from types import SimpleNamespace
 
 import torch
 
+from src.measure import Measure, TokenCounter
+
 
 def hooks(overrides: list[str], steps: int = 2000) -> dict:
     from src import data, models
     from src.config import compose
-    from src.measure import Measure, TokenCounter
 
     cfg = compose(overrides)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     conf = models.hf_config(cfg)
-    rows = [r for r in data.synthetic(cfg, conf, cfg.batch.size, 0)]
+    rows = list(data.synthetic(cfg, conf, cfg.batch.size, 0))
     batch = {k: v.to(device) for k, v in data.build_collator(cfg, conf.pad_token_id)(rows).items()}
     counter = TokenCounter(cfg.task.name)
     meter = Measure(counter, device, warmup=10, max_steps=steps, profile_steps=0)
@@ -50,22 +51,66 @@ def hooks(overrides: list[str], steps: int = 2000) -> dict:
             "overrides": overrides}
 
 
-def ab(pairs: int, overrides: list[str]) -> dict:
-    times = {"on": [], "off": []}
-    for _ in range(pairs):
-        for mode in ("on", "off"):
-            with tempfile.TemporaryDirectory() as out:
-                args = [sys.executable, "-m", "src.run", *overrides, f"measure.enabled={mode == 'on'}",
-                        "measure.profile_steps=0", f"hydra.run.dir={out}"]
-                subprocess.run(args, check=True, capture_output=True)
-                times[mode].append(json.load(open(f"{out}/report.json"))["timing_s"]["train"])
-    on, off = sum(times["on"]) / pairs, sum(times["off"]) / pairs
-    return {"name": "overhead_ab", "train_s_on": times["on"], "train_s_off": times["off"],
-            "overhead_fraction": on / off - 1, "overrides": overrides}
+def ab(rounds: int, overrides: list[str]) -> dict:
+    from benchmarks.bare_loop import BareLoop
+
+    loop = BareLoop(overrides)
+    loop.timed_pass(loop.batches)  # warm every shape first
+    times = {"off": [], "on": []}
+    for _ in range(rounds):
+        times["off"].append(loop.timed_pass())
+        counter = TokenCounter(loop.cfg.task.name)
+        meter = Measure(counter, loop.res.device, warmup=0, max_steps=10**9, profile_steps=0)
+        state = SimpleNamespace(global_step=0)
+        meter.on_train_begin(None, state, None)
+        times["on"].append(loop.timed_pass(hooks=(meter, counter), state=state))
+        meter.on_train_end(None, state, None)
+        assert meter.results()["step_time_s"]["n"] == len(loop.batches) - loop.warm  # the hooks really ran
+    on, off = statistics.fmean(times["on"]), statistics.fmean(times["off"])
+    return {"name": "overhead_ab", "step_s_on": times["on"], "step_s_off": times["off"],
+            "overhead_fraction": on / off - 1,
+            "pass_spread_off": (max(times["off"]) - min(times["off"])) / off, "overrides": overrides}
+
+
+def internals(overrides: list[str], repeat: int = 50) -> dict:
+    """Host time of what the HF Trainer does to the whole model every step, besides the math: the two
+    walks src/train.py removes (parameter count for total_flos, clipping over every weight) and the two
+    that remain (model.train() and model.zero_grad() on every module and parameter)."""
+    from src import env, models
+    from src.config import compose
+
+    cfg = compose(overrides)
+    res = env.resolve(cfg)
+    model = models.build_model(cfg, res, models.hf_config(cfg))
+    for p in model.parameters():
+        if p.requires_grad:
+            p.grad = torch.zeros_like(p)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    walks = {
+        "num_parameters_excl_embeddings (removed)": lambda: model.num_parameters(exclude_embeddings=True),
+        "clip_grad_norm_over_all_parameters (removed)": lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0),
+        "clip_grad_norm_over_trainable (kept)": lambda: torch.nn.utils.clip_grad_norm_(trainable, 1.0),
+        "model.train (remains)": lambda: model.train(),
+        "model.zero_grad (remains)": lambda: model.zero_grad(set_to_none=False),
+    }
+    out = {"name": "trainer_internals", "modules": sum(1 for _ in model.modules()),
+           "parameters": sum(1 for _ in model.parameters()), "overrides": overrides}
+    for name, fn in walks.items():
+        fn()
+        if res.device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        out[name + " ms"] = (time.perf_counter() - t0) / repeat * 1e3  # host time: what a host-bound step pays
+    return out
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "hooks":
-        print(json.dumps(hooks(sys.argv[2:])), flush=True)
+    mode, rest = sys.argv[1], sys.argv[2:]
+    if mode == "hooks":
+        print(json.dumps(hooks(rest)), flush=True)
+    elif mode == "internals":
+        print(json.dumps(internals(rest)), flush=True)
     else:
-        print(json.dumps(ab(int(sys.argv[2]), sys.argv[3:])), flush=True)
+        print(json.dumps(ab(int(rest[0]), rest[1:])), flush=True)

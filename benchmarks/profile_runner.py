@@ -1,6 +1,6 @@
 """Where the runner's host time goes: cProfile over the timed steps of a real run, top functions by own time.
 
-    python benchmarks/profile_runner.py model=qwen3 batch=8 trainer.max_steps=40 measure.warmup_steps=10
+    python -m benchmarks.profile_runner model=qwen3 batch=8 trainer.max_steps=40 measure.warmup_steps=10
 """
 import cProfile
 import io

@@ -14,6 +14,7 @@ of the step no kernel ran is time the GPU waited for the host to launch work.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import resource
 import statistics
@@ -143,6 +144,9 @@ class Measure(TrainerCallback):
         self.gpu_busy_fraction = None
         self.window_wall_s = None
         self._wall_start = None
+        self.gc_s, self.gc_count = 0.0, 0  # Python garbage collection: host time the step can't use
+        self._gc_t0 = 0.0
+        self._gc_window = (0.0, 0)
         self._prof = None
         self._prof_t0 = 0.0
         self._t_end_prev = None
@@ -152,6 +156,7 @@ class Measure(TrainerCallback):
     def on_train_begin(self, args, state, control, **kw):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
+        gc.callbacks.append(self._on_gc)
         self._t_end_prev = time.perf_counter()
         self._end_prev = self.clock.mark()
         if self.warmup == 0:
@@ -193,17 +198,28 @@ class Measure(TrainerCallback):
             self._stop_profile()
         if self.tokens_start is not None and self.tokens_end is None:  # stopped early: the window ends here
             self._close_window()
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         self._drain(wait=True)
 
     # -- internals -----------------------------------------------------------------------------------
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+        else:
+            self.gc_s += time.perf_counter() - self._gc_t0
+            self.gc_count += 1
+
     def _open_window(self) -> None:
         self.tokens_start = self.counter.snapshot()
         self.retries_start = self._retries()
+        self._gc_window = (self.gc_s, self.gc_count)
         self._wall_start = self._synced_now()
 
     def _close_window(self) -> None:
         self.tokens_end = self.counter.snapshot()
         self.retries_end = self._retries()
+        self._gc_window = (self.gc_s - self._gc_window[0], self.gc_count - self._gc_window[1])
         self.window_wall_s = self._synced_now() - self._wall_start
 
     def _synced_now(self) -> float:
@@ -256,10 +272,13 @@ class Measure(TrainerCallback):
         shapes_window = {s for step, s in self.counter.shapes if self.warmup < step <= self.timed_end}
         return {
             "step_time_s": {**_stats(self.step_times), "warmup_steps": self.warmup,
-                            "wall_mean": self.window_wall_s / len(self.step_times) if self.window_wall_s and self.step_times else None},
+                            "wall_mean": self.window_wall_s / len(self.step_times) if self.window_wall_s and self.step_times else None,
+                            "values": self.step_times[:1000]},
             "breakdown_s": {p: (statistics.fmean(v) if v else None) for p, v in self.durations.items()},
             "host_s": {"data": statistics.fmean(self.host_data) if self.host_data else None,
-                       "launch": statistics.fmean(self.host_launch) if self.host_launch else None},
+                       "launch": statistics.fmean(self.host_launch) if self.host_launch else None,
+                       "gc": self._gc_window[0] / len(self.step_times) if self.step_times else None,
+                       "gc_collections": self._gc_window[1]},
             "gpu_busy_fraction": self.gpu_busy_fraction,
             "window_s": total,
             "tokens": tokens,
