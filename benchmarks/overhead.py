@@ -3,12 +3,12 @@
 1. hooks: host time of our hooks per optimizer step (Measure's five hooks, the token counter, the
    log-window drain) over many simulated steps on a real batch. Measurement adds no sync, so this host
    time is the most it can add to a step.
-2. ab: the same model and batches trained in one warm process, passes alternating between measurement
-   off and on (the bare loop with our hooks called where the Trainer calls them). Alternating passes in one
-   process cancel the process-to-process spread (8-13% between runner processes at bs 8 on an H100).
+2. ab: the same model and batches trained in one warm process (the bare loop, with our hooks called where
+   the Trainer calls them), in pairs of short blocks, measurement off and on, on the same batches: the
+   paired difference cancels the machine's drift (runner processes at bs 8 on an H100 differed by 8-13%).
 
     python -m benchmarks.overhead hooks [overrides]       -> JSON: host microseconds per step
-    python -m benchmarks.overhead ab ROUNDS [overrides]   -> JSON: per-pass step times, on vs off
+    python -m benchmarks.overhead ab PAIRS [overrides]    -> JSON: paired on/off step time difference
 """
 import json
 import statistics
@@ -51,25 +51,34 @@ def hooks(overrides: list[str], steps: int = 2000) -> dict:
             "overrides": overrides}
 
 
-def ab(rounds: int, overrides: list[str]) -> dict:
+def ab(pairs: int, overrides: list[str], block: int = 4) -> dict:
     from benchmarks.bare_loop import BareLoop
 
     loop = BareLoop(overrides)
-    loop.timed_pass(loop.batches)  # warm every shape first
-    times = {"off": [], "on": []}
-    for _ in range(rounds):
-        times["off"].append(loop.timed_pass())
-        counter = TokenCounter(loop.cfg.task.name)
-        meter = Measure(counter, loop.res.device, warmup=0, max_steps=10**9, profile_steps=0)
-        state = SimpleNamespace(global_step=0)
-        meter.on_train_begin(None, state, None)
-        times["on"].append(loop.timed_pass(hooks=(meter, counter), state=state))
-        meter.on_train_end(None, state, None)
-        assert meter.results()["step_time_s"]["n"] == len(loop.batches) - loop.warm  # the hooks really ran
-    on, off = statistics.fmean(times["on"]), statistics.fmean(times["off"])
-    return {"name": "overhead_ab", "step_s_on": times["on"], "step_s_off": times["off"],
-            "overhead_fraction": on / off - 1,
-            "pass_spread_off": (max(times["off"]) - min(times["off"])) / off, "overrides": overrides}
+    loop.timed_pass(loop.batches)  # meet every shape first
+    counter = TokenCounter(loop.cfg.task.name)
+    meter = Measure(counter, loop.res.device, warmup=0, max_steps=10**9, profile_steps=0)
+    state = SimpleNamespace(global_step=0)
+    meter.on_train_begin(None, state, None)
+    pool = loop.batches[loop.warm:]
+    off, on = [], []
+    for i in range(pairs):
+        # Both arms of a pair train on the same batches, back to back, in alternating order: slow drifts of
+        # the machine (seen: 0.23 -> 0.36 s/step within one run) fall on both arms alike.
+        batches = [pool[(i * block + k) % len(pool)] for k in range(block)]
+        for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):
+            if arm == "on":
+                on.append(loop.timed_pass(batches, hooks=(meter, counter), state=state))
+            else:
+                off.append(loop.timed_pass(batches))
+    meter.on_train_end(None, state, None)
+    assert meter.results()["step_time_s"]["n"] == pairs * block  # the hooks really ran every step
+    diffs = [a - b for a, b in zip(on, off)]
+    mean_off = statistics.fmean(off)
+    return {"name": "overhead_ab", "pairs": pairs, "block_steps": block, "step_s_off": mean_off,
+            "step_s_on": statistics.fmean(on), "overhead_fraction": statistics.fmean(diffs) / mean_off,
+            "overhead_fraction_stderr": statistics.stdev(diffs) / len(diffs) ** 0.5 / mean_off,
+            "block_spread_off": statistics.stdev(off) / mean_off, "overrides": overrides}
 
 
 def internals(overrides: list[str], repeat: int = 50) -> dict:

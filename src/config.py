@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 
 class ConfigError(ValueError):
@@ -151,6 +151,9 @@ class MeasureConfig:
     warmup_steps: int = 5  # steps excluded from timing (allocator growth, autotune, new shapes)
     profile_steps: int = 3  # GPU only: steps after the timed window run under torch.profiler (GPU busy share)
     peak_tflops: Optional[float] = None  # override the card's peak for MFU
+    stop_when_stable: bool = False  # end training once the mean step time is known to rel_error (sweeps)
+    rel_error: float = 0.02  # standard error of the mean step time / mean, for stop_when_stable
+    min_steps: int = 10  # timed steps before stop_when_stable may stop
     enabled: bool = True
 
 
@@ -163,6 +166,8 @@ class GpuConfig:
 class DebugConfig:
     name: str = "none"
     collate_delay_ms: float = 0.0  # a deliberately slow collator: makes a run data-bound on purpose
+    oom_from_batch: int = 0  # test hook: raise CUDA's OutOfMemoryError in step 1 when batch.size >= this
+    crash_from_batch: int = 0  # test hook: the process dies (exit 3, no report) when batch.size >= this
 
 
 @dataclass
@@ -183,9 +188,13 @@ class Config:
     gpu: GpuConfig = field(default_factory=GpuConfig)
     debug: DebugConfig = MISSING
     device: str = "auto"  # auto | cuda | cpu
+    rerun: bool = False  # true: recompute a run whose directory already holds a finished report
 
 
 ConfigStore.instance().store(name="config_schema", node=Config)
+# Job directory names from override sets: `batch='16',batch.grad_accum=2` -> `batch=16,batch.grad_accum=2`.
+OmegaConf.register_new_resolver("job_dirname", lambda s: s.replace("'", "").replace("/", "-") or "defaults",
+                                replace=True)
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
 _NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
 

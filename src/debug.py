@@ -1,7 +1,11 @@
 """Deliberate bad habits (the debug group), so what they cost can be measured on a real training step."""
 from __future__ import annotations
 
+import os
 import time
+
+import torch
+from transformers import TrainerCallback
 
 
 class SlowCollator:
@@ -17,3 +21,25 @@ class SlowCollator:
 
 def wrap_collator(collator, debug_cfg):
     return SlowCollator(collator, debug_cfg.collate_delay_ms) if debug_cfg.collate_delay_ms else collator
+
+
+class OomFromBatch(TrainerCallback):
+    """Emulates a card where micro-batches from `size` up don't fit: the first step raises the same
+    torch.OutOfMemoryError a real OOM does, so sweeps' OOM handling is testable on a CPU."""
+
+    def __init__(self, batch_size: int, threshold: int):
+        self.fails = threshold and batch_size >= threshold
+
+    def on_step_begin(self, args, state, control, **kw):
+        if self.fails:
+            raise torch.OutOfMemoryError(f"CUDA out of memory (debug.oom_from_batch: micro-batch too large)")
+
+
+def crash_if_asked(cfg) -> None:
+    """Test hook: a job whose process dies without a word, as a killed or crashed one does."""
+    if cfg.debug.crash_from_batch and cfg.batch.size >= cfg.debug.crash_from_batch:
+        os._exit(3)
+
+
+def callbacks(cfg) -> list:
+    return [OomFromBatch(cfg.batch.size, cfg.debug.oom_from_batch)] if cfg.debug.oom_from_batch else []

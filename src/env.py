@@ -77,6 +77,7 @@ def info(device: str) -> dict:
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
         "cpu_count": os.cpu_count(),
+        "pid": os.getpid(),
     }
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)

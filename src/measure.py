@@ -128,12 +128,15 @@ def _busy_seconds(prof) -> float | None:
 class Measure(TrainerCallback):
     """Times the steps after `warmup` up to the profiled tail, counts tokens, reads memory."""
 
-    def __init__(self, counter: TokenCounter, device: str, warmup: int, max_steps: int, profile_steps: int):
+    def __init__(self, counter: TokenCounter, device: str, warmup: int, max_steps: int, profile_steps: int,
+                 stop_rel_error: float | None = None, min_steps: int = 10):
         self.counter, self.cuda = counter, device == "cuda"
+        self.stop_rel_error, self.min_steps = stop_rel_error, min_steps  # None: time until max_steps
         self.clock = Clock(self.cuda)
         self.warmup = warmup
         self.profile_steps = profile_steps if self.cuda else 0
-        self.timed_end = max_steps - self.profile_steps  # last timed step
+        self.timed_end = max_steps - self.profile_steps  # last timed step (earlier if stopped when stable)
+        self.max_timed = self.timed_end - warmup
         self.marks: dict[int, dict] = {}  # step -> marks not yet read
         self.durations = {p: [] for p in PHASES}
         self.step_times: list[float] = []
@@ -145,6 +148,7 @@ class Measure(TrainerCallback):
         self.window_wall_s = None
         self._wall_start = None
         self.gc_s, self.gc_count = 0.0, 0  # Python garbage collection: host time the step can't use
+        self.phase_times = {"train_begin": None, "window_open": None, "window_close": None, "train_end": None}
         self._gc_t0 = 0.0
         self._gc_window = (0.0, 0)
         self._prof = None
@@ -157,6 +161,7 @@ class Measure(TrainerCallback):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
         gc.callbacks.append(self._on_gc)
+        self.phase_times["train_begin"] = time.perf_counter()
         self._t_end_prev = time.perf_counter()
         self._end_prev = self.clock.mark()
         if self.warmup == 0:
@@ -183,12 +188,16 @@ class Measure(TrainerCallback):
             self.marks[step] = cur
         if step == self.warmup:
             self._open_window()
+        if self.stop_rel_error and self.warmup < step < self.timed_end and self._stable():
+            self.timed_end = step  # the mean is known well enough: end the window here
+            control.should_training_stop = not self.profile_steps
         if step == self.timed_end:
             self._close_window()
             if self.profile_steps:
                 self._start_profile()
         if self._prof is not None and step == self.timed_end + self.profile_steps:
             self._stop_profile()
+            control.should_training_stop = control.should_training_stop or bool(self.stop_rel_error)
 
     def on_log(self, args, state, control, **kw):
         self._drain(wait=False)
@@ -201,6 +210,7 @@ class Measure(TrainerCallback):
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         self._drain(wait=True)
+        self.phase_times["train_end"] = time.perf_counter()
 
     # -- internals -----------------------------------------------------------------------------------
     def _on_gc(self, phase: str, info: dict) -> None:
@@ -210,17 +220,26 @@ class Measure(TrainerCallback):
             self.gc_s += time.perf_counter() - self._gc_t0
             self.gc_count += 1
 
+    def _stable(self) -> bool:
+        self._drain(wait=False)  # only steps the device has finished: no sync
+        n = len(self.step_times)
+        if n < max(self.min_steps, 2):
+            return False
+        return statistics.stdev(self.step_times) / n ** 0.5 < self.stop_rel_error * statistics.fmean(self.step_times)
+
     def _open_window(self) -> None:
         self.tokens_start = self.counter.snapshot()
         self.retries_start = self._retries()
         self._gc_window = (self.gc_s, self.gc_count)
         self._wall_start = self._synced_now()
+        self.phase_times["window_open"] = self._wall_start
 
     def _close_window(self) -> None:
         self.tokens_end = self.counter.snapshot()
         self.retries_end = self._retries()
         self._gc_window = (self.gc_s - self._gc_window[0], self.gc_count - self._gc_window[1])
-        self.window_wall_s = self._synced_now() - self._wall_start
+        self.phase_times["window_close"] = self._synced_now()
+        self.window_wall_s = self.phase_times["window_close"] - self._wall_start
 
     def _synced_now(self) -> float:
         # Two syncs a run, at the window's edges: a wall clock that checks the events' sum independently.
@@ -284,7 +303,15 @@ class Measure(TrainerCallback):
             "tokens": tokens,
             "shapes": {"distinct_in_window": len(shapes_window), "new_in_window": len(shapes_window - shapes_before)},
             "alloc_retries_in_window": self.retries_end - self.retries_start,
+            "phases_s": self._phases(),
+            "stopped_when_stable": bool(self.stop_rel_error) and len(self.step_times) < self.max_timed,
         }
+
+    def _phases(self) -> dict:
+        t = self.phase_times
+        span = lambda a, b: t[b] - t[a] if t[a] is not None and t[b] is not None else None  # noqa: E731
+        return {"warmup": span("train_begin", "window_open"), "measure": span("window_open", "window_close"),
+                "profile_and_rest": span("window_close", "train_end")}
 
 
 def memory(device: str, cap_gb: float | None = None) -> dict:

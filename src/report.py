@@ -113,6 +113,27 @@ def format_summary(r: dict) -> str:
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
+FINISHED = ("ok", "oom", "error", "config_error")
+
+
+def finished(out_dir: Path) -> dict | None:
+    """The report of a run that already finished in this directory (ok or failed), else None."""
+    path = Path(out_dir) / "report.json"
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return report if report.get("status") in FINISHED else None
+
+
+def record_failure(out_dir: Path, overrides: list[str], exc: BaseException, config: dict) -> dict:
+    """A report for a job whose process died before writing its own."""
+    report = {"status": "error", "error": f"the job's process failed: {type(exc).__name__}: {exc}"[:2000],
+              "overrides": overrides, "config": config}
+    write(Path(out_dir), report)
+    return report
+
+
 def write(out_dir: Path, report: dict) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2, default=str))
@@ -141,7 +162,26 @@ def measured(cfg, rep: dict, meter, trainer, lengths: dict, device: str) -> dict
     fl["mfu"] = rate * fl["per_token"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
     fl["hfu"] = rate * fl["per_token_hardware"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
     out.update(throughput=th, step_time_s=m["step_time_s"], breakdown_s=m["breakdown_s"], host_s=m["host_s"],
-               gpu_busy_fraction=m["gpu_busy_fraction"], tokens=m["tokens"], shapes=m["shapes"], flops=fl)
+               gpu_busy_fraction=m["gpu_busy_fraction"], tokens=m["tokens"], shapes=m["shapes"], flops=fl,
+               stopped_when_stable=m["stopped_when_stable"])
+    rep["timing_s"].update({k: v for k, v in m["phases_s"].items() if v is not None})
+    out["memory_gb"]["alloc_retries_in_window"] = m["alloc_retries_in_window"]
     out["verdict"] = verdict(m["step_time_s"], m["breakdown_s"], m["gpu_busy_fraction"], out["memory_gb"],
                              m["alloc_retries_in_window"], fl["mfu"])
     return out
+
+
+if __name__ == "__main__":
+    # python -m src.report DIR: a run directory's summary, or a sweep directory's ranked table and plots.
+    import sys
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    if target is None or not target.is_dir():
+        print("usage: python -m src.report RUN_OR_SWEEP_DIR", file=sys.stderr)
+        sys.exit(2)
+    if (target / "report.json").exists():
+        print(format_summary(json.loads((target / "report.json").read_text())))
+    else:
+        from src.summary import write as write_summary
+
+        print(write_summary(target))

@@ -31,15 +31,22 @@ _composed = False  # set once Hydra has composed a config and handed it over
 def main(cfg: DictConfig) -> float | None:
     global _composed
     _composed = True
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
-    report = run(cfg, out_dir)
+    hydra_cfg = HydraConfig.get()
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
+    from src.report import finished
+
+    report = finished(out_dir)
+    if report and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
+        print(f"{out_dir}: finished earlier ({report['status']}); rerun=true recomputes it")
+        return (report.get("throughput") or {}).get("real_tokens_per_s")
+    report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task))
     if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
         sys.exit(2 if report["status"] == "config_error" else 1)
     return report.get("throughput", {}).get("real_tokens_per_s")
 
 
-def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = ()) -> dict:
+def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = ()) -> dict:
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
@@ -49,9 +56,10 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = ()) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
-    rep = {"status": "ok", "error": None, "config": OmegaConf.to_container(cfg, resolve=True)}
+    rep = {"status": "ok", "error": None, "overrides": list(overrides), "config": OmegaConf.to_container(cfg, resolve=True)}
     try:
         validate(cfg, torch.cuda.is_available())
+        debug.crash_if_asked(cfg)
         res = env.resolve(cfg)
         env.apply(cfg)
         if res.device == "cuda":
@@ -71,12 +79,14 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = ()) -> dict:
         rep["flops"] = flops.flops_per_token(model, conf, lengths["token_weighted_mean"], cfg.trainer.gradient_checkpointing)
         loggers.setup(cfg, out_dir)
         counter = measure.TokenCounter(cfg.task.name)
-        meter = measure.Measure(counter, res.device, cfg.measure.warmup_steps, cfg.trainer.max_steps,
-                                cfg.measure.profile_steps)
+        me = cfg.measure
+        meter = measure.Measure(counter, res.device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
+                                me.rel_error if me.stop_when_stable else None, me.min_steps)
         collator = debug.wrap_collator(data.build_collator(cfg, conf.pad_token_id), cfg.debug)
         trainer = train.trainer_class(cfg.task.name)(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
-            data_collator=collator, callbacks=([meter] if cfg.measure.enabled else []) + list(callbacks))
+            data_collator=collator,
+            callbacks=([meter] if cfg.measure.enabled else []) + debug.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep["timing_s"] = {"build": t_built - t_start}

@@ -1,0 +1,225 @@
+"""A sweep's answer: the jobs' reports ranked by real tokens/s (summary.csv, summary.md), a recommendation,
+and plots (throughput heatmap over batch x grad_accum, peak memory vs batch, step-time breakdown per job).
+
+Runs at the end of every sweep (a Hydra callback) and on demand: `python -m src.report SWEEP_DIR`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+from hydra.experimental.callback import Callback
+
+log = logging.getLogger(__name__)
+PHASES = ("data", "compute", "optimizer", "other")
+
+
+def load_reports(sweep_dir: Path) -> list[dict]:
+    reports = []
+    for path in sorted(Path(sweep_dir).glob("*/report.json")):
+        report = json.loads(path.read_text())
+        report["job"] = path.parent.name
+        reports.append(report)
+    return reports
+
+
+def _get(d: dict, *keys, default=None):
+    for k in keys:
+        if not isinstance(d, dict) or d.get(k) is None:
+            return default
+        d = d[k]
+    return d
+
+
+def _overrides(report: dict) -> dict:
+    return dict(o.replace("'", "").partition("=")[::2] for o in report.get("overrides") or [])
+
+
+def _varying(reports: list[dict]) -> list[str]:
+    """The override keys whose values differ between jobs: what the sweep compares."""
+    given = [_overrides(r) for r in reports]
+    keys = dict.fromkeys(k for g in given for k in g)
+    return [k for k in keys if len({g.get(k) for g in given}) > 1]
+
+
+def table(reports: list[dict]) -> pd.DataFrame:
+    """One row per job, ranked: finished jobs by real tokens/s, then failed ones."""
+    rows = []
+    keys = _varying(reports)
+    for r in reports:
+        given = _overrides(r)
+        label = ", ".join(f"{k}={given[k]}" for k in keys if k in given) or r["job"]
+        c, st, mem = r.get("config", {}), r.get("step_time_s", {}), r.get("memory_gb", {})
+        size, accum = _get(c, "batch", "size"), _get(c, "batch", "grad_accum")
+        row = {
+            "job": label, "dir": r["job"], "status": r["status"], "batch": size, "grad_accum": accum,
+            "effective_batch": size * accum if size and accum else None,
+            "real_tok_s": _get(r, "throughput", "real_tokens_per_s"),
+            "samples_s": _get(r, "throughput", "samples_per_s"),
+            "pad_fraction": _get(r, "throughput", "pad_fraction"),
+            "step_s": st.get("mean"), "step_p90_s": st.get("p90"), "steps_timed": st.get("n"),
+            "mfu": _get(r, "flops", "mfu"), "gpu_busy": r.get("gpu_busy_fraction"),
+            "peak_alloc_gb": mem.get("peak_allocated"), "peak_reserved_gb": mem.get("peak_reserved"),
+            "capacity_gb": mem.get("capacity"), "peak_rss_gb": mem.get("peak_rss_gb"),
+            "alloc_retries": mem.get("alloc_retries_in_window"),
+            "saturated": _get(r, "verdict", "saturated"), "bottleneck": _get(r, "verdict", "bottleneck"),
+            "build_s": _get(r, "timing_s", "build"), "train_s": _get(r, "timing_s", "train"),
+            "device": _get(r, "env", "device_name"), "error": (r.get("error") or "")[:200],
+        }
+        row.update({f"{p}_s": _get(r, "breakdown_s", p) for p in PHASES})
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["_ok"] = df["status"] == "ok"
+    df = df.sort_values(["_ok", "real_tok_s"], ascending=[False, False], na_position="last").drop(columns="_ok")
+    df.insert(0, "rank", range(1, len(df) + 1))
+    return df.reset_index(drop=True)
+
+
+def _label(row) -> str:
+    return f"bs {row['batch']} x ga {row['grad_accum']}"
+
+
+def recommend(df: pd.DataFrame) -> list[str]:
+    ok = df[df["status"] == "ok"].dropna(subset=["real_tok_s"])
+    if ok.empty:
+        return ["no job finished: nothing to recommend"]
+    lines = []
+    fit = ok[ok["saturated"] != True]  # noqa: E712 (None: unknown, e.g. on the CPU)
+    best = (fit if not fit.empty else ok).iloc[0]
+    lines.append(f"fastest {'non-saturated ' if not fit.empty else ''}config: {best['job']} "
+                 f"({_label(best)}), {best['real_tok_s']:,.0f} real tokens/s")
+    if fit.empty:
+        lines.append("every finished job saturated memory: try a smaller micro-batch or gradient checkpointing")
+    elif ok.iloc[0]["job"] != best["job"]:
+        top = ok.iloc[0]
+        lines.append(f"{top['job']} ran {top['real_tok_s'] / best['real_tok_s']:.2f}x faster but saturated memory "
+                     "(allocator retries or >92% reserved): one longer batch away from OOM")
+    for eff, group in ok.groupby("effective_batch"):
+        if len(group) < 2:
+            continue
+        first, others = group.iloc[0], group.iloc[1:]
+        beats = ", ".join(f"{_label(o)} by {first['real_tok_s'] / o['real_tok_s']:.2f}x" for _, o in others.iterrows())
+        lines.append(f"for effective batch {eff}: {_label(first)} beats {beats}")
+    failed = df[df["status"] != "ok"]
+    if not failed.empty:
+        lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
+    return lines
+
+
+def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
+    cols = ["rank", "job", "status", "batch", "grad_accum", "effective_batch", "real_tok_s", "samples_s",
+            "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck"]
+    fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
+           "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}"}
+    shown = df[[c for c in cols if c in df]].copy()
+    for col, f in fmt.items():
+        if col in shown:
+            shown[col] = shown[col].map(lambda x, f=f: "-" if pd.isna(x) else f.format(x))
+    header = "| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns) + "\n"
+    body = "".join("| " + " | ".join("-" if v is None or pd.isna(v) else str(v) for v in row) + " |\n"
+                   for row in shown.itertuples(index=False))
+    device = df["device"].dropna().iloc[0] if df["device"].notna().any() else "unknown device"
+    return (f"# Sweep summary\n\n`{sweep_dir}`, {len(df)} jobs on {device}\n\n"
+            + "".join(f"- {line}\n" for line in lines) + "\n" + header + body)
+
+
+def plots(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    if df.empty:
+        return paths
+    sizes = sorted(df["batch"].dropna().unique())
+    accums = sorted(df["grad_accum"].dropna().unique())
+    # 1. throughput heatmap: batch x grad_accum (the best job per cell when other keys vary too)
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(sizes), 1.2 + 0.8 * len(accums)))
+    grid = df.groupby(["grad_accum", "batch"])["real_tok_s"].max().unstack().reindex(index=accums, columns=sizes)
+    image = ax.imshow(grid.values.astype(float), cmap="viridis", aspect="auto")
+    for i, ga in enumerate(accums):
+        for j, bs in enumerate(sizes):
+            cell = df[(df["batch"] == bs) & (df["grad_accum"] == ga)]
+            value = grid.values[i, j]
+            text = f"{value:,.0f}" if pd.notna(value) else (cell["status"].iloc[0].upper() if not cell.empty else "")
+            ax.text(j, i, text, ha="center", va="center", color="white" if pd.notna(value) else "red", fontsize=8)
+    ax.set_xticks(range(len(sizes)), [str(s) for s in sizes])
+    ax.set_yticks(range(len(accums)), [str(a) for a in accums])
+    ax.set_xlabel("micro-batch size")
+    ax.set_ylabel("grad_accum")
+    ax.set_title("real tokens/s")
+    fig.colorbar(image, ax=ax)
+    paths.append(_save(fig, out_dir / "throughput_heatmap.png"))
+    # 2. peak memory vs batch, the card's capacity, saturated and failed points marked
+    mem_col = "peak_reserved_gb" if df["peak_reserved_gb"].notna().any() else "peak_rss_gb"
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for ga in accums:
+        sub = df[(df["grad_accum"] == ga) & df[mem_col].notna()].sort_values("batch")
+        ax.plot(sub["batch"], sub[mem_col], marker="o", label=f"grad_accum {ga}")
+        sat = sub[sub["saturated"] == True]  # noqa: E712
+        ax.scatter(sat["batch"], sat[mem_col], marker="x", s=90, color="red", zorder=3)
+    capacity = df["capacity_gb"].dropna()
+    if not capacity.empty:
+        ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
+        for _, row in df[df["status"] == "oom"].iterrows():
+            ax.scatter([row["batch"]], [capacity.iloc[0]], marker="v", s=90, color="black", zorder=3)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("micro-batch size")
+    ax.set_ylabel(f"{mem_col.replace('_gb', '').replace('_', ' ')} (GB)")
+    ax.set_title("peak memory (x: saturated, v: out of memory)")
+    ax.legend(fontsize=8)
+    paths.append(_save(fig, out_dir / "memory_vs_batch.png"))
+    # 3. where each job's step time goes
+    ok = df[df["status"] == "ok"].dropna(subset=["step_s"])
+    if not ok.empty:
+        fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ok)), 4))
+        bottom = pd.Series(0.0, index=ok.index)
+        for phase in PHASES:
+            values = ok[f"{phase}_s"].fillna(0.0)
+            ax.bar(range(len(ok)), values, bottom=bottom, label=phase)
+            bottom += values
+        ax.set_xticks(range(len(ok)), [_label(r) for _, r in ok.iterrows()], rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel("seconds per optimizer step")
+        ax.set_title("step time breakdown (device timeline)")
+        ax.legend(fontsize=8)
+        paths.append(_save(fig, out_dir / "step_breakdown.png"))
+    return paths
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def write(sweep_dir: Path) -> str:
+    """summary.csv, summary.md and plots in the sweep directory; returns the markdown."""
+    sweep_dir = Path(sweep_dir)
+    df = table(load_reports(sweep_dir))
+    if df.empty:
+        return f"no job reports under {sweep_dir}"
+    lines = recommend(df)
+    df.to_csv(sweep_dir / "summary.csv", index=False)
+    md = _markdown(df, lines, sweep_dir)
+    (sweep_dir / "summary.md").write_text(md)
+    plots(df, sweep_dir)
+    return md
+
+
+class SweepSummary(Callback):
+    """Hydra callback: the summary once every job of a sweep has run."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        try:
+            print("\n" + write(sweep_dir))
+        except Exception:  # a summary bug must not hide the jobs' own reports, which are on disk
+            log.exception("sweep summary failed; rerun it with: python -m src.report %s", sweep_dir)

@@ -1,0 +1,123 @@
+"""Sweeps: one process per job, OOM and crashed jobs recorded while the sweep goes on, resume without
+recomputing, a ranked summary with plots and a recommendation, the batch search, saved sweep presets."""
+import json
+
+import pandas as pd
+import pytest
+
+from hydra_plugins.trainsweep.batch_search import plan
+from src import summary
+from tests.conftest import CONF, QUICK, cli, compose, read_report
+
+
+@pytest.fixture(scope="module")
+def oom_sweep(tmp_path_factory):
+    """6 jobs; those of batch 16 'run out of memory' (debug=oom)."""
+    sweep_dir = tmp_path_factory.mktemp("sweep")
+    args = ["-m", "batch=2,4,16", "batch.grad_accum=1,2", "debug=oom", *QUICK,
+            f"hydra.sweep.dir={sweep_dir}"]
+    first = cli(*args)
+    return sweep_dir, args, first
+
+
+def test_sweep_finishes_and_records_oom(oom_sweep):
+    sweep_dir, _, proc = oom_sweep
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = {p.parent.name: read_report(p.parent) for p in sweep_dir.glob("*/report.json")}
+    assert len(reports) == 6
+    oom = [r for r in reports.values() if r["status"] == "oom"]
+    assert {r["config"]["batch"]["size"] for r in oom} == {16} and len(oom) == 2
+    assert all("out of memory" in r["error"] for r in oom)
+    assert sum(r["status"] == "ok" for r in reports.values()) == 4
+
+
+def test_each_job_runs_in_its_own_process(oom_sweep):
+    sweep_dir, _, _ = oom_sweep
+    pids = [read_report(p.parent)["env"]["pid"] for p in sweep_dir.glob("*/report.json")
+            if read_report(p.parent)["status"] == "ok"]
+    assert len(set(pids)) == len(pids) == 4
+
+
+def test_summary_ranks_finished_jobs_and_draws_plots(oom_sweep):
+    sweep_dir, _, proc = oom_sweep
+    df = pd.read_csv(sweep_dir / "summary.csv")
+    ok = df[df["status"] == "ok"]
+    assert list(ok["rank"]) == [1, 2, 3, 4]
+    assert list(ok["real_tok_s"]) == sorted(ok["real_tok_s"], reverse=True)
+    assert set(df[df["status"] != "ok"]["status"]) == {"oom"}
+    md = (sweep_dir / "summary.md").read_text()
+    assert "fastest" in md and "for effective batch 4:" in md and "(oom)" in md
+    for name in ("throughput_heatmap.png", "memory_vs_batch.png", "step_breakdown.png"):
+        assert (sweep_dir / name).stat().st_size > 5000
+    assert "# Sweep summary" in proc.stdout
+
+
+def test_rerun_skips_finished_jobs(oom_sweep):
+    sweep_dir, args, _ = oom_sweep
+    before = {p: p.stat().st_mtime for p in sweep_dir.glob("*/report.json")}
+    again = cli(*args)
+    assert again.returncode == 0
+    assert (again.stdout + again.stderr).count("finished earlier") == 6
+    assert {p: p.stat().st_mtime for p in sweep_dir.glob("*/report.json")} == before
+
+
+def test_a_job_whose_process_dies_is_recorded_and_the_sweep_goes_on(tmp_path):
+    proc = cli("-m", "batch=4,8", "debug.crash_from_batch=8", *QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    statuses = {read_report(p.parent)["config"]["batch"]["size"]: read_report(p.parent)["status"]
+                for p in tmp_path.glob("*/report.json")}
+    assert statuses == {4: "ok", 8: "error"}
+    crashed = [read_report(p.parent) for p in tmp_path.glob("*/report.json") if read_report(p.parent)["status"] == "error"]
+    assert "process failed" in crashed[0]["error"]
+
+
+def _report(job, size, accum, rate, status="ok", saturated=False, device="NVIDIA H100 80GB HBM3"):
+    return {"job": job, "status": status, "overrides": [f"batch.size={size}", f"batch.grad_accum={accum}"],
+            "config": {"batch": {"size": size, "grad_accum": accum}},
+            "throughput": {"real_tokens_per_s": rate} if rate else {}, "env": {"device_name": device},
+            "verdict": {"saturated": saturated, "bottleneck": "compute"}, "step_time_s": {"mean": 1.0},
+            "memory_gb": {"peak_reserved": size, "capacity": 80.0}, "breakdown_s": {"compute": 0.9, "data": 0.1}}
+
+
+def test_recommendation_names_the_fastest_fitting_config_and_the_best_split():
+    df = summary.table([_report("a", 8, 4, 1000), _report("b", 16, 2, 1300), _report("c", 32, 1, 1500, saturated=True),
+                        _report("d", 64, 1, None, status="oom")])
+    lines = summary.recommend(df)
+    assert lines[0].startswith("fastest non-saturated config: batch.size=16, batch.grad_accum=2")
+    assert "1.15x faster but saturated memory" in lines[1]
+    assert "for effective batch 32: bs 32 x ga 1 beats bs 16 x ga 2 by 1.15x, bs 8 x ga 4 by 1.50x" in lines
+    assert lines[-1].startswith("did not finish:") and "(oom)" in lines[-1]
+    assert list(df["status"]) == ["ok", "ok", "ok", "oom"]
+
+
+def test_plan_of_the_batch_search():
+    assert plan([1, 2, 4, 8], None) == [(1, 1), (2, 1), (4, 1), (8, 1)]
+    assert plan([1, 2, 4, 8, 16, 32, 64], 16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
+    assert plan([3, 4], 16) == [(4, 4)]
+
+
+def test_batch_search_stops_at_oom_and_names_the_fastest(tmp_path):
+    proc = cli("-m", "sweep=batch_search", "hydra.sweeper.sizes=[2,4,8]", "debug=oom", "debug.oom_from_batch=8",
+               *QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answer = json.loads((tmp_path / "search.json").read_text())
+    assert [p["batch"] for p in answer["path"]] == [2, 4, 8]
+    assert answer["path"][-1]["status"] == "oom" and answer["stopped_because"] == "batch 8 ended oom"
+    fastest = max(answer["path"][:2], key=lambda p: p["real_tokens_per_s"])
+    assert answer["best"]["batch"] in (2, 4) and answer["best"]["real_tokens_per_s"] > 0
+    assert fastest["real_tokens_per_s"] >= answer["best"]["real_tokens_per_s"]
+
+
+@pytest.mark.parametrize("preset", sorted(p.stem for p in (CONF / "sweep").glob("*.yaml")))
+def test_sweep_presets_compose(preset):
+    cfg = compose(f"sweep={preset}")
+    assert cfg.measure.stop_when_stable is True
+
+
+def test_slurm_launcher_composes():
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1"],
+                            return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith("SlurmLauncher") and cfg.hydra.launcher.gpus_per_node == 1
