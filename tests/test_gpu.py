@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from src.run import run
-from tests.conftest import compose
+from tests.conftest import cli, compose, read_report
 
 pytestmark = pytest.mark.gpu
 GPU_QUICK = ["trainer.max_steps=12", "measure.warmup_steps=3", "measure.profile_steps=2", "data.size=256"]
@@ -39,3 +39,11 @@ def test_fp16_frozen_base_with_lora(tmp_path):
     rep = run(compose("precision=fp16", *GPU_QUICK), tmp_path)
     assert rep["status"] == "ok", rep["error"]
     assert rep["resolved"]["amp"] == "fp16"
+
+
+def test_sweep_jobs_run_on_the_gpu(tmp_path):
+    """Each sweep job is its own process; it must still see the GPU (submitit hides it unless told)."""
+    proc = cli("-m", "batch=2,4", *GPU_QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
+    assert len(reports) == 2 and all(r["resolved"]["device"] == "cuda" for r in reports)

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from hydra_plugins.trainsweep.batch_search import plan
+from hydra_plugins.trainsweep.launcher import visible_gpus
 from src import summary
 from tests.conftest import CONF, QUICK, cli, compose, read_report
 
@@ -121,3 +122,10 @@ def test_slurm_launcher_composes():
         cfg = hydra_compose("config", overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1"],
                             return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith("SlurmLauncher") and cfg.hydra.launcher.gpus_per_node == 1
+
+
+def test_jobs_get_the_gpus_their_sweep_sees(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert visible_gpus() == [3, 5]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus() == []

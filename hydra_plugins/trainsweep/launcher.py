@@ -7,6 +7,7 @@ a job whose process dies (killed, out of host memory, a CUDA fault) is recorded 
 goes on.
 """
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -30,9 +31,24 @@ ConfigStore.instance().store(group="hydra/launcher", name="isolated", node=Isola
                              provider="trainsweep")
 
 
+def visible_gpus() -> list[int]:
+    """The GPUs this process sees. submitit_local sets each job's CUDA_VISIBLE_DEVICES from gpus_per_node
+    (default: none), so unless told, every job would run on the CPU."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [int(x) for x in env.split(",") if x.strip().isdigit()]
+    import torch
+
+    return list(range(torch.cuda.device_count()))
+
+
 class IsolatedLauncher(LocalLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from src.report import finished, record_failure
+
+        if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
+            gpus = visible_gpus()
+            self.params.update(gpus_per_node=len(gpus), visible_gpus=gpus)
 
         with open_dict(self.config):  # a timestamped sweep dir must not be re-resolved in each job's process
             self.config.hydra.sweep.dir = str(self.config.hydra.sweep.dir)
