@@ -168,7 +168,9 @@ def plots(df: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
         for _, row in df[df["status"] == "oom"].iterrows():
             ax.scatter([row["batch"]], [capacity.iloc[0]], marker="v", s=90, color="black", zorder=3)
-    ax.set_xscale("log", base=2)
+    if len(sizes) > 1:  # matplotlib can't log-scale a single point
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("micro-batch size")
     ax.set_ylabel(f"{mem_col.replace('_gb', '').replace('_', ' ')} (GB)")
     ax.set_title("peak memory (x: saturated, v: out of memory)")
