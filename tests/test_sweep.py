@@ -4,9 +4,10 @@ import json
 
 import pandas as pd
 import pytest
+import torch
 
 from hydra_plugins.trainsweep.batch_search import plan
-from hydra_plugins.trainsweep.launcher import visible_gpus
+from hydra_plugins.trainsweep.launcher import job_gpus
 from src import summary
 from tests.conftest import CONF, QUICK, cli, compose, read_report
 
@@ -126,6 +127,6 @@ def test_slurm_launcher_composes():
 
 def test_jobs_get_the_gpus_their_sweep_sees(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
-    assert visible_gpus() == [3, 5]
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert visible_gpus() == []
+    assert job_gpus({}) == {"gpus_per_node": 2, "setup": ["export CUDA_VISIBLE_DEVICES=3,5"]}
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert job_gpus({})["gpus_per_node"] == torch.cuda.device_count()

@@ -31,15 +31,17 @@ ConfigStore.instance().store(group="hydra/launcher", name="isolated", node=Isola
                              provider="trainsweep")
 
 
-def visible_gpus() -> list[int]:
-    """The GPUs this process sees. submitit_local sets each job's CUDA_VISIBLE_DEVICES from gpus_per_node
-    (default: none), so unless told, every job would run on the CPU."""
+def job_gpus(params: dict) -> dict:
+    """Launcher parameters that give each job the GPUs this process sees. submitit_local sets a job's
+    CUDA_VISIBLE_DEVICES to 0..gpus_per_node-1 (default: none, so every job would run on the CPU); a
+    CUDA_VISIBLE_DEVICES of our own is passed through verbatim by the job's shell setup."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [int(x) for x in env.split(",") if x.strip().isdigit()]
-    import torch
+    if env is None:
+        import torch
 
-    return list(range(torch.cuda.device_count()))
+        return {"gpus_per_node": torch.cuda.device_count()}
+    setup = list(params.get("setup") or []) + [f"export CUDA_VISIBLE_DEVICES={env}"]
+    return {"gpus_per_node": len([x for x in env.split(",") if x.strip()]), "setup": setup}
 
 
 class IsolatedLauncher(LocalLauncher):
@@ -47,8 +49,7 @@ class IsolatedLauncher(LocalLauncher):
         from src.report import finished, record_failure
 
         if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
-            gpus = visible_gpus()
-            self.params.update(gpus_per_node=len(gpus), visible_gpus=gpus)
+            self.params.update(job_gpus(self.params))
 
         with open_dict(self.config):  # a timestamped sweep dir must not be re-resolved in each job's process
             self.config.hydra.sweep.dir = str(self.config.hydra.sweep.dir)
