@@ -1,0 +1,108 @@
+"""Measurement on the CPU: token counting three ways, warm-up exclusion, the window's arithmetic, stopping
+when stable, and the verdict rules on constructed cases."""
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from src.measure import Measure, TokenCounter, window_tokens
+from src.report import throughput, verdict
+
+
+def _padded_batch():
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    return {"input_ids": torch.ones(2, 4, dtype=torch.long), "attention_mask": mask}
+
+
+def test_tokens_counted_three_ways_for_classification():
+    counter = TokenCounter("classification")
+    start = counter.snapshot()
+    counter.add({**_padded_batch(), "labels": torch.tensor([3, 7])})
+    got = window_tokens(start, counter.snapshot())
+    assert got == {"samples": 2, "all": 8, "real": 5, "loss": 2}
+
+
+def test_causal_lm_loss_tokens_skip_the_unpredicted_first_position():
+    counter = TokenCounter("causal_lm")
+    batch = _padded_batch()
+    batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+    start = counter.snapshot()
+    counter.add(batch)
+    assert window_tokens(start, counter.snapshot())["loss"] == (3 - 1) + (2 - 1)
+
+
+def test_packed_batches_count_sequences_from_position_ids():
+    counter = TokenCounter("causal_lm")
+    start = counter.snapshot()
+    counter.add({"input_ids": torch.ones(1, 5, dtype=torch.long), "position_ids": torch.tensor([[0, 1, 2, 0, 1]]),
+                 "labels": torch.tensor([[-100, 1, 1, -100, 1]])})
+    got = window_tokens(start, counter.snapshot())
+    assert got == {"samples": 2, "all": 5, "real": 5, "loss": 3}
+
+
+def _simulate(durations, warmup, profile=0, stop_rel_error=None, min_steps=3):
+    """Drive Measure's hooks like the Trainer does, each step taking the given seconds (CPU clock)."""
+    counter = TokenCounter("classification")
+    meter = Measure(counter, "cpu", warmup=warmup, max_steps=len(durations), profile_steps=profile,
+                    stop_rel_error=stop_rel_error, min_steps=min_steps)
+    state, control = SimpleNamespace(global_step=0), SimpleNamespace(should_training_stop=False)
+    meter.on_train_begin(None, state, control)
+    for step, seconds in enumerate(durations, start=1):
+        meter.on_step_begin(None, state, control)
+        counter.add({**_padded_batch(), "labels": torch.tensor([0, 1])})
+        time.sleep(seconds)
+        meter.on_pre_optimizer_step(None, state, control)
+        meter.on_optimizer_step(None, state, control)
+        state.global_step = step
+        meter.on_step_end(None, state, control)
+        if control.should_training_stop:
+            break
+    meter.on_train_end(None, state, control)
+    return meter.results(), state.global_step
+
+
+def test_warmup_steps_are_not_timed_or_counted():
+    res, _ = _simulate([0.15, 0.15, 0.01, 0.01, 0.01, 0.01], warmup=2)
+    st = res["step_time_s"]
+    assert st["n"] == 4 and st["warmup_steps"] == 2
+    assert 0.009 < st["mean"] < 0.03  # the slow first steps are excluded
+    assert res["tokens"] == {"samples": 8, "all": 32, "real": 20, "loss": 8}  # 4 timed steps x 2 rows
+    assert sum(res["breakdown_s"].values()) == pytest.approx(st["mean"], rel=1e-6)
+    assert st["wall_mean"] == pytest.approx(st["mean"], rel=0.05)
+
+
+def test_throughput_is_window_tokens_over_window_time():
+    th = throughput({"samples": 8, "all": 32, "real": 20, "loss": 8}, 2.0)
+    assert th == {"samples_per_s": 4.0, "tokens_per_s": 16.0, "real_tokens_per_s": 10.0,
+                  "loss_tokens_per_s": 4.0, "pad_fraction": pytest.approx(1 - 20 / 32)}
+
+
+def test_stop_when_stable_ends_training_once_the_mean_is_known():
+    res, last_step = _simulate([0.01] * 40, warmup=2, stop_rel_error=0.05, min_steps=5)
+    assert last_step < 40 and res["stopped_when_stable"]
+    assert res["step_time_s"]["n"] >= 5
+
+
+def _case(data=0.0, step=1.0, busy=None, retries=0, reserved=10.0, capacity=80.0, mfu=0.3):
+    return verdict({"mean": step}, {"data": data, "compute": step - data, "optimizer": 0, "other": 0}, busy,
+                   {"peak_reserved": reserved, "capacity": capacity}, retries, mfu)
+
+
+@pytest.mark.parametrize("case,bottleneck,saturated", [
+    (dict(data=0.4, busy=0.5), "data", False),        # a slow collator
+    (dict(busy=0.28), "host", False),                 # a tiny batch
+    (dict(busy=0.95), "compute", False),              # a large batch
+    (dict(busy=0.9, retries=3, reserved=39.9, capacity=40.0), "memory", True),  # a cap near the peak
+    (dict(busy=0.95, reserved=78.3, capacity=79.2), "compute", True),           # close to full, no retries yet
+    (dict(capacity=None), "compute", False),          # the CPU: no busy share, no capacity
+])
+def test_verdict_on_constructed_cases(case, bottleneck, saturated):
+    got = _case(**case)
+    assert (got["bottleneck"], got["saturated"]) == (bottleneck, saturated)
+    assert got["reasons"]  # the numbers behind it, in words
+
+
+def test_verdict_states_the_numbers():
+    reasons = " ".join(_case(busy=0.28)["reasons"])
+    assert "GPU busy 28% of the step" in reasons and "launch kernels" in reasons and "MFU 30.0%" in reasons
