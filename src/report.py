@@ -89,7 +89,9 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
                      f"(peak {_fmt(fl['peak_tflops'], '.0f')} TFLOP/s), HFU {_fmt(fl['hfu'], '.1%')}"))
         bd = r["breakdown_s"]
         share = ", ".join(f"{k} {bd[k] / st['mean']:.0%}" for k in ("data", "compute", "optimizer", "other") if bd.get(k) is not None)
-        rows.append(("breakdown", share + (f"; GPU busy {r['gpu_busy_fraction']:.0%}" if r.get("gpu_busy_fraction") is not None else "")))
+        if bd.get("host") is not None:
+            share += f"; GPU busy {r['gpu_busy_fraction']:.0%}, idle waiting for the host {bd['host'] / st['mean']:.0%}"
+        rows.append(("breakdown", share))
     m = r.get("memory_gb", {})
     if "peak_allocated" in m:
         rows.append(("memory", f"peak {m['peak_allocated']:.2f} GB allocated, {m['peak_reserved']:.2f} reserved of "
@@ -161,7 +163,11 @@ def measured(cfg, rep: dict, meter, trainer, lengths: dict, device: str) -> dict
     rate = th["real_tokens_per_s"]
     fl["mfu"] = rate * fl["per_token"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
     fl["hfu"] = rate * fl["per_token_hardware"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
-    out.update(throughput=th, step_time_s=m["step_time_s"], breakdown_s=m["breakdown_s"], host_s=m["host_s"],
+    bd, busy, mean = dict(m["breakdown_s"]), m["gpu_busy_fraction"], m["step_time_s"]["mean"]
+    # The GPU's idle time that the data wait doesn't explain: it waited for Python to launch kernels.
+    # Overlaps compute/other (it happens inside them), so it is not part of their sum.
+    bd["host"] = max(0.0, mean * (1 - busy) - (bd["data"] or 0.0)) if busy is not None and mean else None
+    out.update(throughput=th, step_time_s=m["step_time_s"], breakdown_s=bd, host_s=m["host_s"],
                gpu_busy_fraction=m["gpu_busy_fraction"], tokens=m["tokens"], shapes=m["shapes"], flops=fl,
                stopped_when_stable=m["stopped_when_stable"])
     rep["timing_s"].update({k: v for k, v in m["phases_s"].items() if v is not None})

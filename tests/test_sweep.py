@@ -120,9 +120,11 @@ def test_slurm_launcher_composes():
     from hydra import compose as hydra_compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.gpus_per_node=1"],
+        cfg = hydra_compose("config", overrides=["hydra/launcher=slurm", "hydra.launcher.partition=gpu"],
                             return_hydra_config=True)
-    assert cfg.hydra.launcher._target_.endswith("SlurmLauncher") and cfg.hydra.launcher.gpus_per_node == 1
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert (launcher.gpus_per_node, launcher.partition, launcher.array_parallelism) == (1, "gpu", 8)
 
 
 def test_jobs_get_the_gpus_their_sweep_sees(monkeypatch):
