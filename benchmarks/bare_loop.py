@@ -30,7 +30,7 @@ class BareLoop:
         self.model = models.build_model(cfg, res, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=self.model, args=train.training_args(cfg, res, Path("/tmp/bare_loop")), train_dataset=train_ds,
-            data_collator=data.build_collator(cfg, conf.pad_token_id))
+            data_collator=data.collator_for(cfg, conf))
         self.ga, self.steps, self.warm = cfg.batch.grad_accum, cfg.trainer.max_steps, cfg.measure.warmup_steps
         it = iter(trainer.get_train_dataloader())
         self.batches = [[{k: v.to(res.device) for k, v in next(it).items()} for _ in range(self.ga)]

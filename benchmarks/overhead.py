@@ -29,7 +29,7 @@ def hooks(overrides: list[str], steps: int = 2000) -> dict:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     conf = models.hf_config(cfg)
     rows = list(data.synthetic(cfg, conf, cfg.batch.size, 0))
-    batch = {k: v.to(device) for k, v in data.build_collator(cfg, conf.pad_token_id)(rows).items()}
+    batch = {k: v.to(device) for k, v in data.collator_for(cfg, conf)(rows).items()}
     counter = TokenCounter(cfg.task.name)
     meter = Measure(counter, device, warmup=10, max_steps=steps, profile_steps=0)
     state = SimpleNamespace(global_step=0)

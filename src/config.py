@@ -23,6 +23,12 @@ class ConfigError(ValueError):
 
 
 @dataclass
+class InitConfig:
+    head_init: str = "default"  # default (initializer_range) | zero | scaled (std = 1 / the hidden-state norm)
+    hidden_norm: Optional[float] = None  # set the final norm's gain so hidden states reach this L2 norm
+
+
+@dataclass
 class ModelConfig:
     name: str = MISSING
     model_type: str = MISSING  # transformers model_type (qwen3, llama, bart, gpt_neox) or "auto"
@@ -31,6 +37,7 @@ class ModelConfig:
     arch: Dict[str, Any] = field(default_factory=dict)  # the architecture, passed to AutoConfig.for_model
     trust_remote_code: bool = False
     lr: float = 1e-4  # a learning rate that suits this model under LoRA; trainer.lr defaults to it
+    init: InitConfig = field(default_factory=InitConfig)
 
 
 @dataclass
@@ -140,6 +147,7 @@ class TrainerConfig:
     max_grad_norm: float = 1.0
     optim: str = "adamw_torch_fused"
     gradient_checkpointing: bool = False
+    checkpoint_reentrant: bool = False  # the older checkpointing; with LoRA it needs input grads (a diagnostic checks)
     logging_steps: int = 10
     eval_steps: int = 0  # 0: no evaluation
     save_steps: int = 0  # 0: no checkpoints
@@ -171,6 +179,13 @@ class DebugConfig:
 
 
 @dataclass
+class DiagnosticsConfig:
+    enabled: bool = True  # the cheap checks before every run (one forward and backward on a real batch)
+    expensive: bool = False  # also the grad-accumulation equivalence (always on in mode=diagnose)
+    stop_on_fail: bool = False  # true: a failed check stops the run before training
+
+
+@dataclass
 class Config:
     model: ModelConfig = MISSING
     task: TaskConfig = MISSING
@@ -187,6 +202,8 @@ class Config:
     measure: MeasureConfig = field(default_factory=MeasureConfig)
     gpu: GpuConfig = field(default_factory=GpuConfig)
     debug: DebugConfig = MISSING
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
+    mode: str = "train"  # train | diagnose (every check, no training; exit 1 if any fails)
     device: str = "auto"  # auto | cuda | cpu
     rerun: bool = False  # true: recompute a run whose directory already holds a finished report
 
@@ -241,6 +258,12 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
     """Check values the schema's types can't. Raises ConfigError naming the first bad key."""
     m, t, d, p = cfg.model, cfg.task, cfg.data, cfg.padding
     _one_of("device", cfg.device, ("auto", "cuda", "cpu"))
+    _one_of("mode", cfg.mode, ("train", "diagnose"))
+    _one_of("model.init.head_init", m.init.head_init, ("default", "zero", "scaled"))
+    if m.init.head_init != "default" and cfg.task.name != "classification":
+        raise ConfigError("model.init.head_init", m.init.head_init, "re-initialises a classification head; task is " + cfg.task.name)
+    if m.init.hidden_norm is not None and m.init.hidden_norm <= 0:
+        raise ConfigError("model.init.hidden_norm", m.init.hidden_norm, "must be > 0")
     if cfg.device == "cuda" and not cuda_available:
         raise ConfigError("device", "cuda", "no CUDA device is visible; use device=auto or device=cpu")
     on_gpu = cuda_available and cfg.device != "cpu"

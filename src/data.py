@@ -87,6 +87,7 @@ class PadCollator:
     multiple: int | None = None
     side: str = "right"
     max_target_length: int = 64
+    decoder_start_id: int | None = None  # seq2seq: decoder inputs are the labels shifted right
 
     def _width(self, longest: int, fixed_width: int) -> int:
         width = fixed_width if self.fixed else longest
@@ -118,11 +119,16 @@ class PadCollator:
         else:
             targets = [r["labels"] for r in rows]
             t_width = self._width(max(len(t) for t in targets), self.max_target_length)
-            batch["labels"] = self._pad(targets, t_width, -100)
+            labels = self._pad(targets, t_width, -100)
+            # Made here, not by the model from its labels: the Trainer's token-level loss takes the labels away.
+            decoder = torch.full_like(labels, self.pad_id)
+            decoder[:, 0] = self.decoder_start_id
+            decoder[:, 1:] = labels[:, :-1].masked_fill(labels[:, :-1] == -100, self.pad_id)
+            batch.update(labels=labels, decoder_input_ids=decoder)
         return batch
 
 
-def build_collator(cfg, pad_id: int):
+def build_collator(cfg, pad_id: int, decoder_start_id: int | None = None):
     p = cfg.padding
     if p.strategy == "packed":
         from transformers import DataCollatorWithFlattening
@@ -130,7 +136,12 @@ def build_collator(cfg, pad_id: int):
         return DataCollatorWithFlattening(return_position_ids=True, separator_id=-100)
     return PadCollator(task=cfg.task.name, pad_id=pad_id, max_length=cfg.data.max_length,
                        fixed=p.strategy == "max_length", multiple=p.pad_to_multiple_of, side=p.side,
-                       max_target_length=cfg.data.max_target_length)
+                       max_target_length=cfg.data.max_target_length, decoder_start_id=decoder_start_id)
+
+
+def collator_for(cfg, conf):
+    """The collator for this model's special tokens."""
+    return build_collator(cfg, conf.pad_token_id, getattr(conf, "decoder_start_token_id", None))
 
 
 def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ from omegaconf import OmegaConf
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM,
                           AutoModelForSequenceClassification, AutoTokenizer, PretrainedConfig)
 
+from src.config import ConfigError
 from src.env import Resolved
 
 log = logging.getLogger(__name__)
@@ -88,6 +90,7 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
         torch.manual_seed(cfg.trainer.seed)
         with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
             model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
+    apply_init(model, cfg.model.init)
     if method == "none":
         return model
     from peft import LoraConfig, get_peft_model
@@ -102,6 +105,36 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
             if param.requires_grad:
                 param.data = param.data.float()
     return model
+
+
+def _final_norm(model) -> torch.nn.Module:
+    backbone = getattr(model, model.base_model_prefix, model)
+    norm = getattr(backbone, "norm", None) or getattr(backbone, "final_layer_norm", None)
+    if norm is None:
+        raise ConfigError("model.init.hidden_norm", "set", f"no final norm found in {type(model).__name__}")
+    return norm
+
+
+def apply_init(model, init) -> None:
+    """Deliberate initial scales, for the loss-69 experiments. hidden_norm sets the final norm's gain so the
+    hidden states reach that L2 norm (a pretrained LM's scale rather than a random init's); head_init
+    re-initialises the classification head to zero, or to std 1/hidden-norm so its logits start with std ~1."""
+    if init.hidden_norm:
+        norm = _final_norm(model)
+        with torch.no_grad():
+            norm.weight.fill_(init.hidden_norm / math.sqrt(norm.weight.numel()))
+    if init.head_init == "default":
+        return
+    head = getattr(model, "score", None) or getattr(model, "classifier", None)
+    if not isinstance(head, torch.nn.Linear):
+        raise ConfigError("model.init.head_init", init.head_init, f"no linear classification head in {type(model).__name__}")
+    with torch.no_grad():
+        if init.head_init == "zero":
+            head.weight.zero_()
+        else:  # an RMSNorm's output has norm ~ ||gain||: scale the head to it
+            head.weight.normal_(0.0, 1.0 / float(_final_norm(model).weight.float().norm()))
+        if head.bias is not None:
+            head.bias.zero_()
 
 
 def parameter_counts(model: torch.nn.Module) -> dict:

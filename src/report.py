@@ -104,6 +104,15 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
     lo = r.get("loss") or {}
     if lo.get("initial") is not None:
         rows.append(("loss", f"{lo['initial']:.3f} -> {lo['final']:.3f} (uniform guess: {_fmt(lo['expected_initial'], '.3f')})"))
+    checks = r.get("diagnostics")
+    if checks:
+        from src.diagnose import summary
+
+        rows.append(("diagnostics", summary(checks)))
+        for c in checks:
+            if c["status"] != "pass":
+                rows.append((f"  {c['status']}", f"{c['check']}: {c['value']} (expected {c['expected']})"
+                             + (f". {c['hint']}" if c["hint"] else "")))
     t = r.get("timing_s", {})
     rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in t.items())))
     return rows
@@ -115,7 +124,7 @@ def format_summary(r: dict) -> str:
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
-FINISHED = ("ok", "oom", "error", "config_error")
+FINISHED = ("ok", "oom", "error", "config_error", "failed_checks")
 
 
 def finished(out_dir: Path) -> dict | None:

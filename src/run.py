@@ -50,7 +50,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import data, debug, env, files, flops, loggers, measure, models, report, train
+    from src import data, debug, diagnose, env, files, flops, loggers, measure, models, report, train
 
     t_start = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,15 +82,24 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         me = cfg.measure
         meter = measure.Measure(counter, res.device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
                                 me.rel_error if me.stop_when_stable else None, me.min_steps)
-        collator = debug.wrap_collator(data.build_collator(cfg, conf.pad_token_id), cfg.debug)
+        collator = data.collator_for(cfg, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
-            data_collator=collator,
+            data_collator=debug.wrap_collator(collator, cfg.debug),
             callbacks=([meter] if cfg.measure.enabled else []) + debug.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep["timing_s"] = {"build": t_built - t_start}
-        trainer.train()
+        if cfg.diagnostics.enabled or cfg.mode == "diagnose":
+            rep["diagnostics"] = diagnose.preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf,
+                                                    expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)
+            rep["timing_s"]["diagnostics"] = time.perf_counter() - t_built
+        failed = [c["check"] for c in rep.get("diagnostics", []) if c["status"] == "fail"]
+        if failed and (cfg.mode == "diagnose" or cfg.diagnostics.stop_on_fail):
+            rep.update(status="failed_checks", error="failed: " + ", ".join(failed))
+        elif cfg.mode == "train":
+            t_built = time.perf_counter()
+            trainer.train()
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         rep.update(status="config_error", error=str(exc))
@@ -100,7 +109,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     except Exception as exc:  # recorded, so a sweep keeps going; the traceback goes to the job's log
         log.error("run failed:\n%s", traceback.format_exc())
         rep.update(status="error", error=f"{type(exc).__name__}: {exc}")
-    if rep["status"] == "ok":
+    if rep["status"] == "ok" and cfg.mode == "train":
         rep["timing_s"]["train"] = time.perf_counter() - t_built
         rep.update(report.measured(cfg, rep, meter, trainer, lengths, res.device))
         loggers.finish(cfg, trainer.state.log_history, out_dir)

@@ -193,6 +193,30 @@ def plots(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     return paths
 
 
+def loss_curves(reports: list[dict], df: pd.DataFrame, out_dir: Path) -> Path | None:
+    """Training loss against step, one line per job, with the uniform-guess loss the runs should start at."""
+    import matplotlib.pyplot as plt
+
+    curves = [(label, r["loss"]["curve"], r["loss"].get("expected_initial"))
+              for label, r in zip(df.set_index("dir").loc[[r["job"] for r in reports], "job"], reports)
+              if (r.get("loss") or {}).get("curve")]
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label, curve, _ in curves:
+        steps, losses = zip(*curve)
+        ax.plot(steps, losses, marker=".", label=label)
+    expected = curves[0][2]
+    if expected:
+        ax.axhline(expected, color="gray", linestyle="--", label=f"uniform guess {expected:.2f}")
+    ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("training loss")
+    ax.set_title("loss curves")
+    ax.legend(fontsize=7)
+    return _save(fig, out_dir / "loss_curves.png")
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -205,7 +229,8 @@ def _save(fig, path: Path) -> Path:
 def write(sweep_dir: Path) -> str:
     """summary.csv, summary.md and plots in the sweep directory; returns the markdown."""
     sweep_dir = Path(sweep_dir)
-    df = table(load_reports(sweep_dir))
+    reports = load_reports(sweep_dir)
+    df = table(reports)
     if df.empty:
         return f"no job reports under {sweep_dir}"
     lines = recommend(df)
@@ -213,6 +238,7 @@ def write(sweep_dir: Path) -> str:
     md = _markdown(df, lines, sweep_dir)
     (sweep_dir / "summary.md").write_text(md)
     plots(df, sweep_dir)
+    loss_curves(reports, df, sweep_dir)
     return md
 
 

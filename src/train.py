@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import torch
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainingArguments
 
 from src.env import Resolved
@@ -49,29 +50,49 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         remove_unused_columns=False,  # our collator picks the columns; signature inspection is not needed
         use_cpu=not cuda,
         disable_tqdm=False,
-        **checkpointing(tr.gradient_checkpointing),
+        **checkpointing(tr.gradient_checkpointing, tr.checkpoint_reentrant),
     )
 
 
-def checkpointing(enabled: bool) -> dict:
+def checkpointing(enabled: bool, reentrant: bool = False) -> dict:
     """transformers 5.2x renamed gradient_checkpointing to activation_checkpointing; 5.17 knows only the old name."""
     if not enabled:
         return {}
     new = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
     prefix = "activation" if new else "gradient"
     # non-reentrant checkpointing needs no input grads, so it works under LoRA's frozen embeddings
-    return {f"{prefix}_checkpointing": True, f"{prefix}_checkpointing_kwargs": {"use_reentrant": False}}
+    return {f"{prefix}_checkpointing": True, f"{prefix}_checkpointing_kwargs": {"use_reentrant": reentrant}}
+
+
+def token_cross_entropy(outputs, labels, num_items_in_batch=None):
+    """Seq2seq loss: summed over scored tokens, divided by the scored tokens of the whole accumulated batch,
+    so grad_accum=2 gives the gradient of the batch twice the size (the model's own mean doesn't)."""
+    logits = outputs["logits"].float()
+    total = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum")
+    count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()
+    return total / count
 
 
 def trainer_class(task: str):
     base = Seq2SeqTrainer if task == "seq2seq" else Trainer
 
     class MeasuredTrainer(base):
-        """The Trainer, counting the tokens of each micro-batch, without two per-step host costs of its own."""
+        """The Trainer, counting the tokens of each micro-batch, with gradient accumulation that equals the
+        larger batch, and without two per-step host costs of its own."""
 
         token_counter: TokenCounter | None = None
         _flop_params: int | None = None
         _trainable: list | None = None
+
+        def __init__(self, *args, **kwargs):
+            if task == "seq2seq":
+                kwargs.setdefault("compute_loss_func", token_cross_entropy)
+            super().__init__(*args, **kwargs)
+            if task == "classification":
+                # The model accepts **kwargs, so the Trainer hands it num_items_in_batch and skips its own
+                # division by grad_accum, but the classification loss ignores it (a per-micro-batch mean):
+                # loss and gradients came out grad_accum times too large (transformers#47688).
+                self.model_accepts_loss_kwargs = False
 
         def training_step(self, model, inputs, num_items_in_batch=None):
             if self.token_counter is not None:

@@ -1,0 +1,208 @@
+"""Every preflight check, each with a case that passes and one that does not."""
+import copy
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoTokenizer, Trainer
+
+from src import data, diagnose, env, models, train
+from src.env import Resolved
+from tests.conftest import ROOT, QUICK, compose, read_report
+
+
+def _status(checks, name):
+    found = [c for c in checks if c["check"] == name]
+    assert found, f"{name} not among {[c['check'] for c in checks]}"
+    return found[0]["status"]
+
+
+def _build(*overrides, rows=8):
+    cfg = compose(*overrides)
+    res = env.resolve(cfg)
+    conf = models.hf_config(cfg)
+    ds = data.synthetic(cfg, conf, max(rows, 8), 0)
+    model = models.build_model(cfg, res, conf)
+    collator = data.collator_for(cfg, conf)
+    batch = collator([ds[i] for i in range(cfg.batch.size)])
+    return cfg, res, conf, ds, model, collator, batch
+
+
+# -- tokenizer ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tok_setup(local_model_dir):
+    tok = AutoTokenizer.from_pretrained(local_model_dir)
+    cfg = compose("model=auto", f"model.name_or_path={local_model_dir}", "data=files",
+                  "data.train_file=tests/data/accounts.csv", "task.num_labels=5")
+    conf = models.hf_config(cfg)
+    from src.files import load_files
+    ds, _ = load_files(cfg, tok)
+    return tok, conf, ds
+
+
+def test_tokenizer_checks_pass_on_a_sound_tokenizer(tok_setup):
+    tok, conf, ds = tok_setup
+    checks = diagnose.tokenizer_checks(tok, conf, ds, "classification")
+    assert {c["check"]: c["status"] for c in checks} == {
+        "tokenizer.pad_token": "pass", "tokenizer.pad_is_eos": "pass", "tokenizer.vocab_vs_embeddings": "pass",
+        "tokenizer.special_tokens": "pass", "tokenizer.padding_side": "pass"}
+
+
+def test_missing_pad_token_fails(tok_setup):
+    tok, conf, ds = tok_setup
+    bad = copy.deepcopy(tok)
+    bad.pad_token = None
+    checks = diagnose.tokenizer_checks(bad, conf, ds, "classification")
+    assert _status(checks, "tokenizer.pad_token") == "fail"
+    assert _status(checks, "tokenizer.special_tokens") == "warn"
+
+
+def test_pad_equal_to_a_trailing_eos_fails_for_classification(tok_setup):
+    tok, conf, ds = tok_setup
+    bad = copy.deepcopy(tok)
+    bad.pad_token = bad.eos_token
+    ending_in_eos = ds.map(lambda r: {"input_ids": r["input_ids"] + [bad.eos_token_id]})
+    assert _status(diagnose.tokenizer_checks(bad, conf, ending_in_eos, "classification"), "tokenizer.pad_is_eos") == "fail"
+    assert _status(diagnose.tokenizer_checks(bad, conf, ds, "causal_lm"), "tokenizer.pad_is_eos") == "warn"
+
+
+def test_more_tokens_than_embedding_rows_fails(tok_setup):
+    tok, conf, ds = tok_setup
+    small = copy.deepcopy(conf)
+    small.vocab_size = len(tok) - 1
+    assert _status(diagnose.tokenizer_checks(tok, small, ds, "classification"), "tokenizer.vocab_vs_embeddings") == "fail"
+
+
+def test_left_padding_warns_for_causal_lm_training(tok_setup):
+    tok, conf, ds = tok_setup
+    left = copy.deepcopy(tok)
+    left.padding_side = "left"
+    assert _status(diagnose.tokenizer_checks(left, conf, ds, "causal_lm"), "tokenizer.padding_side") == "warn"
+
+
+# -- data ---------------------------------------------------------------------------------------------
+def test_data_checks_pass_and_fail():
+    cfg, _, conf, ds, *_ = _build("padding=bucketed")
+    checks = diagnose.data_checks(cfg, ds)
+    assert [_status(checks, n) for n in ("data.labels_in_range", "data.truncation", "data.padding_waste")] == ["pass"] * 3
+    bad = ds.map(lambda r: {"labels": 999})
+    assert _status(diagnose.data_checks(cfg, bad), "data.labels_in_range") == "fail"
+    short = compose("padding=max_length", "data.max_length=100")
+    assert _status(diagnose.data_checks(short, ds), "data.truncation") == "warn"  # most rows are longer than 100
+    assert _status(diagnose.data_checks(compose("padding=max_length", "data.max_length=1000"), ds), "data.padding_waste") == "warn"
+
+
+def test_pad_fraction_of_each_strategy():
+    import numpy as np
+    lengths = np.array([10, 20, 30, 40])
+    assert diagnose.pad_fraction(lengths, "max_length", 2, 50, None) == pytest.approx(1 - 100 / 200)
+    assert diagnose.pad_fraction(lengths, "longest", 2, 50, None, chunk=2) == pytest.approx(1 - 100 / (20 * 2 + 40 * 2))
+    assert diagnose.pad_fraction(lengths, "bucketed", 2, 50, None) == pytest.approx(1 - 100 / (40 * 2 + 20 * 2))
+    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None) == 0.0
+
+
+# -- model ------------------------------------------------------------------------------------------
+def test_model_checks_pass_on_the_default_model():
+    cfg, res, conf, ds, model, collator, batch = _build("trainer.max_grad_norm=100")
+    checks = diagnose.model_checks(cfg, res, model, batch, conf)
+    for name in ("model.pooling", "model.initial_loss", "train.head_step", "train.grad_norm"):
+        assert _status(checks, name) == "pass", name
+    assert all(p.grad is None for p in model.parameters())  # the preflight leaves no gradients behind
+
+
+def test_pooling_fails_when_the_last_token_is_the_pad_id():
+    cfg, res, conf, ds, model, collator, batch = _build()
+    lengths = batch["attention_mask"].sum(-1)
+    batch["input_ids"][torch.arange(len(lengths)), lengths - 1] = conf.pad_token_id  # a trailing eos when pad == eos
+    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "model.pooling") == "fail"
+
+
+def test_loss69_fails_initial_loss_grad_norm_and_head_step_and_names_the_fix():
+    cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=1150")
+    checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
+    assert checks["model.initial_loss"]["status"] == "fail" and checks["model.initial_loss"]["value"]["loss"] > 40
+    assert "model.init.head_init=scaled" in checks["model.initial_loss"]["hint"]
+    assert checks["train.grad_norm"]["status"] == "fail" and checks["train.grad_norm"]["value"]["clipped_fraction"] > 0.99
+    assert checks["train.head_step"]["status"] == "fail"  # lr 3e-3 x ||h||_1 of thousands
+
+
+def test_scaled_head_starts_within_ten_percent_of_ln_k():
+    cfg, res, conf, ds, model, collator, batch = _build("experiment=seed_loss69_fixed")
+    checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
+    assert checks["model.initial_loss"]["status"] == "pass"
+    assert checks["model.initial_loss"]["value"]["loss"] < 1.1 * torch.log(torch.tensor(280.0))
+    assert checks["train.head_step"]["status"] == "pass"
+
+
+def test_checkpointing_without_input_grads_fails_and_non_reentrant_passes(monkeypatch):
+    cfg, res, conf, ds, model, collator, batch = _build("trainer.gradient_checkpointing=true")
+    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "train.checkpointing_grads") == "pass"
+    cfg, res, conf, ds, model, collator, batch = _build("trainer.gradient_checkpointing=true", "trainer.checkpoint_reentrant=true")
+    # Today's peft and transformers both enable input grads with checkpointing; emulate a stack that doesn't.
+    inner = model.base_model.model
+    inner.disable_input_require_grads()
+    monkeypatch.setattr(inner, "enable_input_require_grads", lambda: None)
+    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "train.checkpointing_grads") == "fail"
+
+
+# -- schedule, precision ----------------------------------------------------------------------------
+def test_schedule_check():
+    assert diagnose.schedule_check(compose("trainer.warmup_steps=5"))["status"] == "pass"
+    seed = diagnose.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=2000", "trainer.scheduler=linear"))
+    assert seed["status"] == "warn" and seed["value"]["fraction_of_target"] == pytest.approx(20 / 700, rel=1e-3)
+    assert diagnose.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=200"))["status"] == "fail"
+
+
+def test_precision_checks():
+    gpu = {"bf16": True, "ampere": True, "tf32": False}
+    bf16 = Resolved("cuda", torch.bfloat16, "bf16", "sdpa")
+    assert [c["status"] for c in diagnose.precision_checks(compose(), bf16, gpu)] == ["pass"]
+    fp16 = Resolved("cuda", torch.float16, "fp16", "sdpa")
+    assert diagnose.precision_checks(compose(), fp16, gpu)[0]["check"] == "precision.fp16_vs_bf16"
+    fp32 = Resolved("cuda", torch.float32, "none", "sdpa")
+    assert diagnose.precision_checks(compose(), fp32, gpu)[0]["check"] == "precision.tf32"
+    qlora = compose("peft.compute_dtype=float32")
+    qlora.peft.method = "qlora"
+    assert diagnose.precision_checks(qlora, bf16, gpu)[0]["check"] == "precision.qlora_compute_dtype"
+
+
+# -- gradient accumulation ----------------------------------------------------------------------------
+@pytest.mark.parametrize("task", ["classification", "causal_lm", "seq2seq"])
+def test_grad_accum_equivalence_passes_with_our_trainer(task, tmp_path):
+    extra = {"classification": [], "causal_lm": ["task=causal_lm"], "seq2seq": ["task=seq2seq", "model=tiny-bart"]}[task]
+    cfg, res, conf, ds, model, collator, _ = _build("batch=4", *extra)
+    trainer = train.trainer_class(cfg.task.name)(model=model, args=train.training_args(cfg, res, tmp_path),
+                                                 train_dataset=ds, data_collator=collator)
+    check = diagnose.grad_accum_check(trainer, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
+    assert check["status"] == "pass", check
+
+
+def test_grad_accum_equivalence_fails_with_the_plain_trainer(tmp_path):
+    """The plain HF Trainer scales a sequence classifier's loss and gradients by grad_accum (transformers#47688)."""
+    cfg, res, conf, ds, model, collator, _ = _build("batch=4")
+    plain = Trainer(model=model, args=train.training_args(cfg, res, tmp_path), train_dataset=ds, data_collator=collator)
+    check = diagnose.grad_accum_check(plain, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
+    assert check["status"] == "fail" and check["value"]["ratio_of_grad_norms"] == pytest.approx(2.0, rel=1e-3)
+
+
+# -- entry points -----------------------------------------------------------------------------------
+def test_diagnose_mode_exits_non_zero_on_a_failed_check_and_trains_nothing(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "src.run", "mode=diagnose", "experiment=seed_loss69",
+                           f"hydra.run.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    rep = read_report(tmp_path)
+    assert rep["status"] == "failed_checks" and "model.initial_loss" in rep["error"]
+    assert "train.grad_accum_equivalence" in {c["check"] for c in rep["diagnostics"]}
+    assert "throughput" not in rep and "fail" in proc.stdout
+
+
+def test_every_run_carries_its_diagnostics(tmp_path):
+    from src.run import run
+    rep = run(compose(*QUICK), tmp_path)
+    assert rep["status"] == "ok" and len(rep["diagnostics"]) >= 8
+    assert all(set(c) == {"check", "status", "value", "expected", "hint"} for c in rep["diagnostics"])
+    rep = run(compose(*QUICK, "diagnostics.enabled=false", "rerun=true"), tmp_path)
+    assert "diagnostics" not in rep
