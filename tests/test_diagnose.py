@@ -129,12 +129,13 @@ def test_loss69_fails_initial_loss_grad_norm_and_head_step_and_names_the_fix():
     assert checks["train.head_step"]["status"] == "fail"  # lr 3e-3 x ||h||_1 of thousands
 
 
-def test_scaled_head_starts_within_ten_percent_of_ln_k():
-    cfg, res, conf, ds, model, collator, batch = _build("experiment=seed_loss69_fixed")
+@pytest.mark.parametrize("head_init,at_most", [("zero", 1.0001), ("scaled", 1.1)])
+def test_fixed_head_starts_within_ten_percent_of_ln_k(head_init, at_most):
+    cfg, res, conf, ds, model, collator, batch = _build("experiment=seed_loss69_fixed", f"model.init.head_init={head_init}")
     checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
     assert checks["model.initial_loss"]["status"] == "pass"
-    assert checks["model.initial_loss"]["value"]["loss"] < 1.1 * torch.log(torch.tensor(280.0))
-    assert checks["train.head_step"]["status"] == "pass"
+    assert checks["model.initial_loss"]["value"]["loss"] < at_most * torch.log(torch.tensor(280.0))
+    assert checks["train.head_step"]["status"] == "pass" and checks["model.pooling"]["status"] == "pass"
 
 
 def test_checkpointing_without_input_grads_fails_and_non_reentrant_passes(monkeypatch):
