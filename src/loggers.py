@@ -1,24 +1,143 @@
-"""Logging backends around the Trainer: csv (the log history at the end) and wandb (offline by default)."""
+"""Logging backends: csv (the Trainer's log history at the end) and Weights & Biases, offline by default.
+
+One W&B run per job: group = the sweep, name = the job's overrides, the resolved config, tags for model,
+task and peft. Metrics under stable names: loss, lr, grad_norm, eval/*, perf/* (summary: mean), mem/*
+(summary: max), diag/*; the report's final numbers go into the run summary. A sweep adds a summary run
+to its group with the ranked table and the plots. W&B never stops training: if it is missing or fails,
+one warning, and the run goes on without it.
+"""
 from __future__ import annotations
 
+import logging
 import os
+import resource
+import statistics
 from pathlib import Path
 
+import torch
+from transformers import TrainerCallback
 
-def setup(cfg, out_dir: Path) -> None:
-    """Environment for the Trainer's own integrations; call before the Trainer is built."""
-    if cfg.logger.name == "wandb":
-        # Offline unless asked: no account or network needed; `wandb sync` uploads later.
-        os.environ.setdefault("WANDB_MODE", cfg.logger.mode)
-        os.environ.setdefault("WANDB_DIR", str(out_dir))
-        os.environ.setdefault("WANDB_PROJECT", cfg.logger.project)
-        if cfg.logger.entity:
-            os.environ.setdefault("WANDB_ENTITY", cfg.logger.entity)
+log = logging.getLogger(__name__)
+TRAINER_KEYS = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
+
+
+def _init(cfg, out_dir: Path, **kwargs):
+    """wandb.init, or None with one warning when wandb is missing or can't start."""
+    try:
+        import wandb
+
         os.environ.setdefault("WANDB_SILENT", "true")
+        return wandb.init(project=cfg.logger.project, entity=cfg.logger.entity, dir=str(out_dir),
+                          mode=os.environ.get("WANDB_MODE", cfg.logger.mode), reinit="create_new", **kwargs)
+    except Exception as exc:  # not installed, no disk, bad credentials online: log nothing, lose nothing
+        log.warning("wandb logging is off for this run: %s: %s", type(exc).__name__, exc)
+        return None
 
 
-def finish(cfg, log_history: list[dict], out_dir: Path) -> None:
-    if cfg.logger.name == "csv" and log_history:
-        import pandas as pd
+class WandbLogger(TrainerCallback):
+    """Streams the Trainer's logs and per-window perf/mem figures; the report's numbers at the end."""
 
-        pd.DataFrame(log_history).to_csv(out_dir / "metrics.csv", index=False)
+    def __init__(self, run, meter):
+        self.run, self.meter, self._read = run, meter, 0
+        run.define_metric("step")
+        for pattern, summary in (("loss", "min"), ("lr", "last"), ("grad_norm", "max"), ("eval/*", "last"),
+                                 ("perf/*", "mean"), ("mem/*", "max")):
+            run.define_metric(pattern, step_metric="step", summary=summary)
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        row = {"step": state.global_step}
+        for key, value in (logs or {}).items():
+            if key in TRAINER_KEYS:
+                row[TRAINER_KEYS[key]] = value
+            elif key.startswith("eval_"):
+                row["eval/" + key[5:]] = value
+        new = self.meter.step_times[self._read:] if self.meter else []  # steps the meter has read so far
+        self._read += len(new)
+        if new:
+            row["perf/step_time_s"] = statistics.fmean(new)
+        if torch.cuda.is_available():  # host-side allocator counters: no sync
+            row["mem/allocated_gb"] = torch.cuda.memory_allocated() / 2**30
+            row["mem/reserved_gb"] = torch.cuda.memory_reserved() / 2**30
+        else:
+            row["mem/peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        self._log(row)
+
+    def _log(self, row: dict) -> None:
+        if self.run is None:
+            return
+        try:
+            self.run.log(row)
+        except Exception as exc:
+            log.warning("wandb.log failed, logging stops: %s", exc)
+            self.run = None
+
+
+def report_summary(rep: dict) -> dict:
+    """The report's final numbers, under the metric namespaces."""
+    out = {"status": rep["status"]}
+    for key, value in (rep.get("throughput") or {}).items():
+        out[f"perf/{key}"] = value
+    for key in ("mean", "p50", "p90", "stdev"):
+        out[f"perf/step_time_{key}_s"] = (rep.get("step_time_s") or {}).get(key)
+    out["perf/mfu"] = (rep.get("flops") or {}).get("mfu")
+    out["perf/gpu_busy_fraction"] = rep.get("gpu_busy_fraction")
+    for key, value in (rep.get("memory_gb") or {}).items():
+        if isinstance(value, (int, float)):
+            out[f"mem/{key}"] = value
+    verdict = rep.get("verdict") or {}
+    out.update({"verdict/bottleneck": verdict.get("bottleneck"), "verdict/saturated": verdict.get("saturated")})
+    for check in rep.get("diagnostics") or []:
+        out[f"diag/{check['check']}"] = check["status"]
+    loss = rep.get("loss") or {}
+    out.update({"loss/initial": loss.get("initial"), "loss/final": loss.get("final"),
+                "loss/expected_initial": loss.get("expected_initial")})
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class Loggers:
+    """The run's logging backends: `callbacks` go to the Trainer, `finish` gets the report."""
+
+    def __init__(self, cfg, out_dir: Path, overrides: list[str], group: str | None, meter=None):
+        self.cfg, self.out_dir, self.run, self.callbacks = cfg, out_dir, None, []
+        if cfg.logger.name == "wandb":
+            c = cfg.model.name, cfg.task.name, cfg.peft.method
+            self.run = _init(cfg, out_dir, group=group, name=",".join(overrides) or "defaults",
+                             config=_config(cfg), tags=[f"model:{c[0]}", f"task:{c[1]}", f"peft:{c[2]}"])
+            if self.run is not None:
+                self.callbacks.append(WandbLogger(self.run, meter))
+
+    def finish(self, rep: dict, log_history: list[dict]) -> None:
+        if self.cfg.logger.name == "csv" and log_history:
+            import pandas as pd
+
+            pd.DataFrame(log_history).to_csv(self.out_dir / "metrics.csv", index=False)
+        if self.run is not None:
+            try:
+                self.run.summary.update(report_summary(rep))
+                self.run.finish()
+            except Exception as exc:
+                log.warning("wandb could not finish this run: %s", exc)
+
+
+def _config(cfg) -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def log_sweep(cfg, sweep_dir: Path, table, lines: list[str], plots: list[Path]) -> None:
+    """A summary run in the sweep's group: the ranked table, the recommendation and the plots."""
+    run = _init(cfg, sweep_dir, group=sweep_dir.name, name="sweep-summary", job_type="sweep-summary",
+                tags=["sweep-summary"], config={"sweep_dir": str(sweep_dir), "jobs": len(table)})
+    if run is None:
+        return
+    try:
+        import wandb
+
+        run.log({"ranked": wandb.Table(dataframe=table.astype(str)),
+                 **{f"plots/{p.stem}": wandb.Image(str(p)) for p in plots}})
+        run.summary.update({"recommendation": "\n".join(lines), "jobs": len(table),
+                            "best/job": str(table.iloc[0]["job"]), "best/real_tokens_per_s": table.iloc[0]["real_tok_s"]})
+        run.finish()
+    except Exception as exc:
+        log.warning("wandb could not log the sweep summary: %s", exc)

@@ -40,13 +40,14 @@ def main(cfg: DictConfig) -> float | None:
     if report and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
         print(f"{out_dir}: finished earlier ({report['status']}); rerun=true recomputes it")
         return (report.get("throughput") or {}).get("real_tokens_per_s")
-    report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task))
+    group = Path(hydra_cfg.sweep.dir).name if in_sweep else None  # a sweep's jobs share a W&B group
+    report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task), group=group)
     if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
         sys.exit(2 if report["status"] == "config_error" else 1)
     return report.get("throughput", {}).get("real_tokens_per_s")
 
 
-def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = ()) -> dict:
+def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
@@ -57,6 +58,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
     rep = {"status": "ok", "error": None, "overrides": list(overrides), "config": OmegaConf.to_container(cfg, resolve=True)}
+    logs = None
     try:
         validate(cfg, torch.cuda.is_available())
         debug.crash_if_asked(cfg)
@@ -77,16 +79,16 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         model = models.build_model(cfg, res, conf)
         rep["params"] = models.parameter_counts(model)
         rep["flops"] = flops.flops_per_token(model, conf, lengths["token_weighted_mean"], cfg.trainer.gradient_checkpointing)
-        loggers.setup(cfg, out_dir)
         counter = measure.TokenCounter(cfg.task.name)
         me = cfg.measure
         meter = measure.Measure(counter, res.device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
                                 me.rel_error if me.stop_when_stable else None, me.min_steps)
+        logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None)
         collator = data.collator_for(cfg, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
             data_collator=debug.wrap_collator(collator, cfg.debug),
-            callbacks=([meter] if cfg.measure.enabled else []) + debug.callbacks(cfg) + list(callbacks))
+            callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep["timing_s"] = {"build": t_built - t_start}
@@ -112,8 +114,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if rep["status"] == "ok" and cfg.mode == "train":
         rep["timing_s"]["train"] = time.perf_counter() - t_built
         rep.update(report.measured(cfg, rep, meter, trainer, lengths, res.device))
-        loggers.finish(cfg, trainer.state.log_history, out_dir)
     rep.setdefault("timing_s", {})["total"] = time.perf_counter() - t_start
+    if logs is not None:
+        logs.finish(rep, trainer.state.log_history if rep["status"] == "ok" else [])
     report.write(out_dir, rep)
     print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
     return rep

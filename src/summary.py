@@ -226,8 +226,9 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def write(sweep_dir: Path) -> str:
-    """summary.csv, summary.md and plots in the sweep directory; returns the markdown."""
+def write(sweep_dir: Path, cfg=None) -> str:
+    """summary.csv, summary.md and plots in the sweep directory (and a W&B summary run when the sweep's
+    config logs to W&B); returns the markdown."""
     sweep_dir = Path(sweep_dir)
     reports = load_reports(sweep_dir)
     df = table(reports)
@@ -237,8 +238,11 @@ def write(sweep_dir: Path) -> str:
     df.to_csv(sweep_dir / "summary.csv", index=False)
     md = _markdown(df, lines, sweep_dir)
     (sweep_dir / "summary.md").write_text(md)
-    plots(df, sweep_dir)
-    loss_curves(reports, df, sweep_dir)
+    images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, df, sweep_dir)] if p]
+    if cfg is not None and cfg.logger.name == "wandb":
+        from src.loggers import log_sweep
+
+        log_sweep(cfg, sweep_dir, df, lines, images)
     return md
 
 
@@ -248,6 +252,6 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
         try:
-            print("\n" + write(sweep_dir))
+            print("\n" + write(sweep_dir, config))
         except Exception:  # a summary bug must not hide the jobs' own reports, which are on disk
             log.exception("sweep summary failed; rerun it with: python -m src.report %s", sweep_dir)

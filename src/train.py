@@ -37,7 +37,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         eval_steps=tr.eval_steps or None,
         save_strategy="steps" if tr.save_steps else "no",
         save_steps=tr.save_steps or 500,
-        report_to=["wandb"] if cfg.logger.name == "wandb" else [],
+        report_to=[],  # src/loggers.py logs to W&B under our own metric names
         run_name=cfg.model.name,
         seed=tr.seed,
         data_seed=cfg.data.seed,

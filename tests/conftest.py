@@ -10,7 +10,7 @@ from src.config import compose as compose_list
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 # Short runs: few steps, few rows, no profiling; enough for every code path.
-QUICK = ["trainer.max_steps=4", "measure.warmup_steps=1", "data.size=64", "trainer.logging_steps=1"]
+QUICK = ["trainer.max_steps=4", "measure.warmup_steps=1", "data.size=64", "trainer.logging_steps=1", "logger=none"]
 
 
 def pytest_collection_modifyitems(config, items):

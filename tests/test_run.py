@@ -19,7 +19,7 @@ RUNNABLE = [(g, o) for g, o in OPTIONS
 @pytest.mark.parametrize("group,option", RUNNABLE, ids=[f"{g}={o}" for g, o in RUNNABLE])
 def test_option_trains(group, option, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
-    cfg = compose(f"{group}={option}", *NEEDS.get((group, option), []), *QUICK)
+    cfg = compose(*QUICK, f"{group}={option}", *NEEDS.get((group, option), []))
     rep = run(cfg, tmp_path)
     assert rep["status"] == "ok", rep.get("error")
     assert rep["throughput"]["real_tokens_per_s"] > 0
