@@ -26,7 +26,7 @@ class BareLoop:
         env.set_allocator(cfg.env.alloc_conf)
         env.apply(cfg)
         conf = models.hf_config(cfg)
-        train_ds, _ = data.build_datasets(cfg, conf)
+        train_ds, _, _ = data.build_datasets(cfg, conf)
         self.model = models.build_model(cfg, res, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=self.model, args=train.training_args(cfg, res, Path("/tmp/bare_loop")), train_dataset=train_ds,

@@ -150,7 +150,10 @@ class TrainerConfig:
     checkpoint_reentrant: bool = False  # the older checkpointing; with LoRA it needs input grads (a diagnostic checks)
     logging_steps: int = 10
     eval_steps: int = 0  # 0: no evaluation
+    generation_max_length: int = 64  # seq2seq eval: summaries are generated for ROUGE
+    generation_num_beams: int = 1
     save_steps: int = 0  # 0: no checkpoints
+    save_total_limit: int = 2  # checkpoints kept (each holds the trainable weights and optimizer state)
     seed: int = 0
 
 
@@ -206,6 +209,7 @@ class Config:
     mode: str = "train"  # train | diagnose (every check, no training; exit 1 if any fails)
     device: str = "auto"  # auto | cuda | cpu
     rerun: bool = False  # true: recompute a run whose directory already holds a finished report
+    resume: bool = False  # true: continue the interrupted run in hydra.run.dir from its last checkpoint
 
 
 ConfigStore.instance().store(name="config_schema", node=Config)

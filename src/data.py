@@ -144,22 +144,43 @@ def collator_for(cfg, conf):
     return build_collator(cfg, conf.pad_token_id, getattr(conf, "decoder_start_token_id", None))
 
 
-def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None]:
-    d = cfg.data
+def prepare(cfg, conf, out_dir):
+    """The data side of a run: the tokenizer (the model's, or the offline fallback for text files), the
+    datasets, and what the report says about them. Writes labels.json when labels have names."""
+    import json
+
+    from src import files, models
+
+    tokenizer = models.load_tokenizer(cfg)
+    if tokenizer is None and cfg.data.source == "files":
+        tokenizer = files.train_tokenizer(cfg, conf.vocab_size)  # offline fallback, cached
+    if tokenizer is not None:  # it pads the data: sequence classification must pool by its pad id
+        conf.pad_token_id = tokenizer.pad_token_id
+    train, evals, info = build_datasets(cfg, conf, tokenizer)
+    if info.get("label2id"):  # the names behind the ids, kept with the run and in the model's config
+        (out_dir / "labels.json").write_text(json.dumps(info["label2id"], ensure_ascii=False, indent=1))
+        conf.label2id = info["label2id"]
+        conf.id2label = {i: name for name, i in info["label2id"].items()}
+    return tokenizer, train, evals, {"lengths": length_stats(train), **info}
+
+
+def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None, dict]:
+    """(train, eval, info): info has the label map and tokenisation costs of file data."""
+    d, info = cfg.data, {}
     if d.source == "synthetic":
         train = synthetic(cfg, conf, d.size, d.seed)
         evals = synthetic(cfg, conf, d.eval_size, d.seed + 1) if d.eval_size else None
+        if d.max_train_samples:
+            train = train.select(range(min(d.max_train_samples, len(train))))
+        if evals is not None and d.max_eval_samples:
+            evals = evals.select(range(min(d.max_eval_samples, len(evals))))
     else:
         from src.files import load_files
 
-        train, evals = load_files(cfg, tokenizer)
-    if d.max_train_samples:
-        train = train.select(range(min(d.max_train_samples, len(train))))
-    if evals is not None and d.max_eval_samples:
-        evals = evals.select(range(min(d.max_eval_samples, len(evals))))
+        train, evals, info = load_files(cfg, tokenizer)
     if cfg.padding.strategy == "longest":
         train = pad_chunks(train, conf.pad_token_id, cfg.padding.chunk_size)
-    return train, evals
+    return train, evals, info
 
 
 def length_stats(ds: Dataset) -> dict:

@@ -54,6 +54,20 @@ def apply(cfg) -> None:
         torch.backends.cuda.enable_math_sdp("math" in wanted)
 
 
+def setup(cfg) -> Resolved:
+    """Resolve `auto` choices and apply torch's global settings for this process."""
+    res = resolve(cfg)
+    apply(cfg)
+    if res.device == "cuda":
+        cap_memory(cfg.gpu.memory_cap_gb)
+    return res
+
+
+def describe(res: Resolved) -> dict:
+    return {"device": res.device, "weights_dtype": str(res.weights_dtype).replace("torch.", ""),
+            "amp": res.amp, "attention": res.attention}
+
+
 def cap_memory(cap_gb: float | None) -> None:
     """Emulate a smaller card: the caching allocator treats the cap as the card's size (it frees its cache
     and retries, then raises OOM, at the cap)."""

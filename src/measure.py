@@ -155,6 +155,15 @@ class Measure(TrainerCallback):
         self._prof_t0 = 0.0
         self._t_end_prev = None
         self._cur: dict = {}
+        self.first_step = 0
+        self.window_steps = 0
+        self._evaluated = False
+
+    @classmethod
+    def from_config(cls, counter: TokenCounter, device: str, cfg) -> "Measure":
+        me = cfg.measure
+        return cls(counter, device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
+                   me.rel_error if me.stop_when_stable else None, me.min_steps)
 
     # -- hooks ---------------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kw):
@@ -162,6 +171,8 @@ class Measure(TrainerCallback):
             torch.cuda.reset_peak_memory_stats()
         gc.callbacks.append(self._on_gc)
         self.phase_times["train_begin"] = time.perf_counter()
+        # Steps count from where this train() call starts: a resumed run starts at its checkpoint's step.
+        self.first_step = state.global_step
         self._t_end_prev = time.perf_counter()
         self._end_prev = self.clock.mark()
         if self.warmup == 0:
@@ -169,7 +180,7 @@ class Measure(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kw):
         now = time.perf_counter()
-        self.counter.step = state.global_step + 1
+        self.counter.step = state.global_step + 1 - self.first_step
         self._cur = {"begin": self.clock.mark(), "t_begin": now, "host_data": now - self._t_end_prev}
 
     def on_pre_optimizer_step(self, args, state, control, **kw):
@@ -178,14 +189,21 @@ class Measure(TrainerCallback):
     def on_optimizer_step(self, args, state, control, **kw):
         self._cur["opt"] = self.clock.mark()
 
+    def on_evaluate(self, args, state, control, **kw):
+        # Evaluation ran between this step's end and the next step's begin: keep it out of step times.
+        self._evaluated = True
+
     def on_step_end(self, args, state, control, **kw):
-        step, cur = state.global_step, self._cur
+        step, cur = state.global_step - self.first_step, self._cur
         cur["end"], cur["end_prev"] = self.clock.mark(), self._end_prev
         now = time.perf_counter()
         cur["host_launch"] = now - cur["t_begin"]
         self._end_prev, self._t_end_prev = cur["end"], now
         if self.warmup < step <= self.timed_end:
-            self.marks[step] = cur
+            self.window_steps += 1  # trained in the window, timed or not: its tokens are in the window's count
+            if not self._evaluated:
+                self.marks[step] = cur
+        self._evaluated = False
         if step == self.warmup:
             self._open_window()
         if self.stop_rel_error and self.warmup < step < self.timed_end and self._stable():
@@ -290,6 +308,7 @@ class Measure(TrainerCallback):
         shapes_before = {s for step, s in self.counter.shapes if step <= self.warmup}
         shapes_window = {s for step, s in self.counter.shapes if self.warmup < step <= self.timed_end}
         return {
+            "window_steps": self.window_steps,
             "step_time_s": {**_stats(self.step_times), "warmup_steps": self.warmup,
                             "wall_mean": self.window_wall_s / len(self.step_times) if self.window_wall_s and self.step_times else None,
                             "values": self.step_times[:1000]},

@@ -10,12 +10,14 @@ HOST_BOUND_BUSY = 0.80  # kernels ran less than this share of the step
 RESERVED_SATURATED = 0.92  # reserved memory above this share of capacity: one new shape from a retry
 
 
-def throughput(tokens: dict | None, window_s: float) -> dict:
-    if not tokens or window_s <= 0:
+def throughput(tokens: dict | None, steps: int, step_s: float | None) -> dict:
+    """Per second = per step / seconds per step. Tokens come from every step of the window, times from the
+    steps that were timed (a step with an evaluation inside is not), so a dropped step biases neither."""
+    if not tokens or not steps or not step_s:
         return {k: None for k in ("samples_per_s", "tokens_per_s", "real_tokens_per_s", "loss_tokens_per_s", "pad_fraction")}
-    return {"samples_per_s": tokens["samples"] / window_s, "tokens_per_s": tokens["all"] / window_s,
-            "real_tokens_per_s": tokens["real"] / window_s, "loss_tokens_per_s": tokens["loss"] / window_s,
-            "pad_fraction": 1 - tokens["real"] / tokens["all"] if tokens["all"] else None}
+    rate = lambda key: tokens[key] / steps / step_s  # noqa: E731
+    return {"samples_per_s": rate("samples"), "tokens_per_s": rate("all"), "real_tokens_per_s": rate("real"),
+            "loss_tokens_per_s": rate("loss"), "pad_fraction": 1 - tokens["real"] / tokens["all"] if tokens["all"] else None}
 
 
 def verdict(step: dict, breakdown: dict, gpu_busy: float | None, mem: dict, retries_in_window: int, mfu: float | None) -> dict:
@@ -101,6 +103,12 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
     if r.get("verdict"):
         v = r["verdict"]
         rows.append(("verdict", f"{v['bottleneck']}-bound{', memory-saturated' if v['saturated'] else ''}: " + "; ".join(v["reasons"])))
+    ev = (r.get("eval") or {}).get("final")
+    if ev:
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second")) and isinstance(v, (int, float)))
+        rows.append(("eval", f"{shown} (step {r['eval']['step']})"))
+    if r.get("resumed_from"):
+        rows.append(("resumed", f"from {r['resumed_from']}"))
     lo = r.get("loss") or {}
     if lo.get("initial") is not None:
         rows.append(("loss", f"{lo['initial']:.3f} -> {lo['final']:.3f} (uniform guess: {_fmt(lo['expected_initial'], '.3f')})"))
@@ -153,20 +161,23 @@ def write(out_dir: Path, report: dict) -> None:
     (out_dir / "report.md").write_text("\n".join(md) + "\n")
 
 
-def measured(cfg, rep: dict, meter, trainer, lengths: dict, device: str) -> dict:
+def measured(cfg, rep: dict, meter, trainer, device: str) -> dict:
     """The measured sections of the report, read once after training."""
     from src.flops import peak_tflops
     from src.measure import memory
 
     conf = trainer.model.config
     vocab = getattr(conf, "vocab_size", 2)
-    out = {"memory_gb": memory(device, cfg.gpu.memory_cap_gb), "data": {"lengths": lengths},
+    evals = [e for e in trainer.state.log_history if any(k.startswith("eval_") for k in e)]
+    out = {"memory_gb": memory(device, cfg.gpu.memory_cap_gb),
+           "eval": {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
+                    "history": evals} if evals else None,
            "loss": loss_summary(trainer.state.log_history,
                                 expected_initial_loss(cfg.task.name, cfg.task.num_labels, vocab))}
     if not cfg.measure.enabled:
         return out
     m = meter.results()
-    th = throughput(m["tokens"], m["window_s"])
+    th = throughput(m["tokens"], m["window_steps"], m["step_time_s"]["mean"])
     fl = dict(rep["flops"])
     fl["peak_tflops"] = peak_tflops(rep["env"]["device_name"], rep["resolved"]["amp"], cfg.measure.peak_tflops)
     rate = th["real_tokens_per_s"]

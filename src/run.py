@@ -51,7 +51,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import data, debug, diagnose, env, files, flops, loggers, measure, models, report, train
+    from src import data, debug, diagnose, env, flops, loggers, measure, metrics, models, report, train
 
     t_start = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -62,32 +62,23 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     try:
         validate(cfg, torch.cuda.is_available())
         debug.crash_if_asked(cfg)
-        res = env.resolve(cfg)
-        env.apply(cfg)
-        if res.device == "cuda":
-            env.cap_memory(cfg.gpu.memory_cap_gb)
-        rep.update(resolved={"device": res.device, "weights_dtype": str(res.weights_dtype).replace("torch.", ""),
-                             "amp": res.amp, "attention": res.attention}, env=env.info(res.device))
+        res = env.setup(cfg)
+        rep.update(resolved=env.describe(res), env=env.info(res.device))
         conf = models.hf_config(cfg)
-        tokenizer = models.load_tokenizer(cfg)
-        if tokenizer is None and cfg.data.source == "files":
-            tokenizer = files.train_tokenizer(cfg, conf.vocab_size)  # offline fallback, cached
-        if tokenizer is not None:  # it pads the data: sequence classification must pool by its pad id
-            conf.pad_token_id = tokenizer.pad_token_id
-        train_ds, eval_ds = data.build_datasets(cfg, conf, tokenizer)
-        lengths = data.length_stats(train_ds)
+        tokenizer, train_ds, eval_ds, rep["data"] = data.prepare(cfg, conf, out_dir)
         model = models.build_model(cfg, res, conf)
         rep["params"] = models.parameter_counts(model)
-        rep["flops"] = flops.flops_per_token(model, conf, lengths["token_weighted_mean"], cfg.trainer.gradient_checkpointing)
+        rep["flops"] = flops.flops_per_token(model, conf, rep["data"]["lengths"]["token_weighted_mean"],
+                                             cfg.trainer.gradient_checkpointing)
         counter = measure.TokenCounter(cfg.task.name)
+        meter = measure.Measure.from_config(counter, res.device, cfg)
         me = cfg.measure
-        meter = measure.Measure(counter, res.device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
-                                me.rel_error if me.stop_when_stable else None, me.min_steps)
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None)
         collator = data.collator_for(cfg, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
             data_collator=debug.wrap_collator(collator, cfg.debug),
+            compute_metrics=metrics.for_task(cfg, tokenizer, conf.pad_token_id),
             callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
@@ -100,8 +91,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if failed and (cfg.mode == "diagnose" or cfg.diagnostics.stop_on_fail):
             rep.update(status="failed_checks", error="failed: " + ", ".join(failed))
         elif cfg.mode == "train":
+            rep["resumed_from"] = train.last_checkpoint(out_dir) if cfg.resume else None
             t_built = time.perf_counter()
-            trainer.train()
+            trainer.train(resume_from_checkpoint=rep["resumed_from"])
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         rep.update(status="config_error", error=str(exc))
@@ -113,7 +105,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         rep.update(status="error", error=f"{type(exc).__name__}: {exc}")
     if rep["status"] == "ok" and cfg.mode == "train":
         rep["timing_s"]["train"] = time.perf_counter() - t_built
-        rep.update(report.measured(cfg, rep, meter, trainer, lengths, res.device))
+        rep.update(report.measured(cfg, rep, meter, trainer, res.device))
     rep.setdefault("timing_s", {})["total"] = time.perf_counter() - t_start
     if logs is not None:
         logs.finish(rep, trainer.state.log_history if rep["status"] == "ok" else [])

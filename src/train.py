@@ -37,6 +37,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         eval_steps=tr.eval_steps or None,
         save_strategy="steps" if tr.save_steps else "no",
         save_steps=tr.save_steps or 500,
+        save_total_limit=tr.save_total_limit,
         report_to=[],  # src/loggers.py logs to W&B under our own metric names
         run_name=cfg.model.name,
         seed=tr.seed,
@@ -51,7 +52,23 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         use_cpu=not cuda,
         disable_tqdm=False,
         **checkpointing(tr.gradient_checkpointing, tr.checkpoint_reentrant),
+        **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
+            "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
     )
+
+
+def last_checkpoint(out_dir: Path) -> str:
+    """The newest checkpoint of an interrupted run in this directory (resume=true)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from src.config import ConfigError
+
+    folder = out_dir / "checkpoints"
+    found = get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    if found is None:
+        raise ConfigError("resume", True, f"no checkpoint in {folder}: point hydra.run.dir at the interrupted "
+                                          "run's directory (it needs trainer.save_steps > 0)")
+    return found
 
 
 def checkpointing(enabled: bool, reentrant: bool = False) -> dict:

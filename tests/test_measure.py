@@ -72,8 +72,8 @@ def test_warmup_steps_are_not_timed_or_counted():
     assert st["wall_mean"] == pytest.approx(st["mean"], rel=0.05)
 
 
-def test_throughput_is_window_tokens_over_window_time():
-    th = throughput({"samples": 8, "all": 32, "real": 20, "loss": 8}, 2.0)
+def test_throughput_is_tokens_per_step_over_seconds_per_step():
+    th = throughput({"samples": 8, "all": 32, "real": 20, "loss": 8}, 4, 0.5)
     assert th == {"samples_per_s": 4.0, "tokens_per_s": 16.0, "real_tokens_per_s": 10.0,
                   "loss_tokens_per_s": 4.0, "pad_fraction": pytest.approx(1 - 20 / 32)}
 
