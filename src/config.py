@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -216,7 +217,13 @@ ConfigStore.instance().store(name="config_schema", node=Config)
 # Job directory names from override sets: `batch='16',batch.grad_accum=2` -> `batch=16,batch.grad_accum=2`.
 OmegaConf.register_new_resolver("job_dirname", lambda s: s.replace("'", "").replace("/", "-") or "defaults",
                                 replace=True)
-CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONF_DIR = os.path.join(ROOT, "conf")
+# Hydra finds launchers and sweepers by walking the hydra_plugins namespace, which is rebuilt from
+# sys.path; an editable install doesn't put the repo root there, so a run started elsewhere would miss
+# the `isolated` launcher and the `batch_search` sweeper.
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
 _NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
 
 

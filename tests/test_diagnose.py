@@ -39,7 +39,7 @@ def tok_setup(local_model_dir):
                   "data.train_file=tests/data/accounts.csv", "task.num_labels=5")
     conf = models.hf_config(cfg)
     from src.files import load_files
-    ds, _ = load_files(cfg, tok)
+    ds, _, _ = load_files(cfg, tok)
     return tok, conf, ds
 
 
