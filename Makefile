@@ -23,7 +23,7 @@ run: setup  ## the main job: tiny Qwen3 classifier, LoRA, synthetic data (~1 min
 	$(PY) -m src.run $(ARGS)
 
 test: setup  ## fast tests (CPU; GPU tests skip without a GPU)
-	$(PY) -m pytest -q -x $(PYTEST_ARGS)
+	$(PY) -m pytest -q -x -n 2 --dist loadfile $(PYTEST_ARGS)
 
 sweep: setup  ## a 4-point CPU sweep: batch 2,4 x grad_accum 1,2
 	$(PY) -m src.run -m batch=2,4 batch.grad_accum=1,2 $(ARGS)

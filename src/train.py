@@ -58,17 +58,21 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
 
 
 def last_checkpoint(out_dir: Path) -> str:
-    """The newest checkpoint of an interrupted run in this directory (resume=true)."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete checkpoint of an interrupted run in this directory (resume=true). A job killed
+    while saving leaves a checkpoint without trainer_state.json (the Trainer writes it last): skip it."""
+    import logging
 
     from src.config import ConfigError
 
     folder = out_dir / "checkpoints"
-    found = get_last_checkpoint(str(folder)) if folder.is_dir() else None
-    if found is None:
-        raise ConfigError("resume", True, f"no checkpoint in {folder}: point hydra.run.dir at the interrupted "
+    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
+    complete = [p for p in found if (p / "trainer_state.json").is_file()]
+    if not complete:
+        raise ConfigError("resume", True, f"no complete checkpoint in {folder}: point hydra.run.dir at the interrupted "
                                           "run's directory (it needs trainer.save_steps > 0)")
-    return found
+    if complete[-1] != found[-1]:
+        logging.getLogger("trainsweep").warning("skipping %s: incomplete (the job died while saving it)", found[-1].name)
+    return str(complete[-1])
 
 
 def checkpointing(enabled: bool, reentrant: bool = False) -> dict:

@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -7,6 +8,11 @@ import pytest
 import torch
 from src.config import compose as compose_list
 
+# `make test` runs two workers (pytest-xdist) on CI's two cores: one thread each, for them and the runs
+# they start, so they don't fight over the cores. Tiny models gain nothing from a second thread.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 # Short runs: few steps, few rows, no profiling; enough for every code path.

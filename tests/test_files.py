@@ -166,4 +166,4 @@ def test_an_interrupted_run_resumes_to_the_same_final_step(tmp_path):
 
 def test_resume_without_a_checkpoint_is_a_config_error(tmp_path):
     proc = cli(*QUICK, "resume=true", f"hydra.run.dir={tmp_path}")
-    assert proc.returncode == 2 and "resume=True: no checkpoint in" in proc.stderr
+    assert proc.returncode == 2 and "resume=True: no complete checkpoint in" in proc.stderr

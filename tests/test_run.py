@@ -55,19 +55,6 @@ def test_each_task_learns_from_the_command_line(args, tmp_path):
         assert section in rep
 
 
-def test_sweep_of_four_points(tmp_path):
-    proc = cli("-m", "batch=2,4", "batch.grad_accum=1,2", *QUICK, f"hydra.sweep.dir={tmp_path}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    reports = [read_report(p.parent) for p in sorted(tmp_path.glob("*/report.json"))]
-    assert len(reports) == 4
-    points = {(r["config"]["batch"]["size"], r["config"]["batch"]["grad_accum"]) for r in reports}
-    assert points == {(2, 1), (2, 2), (4, 1), (4, 2)}
-    assert all(r["status"] == "ok" for r in reports)
-    for r in reports:  # samples per optimizer step = size * grad_accum
-        b = r["config"]["batch"]
-        assert r["tokens"]["samples"] == 3 * b["size"] * b["grad_accum"]
-
-
 def test_local_model_directory_trains_with_its_weights_and_tokenizer(local_model_dir, tmp_path):
     args = ["model=auto", f"model.name_or_path={local_model_dir}", "data=files",
             "data.train_file=tests/data/accounts.csv", "task.num_labels=5", *QUICK]

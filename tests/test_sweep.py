@@ -30,7 +30,11 @@ def test_sweep_finishes_and_records_oom(oom_sweep):
     oom = [r for r in reports.values() if r["status"] == "oom"]
     assert {r["config"]["batch"]["size"] for r in oom} == {16} and len(oom) == 2
     assert all("out of memory" in r["error"] for r in oom)
-    assert sum(r["status"] == "ok" for r in reports.values()) == 4
+    ok = [r for r in reports.values() if r["status"] == "ok"]
+    assert {(r["config"]["batch"]["size"], r["config"]["batch"]["grad_accum"]) for r in ok} == {(2, 1), (2, 2), (4, 1), (4, 2)}
+    for r in ok:  # samples per optimizer step = size * grad_accum, over the 3 steps after warm-up
+        b = r["config"]["batch"]
+        assert r["tokens"]["samples"] == 3 * b["size"] * b["grad_accum"]
 
 
 def test_each_job_runs_in_its_own_process(oom_sweep):
