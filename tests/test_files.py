@@ -167,3 +167,14 @@ def test_an_interrupted_run_resumes_to_the_same_final_step(tmp_path):
 def test_resume_without_a_checkpoint_is_a_config_error(tmp_path):
     proc = cli(*QUICK, "resume=true", f"hydra.run.dir={tmp_path}")
     assert proc.returncode == 2 and "resume=True: no complete checkpoint in" in proc.stderr
+
+
+def test_resume_skips_a_checkpoint_the_kill_left_incomplete(tmp_path):
+    from src.train import last_checkpoint
+
+    for step, complete in ((5, True), (10, True), (15, False)):
+        ckpt = tmp_path / "checkpoints" / f"checkpoint-{step}"
+        ckpt.mkdir(parents=True)
+        if complete:
+            (ckpt / "trainer_state.json").write_text("{}")
+    assert last_checkpoint(tmp_path).endswith("checkpoint-10")
