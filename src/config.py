@@ -183,6 +183,18 @@ class DebugConfig:
 
 
 @dataclass
+class DistributedConfig:
+    strategy: str = "auto"  # auto (ddp when torchrun starts several processes) | ddp | fsdp
+    nproc_per_job: int = 1  # sweeps: processes (GPUs) per job, started by the launcher as torchrun would
+    backend: str = "auto"  # auto: nccl on GPUs, gloo on CPUs | nccl | gloo
+    find_unused_parameters: bool = False  # true walks the graph for unused params every step
+    bucket_cap_mb: Optional[int] = None  # DDP gradient bucket size; None: torch's 25 MB
+    fsdp_reshard_after_forward: bool = True  # false keeps gathered params until backward: more memory, fewer all-gathers
+    fsdp_cpu_offload: bool = False  # params and grads in host memory between uses: fits more, much slower
+    fsdp_activation_checkpointing: bool = False  # FSDP's own recompute (not trainer.gradient_checkpointing)
+
+
+@dataclass
 class DiagnosticsConfig:
     enabled: bool = True  # the cheap checks before every run (one forward and backward on a real batch)
     expensive: bool = False  # also the grad-accumulation equivalence (always on in mode=diagnose)
@@ -207,6 +219,7 @@ class Config:
     gpu: GpuConfig = field(default_factory=GpuConfig)
     debug: DebugConfig = MISSING
     diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
+    distributed: DistributedConfig = MISSING
     mode: str = "train"  # train | diagnose (every check, no training; exit 1 if any fails)
     device: str = "auto"  # auto | cuda | cpu
     rerun: bool = False  # true: recompute a run whose directory already holds a finished report
@@ -217,6 +230,9 @@ ConfigStore.instance().store(name="config_schema", node=Config)
 # Job directory names from override sets: `batch='16',batch.grad_accum=2` -> `batch=16,batch.grad_accum=2`.
 OmegaConf.register_new_resolver("job_dirname", lambda s: s.replace("'", "").replace("/", "-") or "defaults",
                                 replace=True)
+# Run directories: under torchrun every rank names the same one (src/distributed.py says how).
+OmegaConf.register_new_resolver("run_stamp", lambda fmt: __import__("src.distributed", fromlist=["x"]).run_stamp(fmt),
+                                replace=True, use_cache=True)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONF_DIR = os.path.join(ROOT, "conf")
 # Hydra finds launchers and sweepers by walking the hydra_plugins namespace, which is rebuilt from
@@ -342,6 +358,18 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     _one_of("logger.name", cfg.logger.name, ("none", "csv", "wandb"))
     _one_of("logger.mode", cfg.logger.mode, ("offline", "online", "disabled"))
+
+    dd = cfg.distributed
+    _one_of("distributed.strategy", dd.strategy, ("auto", "ddp", "fsdp"))
+    _one_of("distributed.backend", dd.backend, ("auto", "nccl", "gloo"))
+    _positive("distributed.nproc_per_job", dd.nproc_per_job)
+    if dd.strategy == "fsdp":
+        if not on_gpu:  # accelerate falls back to DDP on CPU processes without saying so
+            raise ConfigError("distributed", "fsdp", "FSDP shards over CUDA GPUs; on the CPU use distributed=ddp")
+        if pe.method == "qlora":
+            raise ConfigError("distributed", "fsdp", "FSDP over 4-bit QLoRA weights is not supported here; use distributed=ddp")
+    if dd.backend == "nccl" and not on_gpu:
+        raise ConfigError("distributed.backend", "nccl", "NCCL needs CUDA GPUs; use gloo (or auto) on the CPU")
 
     cap = cfg.gpu.memory_cap_gb
     if cap is not None and (cap <= 0 or not on_gpu):

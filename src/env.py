@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from src import distributed
+
 
 @dataclass
 class Resolved:
@@ -16,6 +18,8 @@ class Resolved:
     weights_dtype: torch.dtype
     amp: str  # none | bf16 | fp16
     attention: str  # eager | sdpa | flash_attention_2
+    distributed: str = "none"  # none | ddp | fsdp
+    world_size: int = 1
 
 
 def set_allocator(alloc_conf: str | None) -> None:
@@ -36,7 +40,10 @@ def resolve(cfg) -> Resolved:
     attn = cfg.attention.implementation
     if attn == "auto":
         attn = "sdpa"
-    return Resolved(device, dtype, amp, attn)
+    world = distributed.world_size()
+    strategy = cfg.distributed.strategy
+    parallel = "none" if world == 1 else ("ddp" if strategy == "auto" else strategy)
+    return Resolved(device, dtype, amp, attn, parallel, world)
 
 
 def apply(cfg) -> None:
@@ -59,20 +66,21 @@ def setup(cfg) -> Resolved:
     res = resolve(cfg)
     apply(cfg)
     if res.device == "cuda":
+        torch.cuda.set_device(distributed.local_rank())  # each torchrun worker its own GPU, before any allocation
         cap_memory(cfg.gpu.memory_cap_gb)
     return res
 
 
 def describe(res: Resolved) -> dict:
     return {"device": res.device, "weights_dtype": str(res.weights_dtype).replace("torch.", ""),
-            "amp": res.amp, "attention": res.attention}
+            "amp": res.amp, "attention": res.attention, "distributed": res.distributed, "world_size": res.world_size}
 
 
 def cap_memory(cap_gb: float | None) -> None:
     """Emulate a smaller card: the caching allocator treats the cap as the card's size (it frees its cache
     and retries, then raises OOM, at the cap)."""
     if cap_gb:
-        total = torch.cuda.get_device_properties(0).total_memory
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, cap_gb * 2**30 / total))
 
 
@@ -92,9 +100,11 @@ def info(device: str) -> dict:
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
         "cpu_count": os.cpu_count(),
         "pid": os.getpid(),
+        "world_size": distributed.world_size(),
+        "rank": distributed.rank(),
     }
     if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
         out.update(device_name=props.name, device_count=torch.cuda.device_count(),
                    capacity_gb=round(props.total_memory / 2**30, 2), cuda=torch.version.cuda)
     else:

@@ -97,9 +97,9 @@ def report_summary(rep: dict) -> dict:
 class Loggers:
     """The run's logging backends: `callbacks` go to the Trainer, `finish` gets the report."""
 
-    def __init__(self, cfg, out_dir: Path, overrides: list[str], group: str | None, meter=None):
-        self.cfg, self.out_dir, self.run, self.callbacks = cfg, out_dir, None, []
-        if cfg.logger.name == "wandb":
+    def __init__(self, cfg, out_dir: Path, overrides: list[str], group: str | None, meter=None, enabled: bool = True):
+        self.cfg, self.out_dir, self.run, self.callbacks, self.enabled = cfg, out_dir, None, [], enabled
+        if enabled and cfg.logger.name == "wandb":
             c = cfg.model.name, cfg.task.name, cfg.peft.method
             self.run = _init(cfg, out_dir, group=group, name=",".join(overrides) or "defaults",
                              config=_config(cfg), tags=[f"model:{c[0]}", f"task:{c[1]}", f"peft:{c[2]}"])
@@ -107,7 +107,7 @@ class Loggers:
                 self.callbacks.append(WandbLogger(self.run, meter))
 
     def finish(self, rep: dict, log_history: list[dict]) -> None:
-        if self.cfg.logger.name == "csv" and log_history:
+        if self.enabled and self.cfg.logger.name == "csv" and log_history:
             import pandas as pd
 
             pd.DataFrame(log_history).to_csv(self.out_dir / "metrics.csv", index=False)

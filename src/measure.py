@@ -340,7 +340,7 @@ def memory(device: str, cap_gb: float | None = None) -> dict:
         return {"peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
     stats = torch.cuda.memory_stats()
     alloc, reserved = torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30
-    card = torch.cuda.get_device_properties(0).total_memory / 2**30
+    card = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30
     out = {"peak_allocated": alloc, "peak_reserved": reserved, "capacity": min(cap_gb or card, card),
            "card_capacity": card, "memory_cap_gb": cap_gb,
            "alloc_retries": stats.get("num_alloc_retries", 0),

@@ -66,8 +66,10 @@ def random_weights_dir(cfg, conf: PretrainedConfig, dtype: torch.dtype) -> Path:
         tmp = path.with_name(path.name + f".tmp{os.getpid()}")
         model.save_pretrained(tmp)
         del model
-        shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)  # atomic: a concurrent job never sees half a checkpoint
+        try:
+            tmp.rename(path)  # atomic: a concurrent job (another torchrun rank) never sees half a checkpoint
+        except OSError:  # another process got there first with the same weights
+            shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
@@ -83,7 +85,7 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
             bnb_4bit_use_double_quant=cfg.peft.double_quant,
             bnb_4bit_compute_dtype=getattr(torch, cfg.peft.compute_dtype))
         path = m.name_or_path if m.pretrained else random_weights_dir(cfg, conf, res.weights_dtype)
-        model = auto_class.from_pretrained(path, device_map={"": 0}, **kwargs)
+        model = auto_class.from_pretrained(path, device_map={"": torch.cuda.current_device()}, **kwargs)
     elif m.pretrained or m.model_type == "auto":
         model = auto_class.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, **kwargs)
     else:

@@ -79,13 +79,17 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
     if env:
         rows.append(("device", f"{env['device_name']}" + (f", {env['capacity_gb']:.1f} GB" if env.get("capacity_gb") else "")))
     b, res = c["batch"], r.get("resolved", {})
-    rows.append(("batch", f"{b['size']} x grad_accum {b['grad_accum']} = {b['size'] * b['grad_accum']} per step; "
+    world = res.get("world_size", 1)
+    ranks = f" x {world} ranks ({res['distributed']})" if world > 1 else ""
+    rows.append(("batch", f"{b['size']} x grad_accum {b['grad_accum']}{ranks} = {b['size'] * b['grad_accum'] * world} per step; "
                  f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
     if st.get("mean") is not None:
         rows.append(("step time", f"{st['mean']:.4f} s (p50 {st['p50']:.4f}, p90 {st['p90']:.4f}, "
                      f"stdev {st['stdev']:.4f}, n={st['n']} after {st['warmup_steps']} warm-up)"))
         rows.append(("throughput", f"{_fmt(th['samples_per_s'], ',.1f')} samples/s | {_fmt(th['real_tokens_per_s'])} real tok/s | "
-                     f"{_fmt(th['tokens_per_s'])} all tok/s | pad {_fmt(th['pad_fraction'], '.1%')}"))
+                     f"{_fmt(th['tokens_per_s'])} all tok/s | pad {_fmt(th['pad_fraction'], '.1%')}"
+                     + (f" | {th['world_size']} ranks: {_fmt(th['real_tokens_per_s_per_gpu'])} real tok/s each"
+                        if th.get("world_size", 1) > 1 else "")))
         fl = r["flops"]
         rows.append(("flops", f"{fl['per_token'] / 1e9:.3g} GFLOP/token; MFU {_fmt(fl['mfu'], '.1%')} "
                      f"(peak {_fmt(fl['peak_tflops'], '.0f')} TFLOP/s), HFU {_fmt(fl['hfu'], '.1%')}"))
@@ -161,26 +165,49 @@ def write(out_dir: Path, report: dict) -> None:
     (out_dir / "report.md").write_text("\n".join(md) + "\n")
 
 
+def worst_memory(per_rank: list[dict]) -> dict:
+    """Rank 0's memory record with every peak and counter replaced by its maximum over the ranks: the
+    rank closest to running out decides whether the job fits."""
+    out = dict(per_rank[0])
+    for key, value in out.items():
+        values = [r.get(key) for r in per_rank if isinstance(r.get(key), (int, float))]
+        if isinstance(value, (int, float)) and values and key not in ("capacity", "card_capacity", "memory_cap_gb"):
+            out[key] = max(values)
+    return out
+
+
 def measured(cfg, rep: dict, meter, trainer, device: str) -> dict:
-    """The measured sections of the report, read once after training."""
+    """The measured sections of the report, read once after training (under torchrun, on every rank)."""
+    from src import distributed
     from src.flops import peak_tflops
     from src.measure import memory
 
     conf = trainer.model.config
     vocab = getattr(conf, "vocab_size", 2)
     evals = [e for e in trainer.state.log_history if any(k.startswith("eval_") for k in e)]
-    out = {"memory_gb": memory(device, cfg.gpu.memory_cap_gb),
+    mem = memory(device, cfg.gpu.memory_cap_gb)
+    m = meter.results() if cfg.measure.enabled else {}
+    world = distributed.world_size()
+    if world > 1:  # one gather after training: global tokens, every rank's peak
+        ranks = distributed.combine(distributed.gather(
+            {"tokens": m.get("tokens"), "step_mean": (m.get("step_time_s") or {}).get("mean"), "memory": mem}))
+        m["tokens"] = ranks.pop("tokens")
+        mem = worst_memory(ranks["memory_per_rank"])
+    out = {"memory_gb": mem,
            "eval": {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
                     "history": evals} if evals else None,
            "loss": loss_summary(trainer.state.log_history,
                                 expected_initial_loss(cfg.task.name, cfg.task.num_labels, vocab))}
+    if world > 1:
+        out["distributed"] = {"world_size": world, "strategy": rep["resolved"].get("distributed"), **ranks}
     if not cfg.measure.enabled:
         return out
-    m = meter.results()
     th = throughput(m["tokens"], m["window_steps"], m["step_time_s"]["mean"])
+    th["world_size"] = world  # tokens and samples above are summed over every rank: the job's throughput
+    th["real_tokens_per_s_per_gpu"] = th["real_tokens_per_s"] / world if th["real_tokens_per_s"] else None
     fl = dict(rep["flops"])
     fl["peak_tflops"] = peak_tflops(rep["env"]["device_name"], rep["resolved"]["amp"], cfg.measure.peak_tflops)
-    rate = th["real_tokens_per_s"]
+    rate = th["real_tokens_per_s_per_gpu"]  # MFU is per GPU: each one's share against its own peak
     fl["mfu"] = rate * fl["per_token"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
     fl["hfu"] = rate * fl["per_token_hardware"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
     bd, busy, mean = dict(m["breakdown_s"]), m["gpu_busy_fraction"], m["step_time_s"]["mean"]

@@ -19,6 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from src import distributed
 from src.config import ConfigError, quote_numeric_choices, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
@@ -31,6 +32,7 @@ _composed = False  # set once Hydra has composed a config and handed it over
 def main(cfg: DictConfig) -> float | None:
     global _composed
     _composed = True
+    distributed.from_submitit()  # a multi-process sweep job: torchrun's variables, before anything reads them
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
@@ -54,8 +56,10 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     from src import data, debug, diagnose, env, flops, loggers, measure, metrics, models, report, train
 
     t_start = time.perf_counter()
+    writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    if writer:
+        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
     rep = {"status": "ok", "error": None, "overrides": list(overrides), "config": OmegaConf.to_container(cfg, resolve=True)}
     logs = None
@@ -73,7 +77,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure.from_config(counter, res.device, cfg)
         me = cfg.measure
-        logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None)
+        logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
         collator = data.collator_for(cfg, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
@@ -109,13 +113,16 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     rep.setdefault("timing_s", {})["total"] = time.perf_counter() - t_start
     if logs is not None:
         logs.finish(rep, trainer.state.log_history if rep["status"] == "ok" else [])
-    report.write(out_dir, rep)
-    print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
+    if writer:
+        report.write(out_dir, rep)
+        print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
     return rep
 
 
 if __name__ == "__main__":
     sys.argv = quote_numeric_choices(sys.argv)
+    if not distributed.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
+        sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
     try:
         main()
     except SystemExit as exc:

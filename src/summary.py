@@ -53,9 +53,10 @@ def table(reports: list[dict]) -> pd.DataFrame:
         label = ", ".join(f"{k}={given[k]}" for k in keys if k in given) or r["job"]
         c, st, mem = r.get("config", {}), r.get("step_time_s", {}), r.get("memory_gb", {})
         size, accum = _get(c, "batch", "size"), _get(c, "batch", "grad_accum")
+        world = _get(r, "resolved", "world_size") or 1  # a multi-process job's ranks each take a micro-batch
         row = {
             "job": label, "dir": r["job"], "status": r["status"], "batch": size, "grad_accum": accum,
-            "effective_batch": size * accum if size and accum else None,
+            "effective_batch": size * accum * world if size and accum else None, "world_size": world,
             "real_tok_s": _get(r, "throughput", "real_tokens_per_s"),
             "samples_s": _get(r, "throughput", "samples_per_s"),
             "pad_fraction": _get(r, "throughput", "pad_fraction"),

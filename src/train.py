@@ -52,6 +52,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         use_cpu=not cuda,
         disable_tqdm=False,
         **checkpointing(tr.gradient_checkpointing, tr.checkpoint_reentrant),
+        **parallel(cfg.distributed, cuda, res.world_size),
         **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
             "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
     )
@@ -83,6 +84,25 @@ def checkpointing(enabled: bool, reentrant: bool = False) -> dict:
     prefix = "activation" if new else "gradient"
     # non-reentrant checkpointing needs no input grads, so it works under LoRA's frozen embeddings
     return {f"{prefix}_checkpointing": True, f"{prefix}_checkpointing_kwargs": {"use_reentrant": reentrant}}
+
+
+def parallel(dd, cuda: bool, world_size: int) -> dict:
+    """DDP/FSDP settings for the Trainer's accelerate integration, under torchrun only (a backend named in a
+    single process makes accelerate look for a process group that isn't there)."""
+    if world_size == 1:
+        return {}
+    out = {"ddp_backend": (("nccl" if cuda else "gloo") if dd.backend == "auto" else dd.backend),
+           "ddp_find_unused_parameters": dd.find_unused_parameters, "ddp_bucket_cap_mb": dd.bucket_cap_mb}
+    if dd.strategy == "fsdp":
+        # FSDP2, wrapped per decoder layer (the policy falls back to the model's _no_split_modules);
+        # mixed precision follows the Trainer's bf16/fp16 flags.
+        fsdp_config = {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                       "reshard_after_forward": dd.fsdp_reshard_after_forward, "cpu_offload": dd.fsdp_cpu_offload,
+                       "activation_checkpointing": dd.fsdp_activation_checkpointing}
+        # transformers 5.2x takes fsdp=True with everything in fsdp_config; older ones the legacy string
+        legacy = not hasattr(TrainingArguments, "_apply_legacy_fsdp_to_config")
+        out.update(fsdp="full_shard auto_wrap" if legacy else True, fsdp_config=fsdp_config)
+    return out
 
 
 def token_cross_entropy(outputs, labels, num_items_in_batch=None):

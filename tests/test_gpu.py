@@ -14,7 +14,8 @@ GPU_QUICK = ["trainer.max_steps=12", "measure.warmup_steps=3", "measure.profile_
 def test_tiny_run_on_gpu_measures_with_events_profiler_and_nvml(tmp_path):
     rep = run(compose(*GPU_QUICK), tmp_path)
     assert rep["status"] == "ok", rep["error"]
-    assert rep["resolved"] == {"device": "cuda", "weights_dtype": "bfloat16", "amp": "bf16", "attention": "sdpa"}
+    assert rep["resolved"] == {"device": "cuda", "weights_dtype": "bfloat16", "amp": "bf16", "attention": "sdpa",
+                               "distributed": "none", "world_size": 1}
     assert rep["step_time_s"]["n"] == 12 - 3 - 2
     assert 0 < rep["gpu_busy_fraction"] <= 1
     mem = rep["memory_gb"]
@@ -48,3 +49,24 @@ def test_sweep_jobs_run_on_the_gpu(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     reports = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
     assert len(reports) == 2 and all(r["resolved"]["device"] == "cuda" for r in reports)
+
+
+two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+
+
+@two_gpus
+@pytest.mark.parametrize("strategy, peft", [("ddp", "lora"), ("fsdp", "none")])
+def test_torchrun_on_two_gpus(tmp_path, strategy, peft):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "-m", "src.run",
+                           *GPU_QUICK, f"distributed={strategy}", f"peft={peft}", "logger=none", f"hydra.run.dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = read_report(tmp_path)
+    assert rep["status"] == "ok" and rep["resolved"]["distributed"] == strategy and rep["env"]["world_size"] == 2
+    assert len(rep["distributed"]["memory_per_rank"]) == 2
+    assert rep["memory_gb"]["peak_allocated"] == max(m["peak_allocated"] for m in rep["distributed"]["memory_per_rank"])

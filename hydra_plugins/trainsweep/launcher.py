@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 class IsolatedLauncherConf(LocalQueueConf):
     _target_: str = "hydra_plugins.trainsweep.launcher.IsolatedLauncher"
     timeout_min: int = 120  # a job still running after this is stopped and recorded as failed
+    tasks_per_node: int = "${distributed.nproc_per_job}"  # type: ignore  # >1: each job one DDP/FSDP run of N processes
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="isolated", node=IsolatedLauncherConf,

@@ -1,0 +1,80 @@
+"""Several processes, one run: who this process is under torchrun, the run directory they share, and the
+report's cross-rank numbers. The Trainer (through accelerate) owns the process group and the DDP/FSDP
+wrapping; this module only reads what torchrun set and gathers a few numbers once, after training."""
+from __future__ import annotations
+
+import os
+import time
+
+
+def rank() -> int:
+    return int(os.environ.get("RANK", 0))
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", 0))
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", 1))
+
+
+def is_main() -> bool:
+    """Only rank 0 writes reports, the run's config and logs; the others train and report to it."""
+    return rank() == 0
+
+
+def run_stamp(fmt: str) -> str:
+    """The run directory's timestamp. Under torchrun every rank must name the same directory, but each
+    process starts at its own second: they share their launcher's start time instead (torchrun's agent is
+    every local worker's parent). Alone, it is now."""
+    started = time.time()
+    if world_size() > 1:
+        try:
+            import psutil  # a dependency of accelerate
+
+            started = psutil.Process(os.getppid()).create_time()
+        except Exception:
+            pass
+    return time.strftime(fmt, time.localtime(started))
+
+
+def from_submitit() -> None:
+    """A submitit job of several tasks (hydra/launcher=slurm or the local `isolated` launcher with
+    distributed.nproc_per_job > 1) is one data-parallel run: each task gets the variables torchrun would
+    set, so the Trainer forms the process group exactly as under torchrun."""
+    if "SUBMITIT_EXECUTOR" not in os.environ:
+        return
+    from submitit import JobEnvironment
+    from submitit.helpers import TorchDistributedEnvironment
+
+    try:
+        tasks = JobEnvironment().num_tasks
+    except RuntimeError:  # not inside a submitit job after all
+        return
+    if tasks > 1:  # each rank picks its GPU by LOCAL_RANK; the job keeps all its GPUs visible
+        TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
+
+
+def gather(value):
+    """Every rank's value, in rank order, on every rank (one collective; call after training, never per
+    step). A single process gets [value]."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [value]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, value)
+    return out
+
+
+def combine(per_rank: list[dict]) -> dict:
+    """The report's cross-rank view: tokens summed over ranks (global throughput), the slowest rank's
+    step time (ranks wait for each other at every gradient all-reduce), the largest memory peak."""
+    first = per_rank[0]
+    tokens = None
+    if all(r.get("tokens") for r in per_rank):
+        tokens = {k: sum(r["tokens"][k] for r in per_rank) for k in first["tokens"]}
+    return {"tokens": tokens, "tokens_per_rank": [r.get("tokens") for r in per_rank],
+            "step_mean_per_rank": [r.get("step_mean") for r in per_rank],
+            "memory_per_rank": [r.get("memory") for r in per_rank]}

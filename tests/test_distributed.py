@@ -1,0 +1,101 @@
+"""Several processes, one run: torchrun DDP on the CPU (gloo), rank 0 alone writing, the run directory the
+ranks share, the report's cross-rank numbers, and the DDP/FSDP settings handed to the Trainer."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from src import distributed, train
+from src.config import ConfigError, validate
+from src.report import worst_memory
+from tests.conftest import QUICK, ROOT, compose, read_report
+
+
+def test_torchrun_two_ranks_train_one_job_with_one_report(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "-m", "src.run",
+                           *QUICK, "trainer.max_steps=5", f"hydra.run.dir={run_dir}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("trainsweep report:") == 1  # rank 1 trained but printed no report
+    rep = read_report(run_dir)
+    assert rep["status"] == "ok" and rep["env"]["world_size"] == 2
+    assert rep["resolved"]["distributed"] == "ddp"
+    per_rank = rep["distributed"]["tokens_per_rank"]
+    assert len(per_rank) == 2 and all(t["samples"] == 4 * 8 for t in per_rank)  # 4 timed steps of batch 8 each
+    assert rep["tokens"]["samples"] == 2 * 4 * 8 and rep["tokens"]["real"] == sum(t["real"] for t in per_rank)
+    th = rep["throughput"]
+    assert th["world_size"] == 2 and th["real_tokens_per_s_per_gpu"] == pytest.approx(th["real_tokens_per_s"] / 2)
+    assert th["samples_per_s"] == pytest.approx(16 / rep["step_time_s"]["mean"])  # both ranks' rows per step
+    assert sorted(p.name for p in run_dir.iterdir() if p.is_file()) == ["config.yaml", "report.json", "report.md", "run.log"]
+    assert "x 2 ranks (ddp) = 16 per step" in (run_dir / "report.md").read_text()
+
+
+def test_ranks_of_one_launch_name_the_same_run_directory():
+    # Two processes started a second apart by one parent, as torchrun starts its workers.
+    code = "from src.distributed import run_stamp; print(run_stamp('%H-%M-%S'))"
+    def stamp(world):
+        env = {**os.environ, "WORLD_SIZE": world}
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+        return out.stdout.strip()
+    first = stamp("2")
+    time.sleep(1.1)
+    assert stamp("2") == first
+    alone = stamp("1")
+    time.sleep(1.1)
+    assert stamp("1") != alone
+
+
+def test_worst_memory_takes_each_peak_from_the_rank_closest_to_the_limit():
+    ranks = [{"peak_allocated": 30.0, "peak_reserved": 40.0, "capacity": 79.2, "alloc_retries": 0, "device_used": 41.0},
+             {"peak_allocated": 35.0, "peak_reserved": 38.0, "capacity": 79.2, "alloc_retries": 2, "device_used": 40.0}]
+    worst = worst_memory(ranks)
+    assert worst == {"peak_allocated": 35.0, "peak_reserved": 40.0, "capacity": 79.2, "alloc_retries": 2, "device_used": 41.0}
+    assert distributed.combine([{"tokens": {"real": 5}, "memory": {}}, {"tokens": {"real": 7}, "memory": {}}])["tokens"] == {"real": 12}
+
+
+def test_fsdp_settings_reach_the_trainer():
+    cfg = compose("distributed=fsdp")
+    args = train.parallel(cfg.distributed, cuda=True, world_size=2)
+    assert args["ddp_backend"] == "nccl" and args["fsdp"]
+    assert args["fsdp_config"]["auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP" and args["fsdp_config"]["version"] == 2
+    ddp = compose("distributed=ddp").distributed
+    assert train.parallel(ddp, cuda=False, world_size=2)["ddp_backend"] == "gloo"
+    assert "fsdp" not in train.parallel(ddp, cuda=True, world_size=2)
+    assert train.parallel(ddp, cuda=True, world_size=1) == {}  # one process: plain training
+
+
+@pytest.mark.parametrize("args, message", [
+    (["distributed=fsdp"], "FSDP shards over CUDA GPUs"),
+    (["distributed.backend=nccl"], "NCCL needs CUDA GPUs"),
+    (["distributed.strategy=deepspeed"], "distributed.strategy"),
+])
+def test_distributed_settings_the_cpu_cannot_run_are_config_errors(args, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(compose(*args), cuda_available=False)
+
+
+def test_a_sweep_job_of_two_processes_is_one_ddp_run(tmp_path):
+    # The isolated launcher is submitit's local executor: tasks_per_node=2 gives each job two processes,
+    # which take torchrun's variables from submitit (as a SLURM job with 2 GPUs would).
+    from tests.conftest import cli
+
+    proc = cli("-m", "batch=2,4", "distributed.nproc_per_job=2", *QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
+    assert len(reports) == 2 and all(r["status"] == "ok" and r["env"]["world_size"] == 2 for r in reports)
+    assert sorted(r["tokens"]["samples"] for r in reports) == [2 * 3 * 2, 2 * 3 * 4]  # 2 ranks x 3 timed steps
+    assert "| 1 | batch=4 | ok | 4 | 1 | 8 |" in (tmp_path / "summary.md").read_text()  # effective batch 4 x 2 ranks
+
+
+def test_slurm_jobs_get_their_gpus_and_tasks_from_the_distributed_group():
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    from tests.conftest import CONF
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=["hydra/launcher=slurm", "distributed=fsdp",
+                                                 "distributed.nproc_per_job=4"], return_hydra_config=True)
+    assert cfg.hydra.launcher.gpus_per_node == 4 and cfg.hydra.launcher.tasks_per_node == 4
