@@ -35,6 +35,28 @@ class OomFromBatch(TrainerCallback):
             raise torch.OutOfMemoryError(f"CUDA out of memory (debug.oom_from_batch: micro-batch too large)")
 
 
+class BadHabits(TrainerCallback):
+    """What slow training loops do after every step, done here on purpose so their cost shows up in the
+    measured step time. trainsweep's own callbacks do none of it (tests/test_debug.py checks)."""
+
+    def __init__(self, dbg):
+        self.dbg, self.frame, self.metric = dbg, None, None
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        self.metric = next((p for p in model.parameters() if p.requires_grad), None)
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.dbg.item_sync and self.metric is not None:
+            state.debug_metric = self.metric.float().norm().item()  # the kind of "accuracy.item()" a loop logs
+        if self.dbg.pandas_concat:
+            import pandas as pd
+
+            row = pd.DataFrame([{"step": state.global_step, "epoch": state.epoch, "time": time.time()}])
+            self.frame = row if self.frame is None else pd.concat([self.frame, row], ignore_index=True)
+        if self.dbg.empty_cache and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
 def crash_if_asked(cfg) -> None:
     """Test hook: a job whose process dies without a word, as a killed or crashed one does."""
     if cfg.debug.crash_from_batch and cfg.batch.size >= cfg.debug.crash_from_batch:
@@ -42,4 +64,6 @@ def crash_if_asked(cfg) -> None:
 
 
 def callbacks(cfg) -> list:
-    return [OomFromBatch(cfg.batch.size, cfg.debug.oom_from_batch)] if cfg.debug.oom_from_batch else []
+    d = cfg.debug
+    out = [OomFromBatch(cfg.batch.size, d.oom_from_batch)] if d.oom_from_batch else []
+    return out + ([BadHabits(d)] if d.empty_cache or d.item_sync or d.pandas_concat else [])

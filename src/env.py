@@ -52,6 +52,9 @@ def apply(cfg) -> None:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = bool(cfg.env.cudnn_benchmark)
+    torch.backends.cudnn.deterministic = bool(cfg.debug.cudnn_deterministic)  # a bad habit, on purpose only
+    if cfg.debug.cudnn_deterministic:
+        torch.backends.cudnn.benchmark = False
     if cfg.env.num_threads:
         torch.set_num_threads(cfg.env.num_threads)
     if cfg.env.sdp_backends:
