@@ -103,8 +103,10 @@ def recommend(df: pd.DataFrame) -> list[str]:
         if len(group) < 2:
             continue
         first, others = group.iloc[0], group.iloc[1:]
-        beats = ", ".join(f"{_label(o)} by {first['real_tok_s'] / o['real_tok_s']:.2f}x" for _, o in others.iterrows())
-        lines.append(f"for effective batch {eff}: {_label(first)} beats {beats}")
+        # jobs of one batch shape that differ elsewhere (padding, a ladder rung) are named by their overrides
+        name = _label if not group.duplicated(["batch", "grad_accum"]).any() else (lambda r: r["job"])
+        beats = ", ".join(f"{name(o)} by {first['real_tok_s'] / o['real_tok_s']:.2f}x" for _, o in others.iterrows())
+        lines.append(f"for effective batch {eff}: {name(first)} beats {beats}")
     failed = df[df["status"] != "ok"]
     if not failed.empty:
         lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))

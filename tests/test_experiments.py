@@ -1,0 +1,58 @@
+"""Every saved experiment composes into valid jobs, and the ones that can run on a CPU run there in a tiny
+variant (the smoke test behind each experiments/<name>/README.md command)."""
+import itertools
+
+import pytest
+from hydra import compose as hydra_compose, initialize_config_dir
+
+from src.config import ConfigError, validate
+from tests.conftest import CONF, QUICK, cli, compose, read_report
+
+SWEPT = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")
+               if "sweeper" in p.read_text())
+
+
+def jobs(experiment: str) -> list[list[str]]:
+    """The override list of every job `python -m src.run -m experiment=NAME` launches."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    axes = [[f"{key}={v.strip()}" for v in str(values).split(",")] for key, values in params.items()]
+    return [[f"experiment={experiment}", *combo] for combo in itertools.product(*axes)]
+
+
+def test_the_issue_experiments_exist():
+    assert {"twelve_x_slowdown", "batch_vs_accum_saturation", "kobart_batch", "loop_overheads"} <= set(SWEPT)
+
+
+@pytest.mark.parametrize("experiment", SWEPT)
+def test_every_job_of_an_experiment_composes_and_validates_for_a_gpu(experiment):
+    combos = jobs(experiment)
+    assert len(combos) >= 2
+    for overrides in combos:
+        cfg = compose(*overrides)
+        try:
+            validate(cfg, cuda_available=True)
+        except ConfigError as exc:  # this machine lacks the GPU-only package, nothing else may be wrong
+            assert "bitsandbytes" in str(exc), (overrides, exc)
+
+
+def test_the_ladder_changes_one_factor_per_rung():
+    rungs = [compose(*job) for job in jobs("twelve_x_slowdown")]
+    picked = [(c.padding.strategy, c.dataloader.name, c.env.name, c.batch.size) for c in rungs]
+    assert picked == [("longest", "basic", "default", 8), ("max_length", "basic", "default", 8),
+                      ("max_length", "tuned", "default", 8), ("max_length", "tuned", "tuned", 8),
+                      ("bucketed", "tuned", "tuned", 16)]
+    assert all(c.task.num_labels == 280 and c.data.max_length == 320 for c in rungs)
+
+
+@pytest.mark.parametrize("experiment, narrow", [
+    ("twelve_x_slowdown", "+rung=twelve_x_0_before,twelve_x_3_env"),
+    ("loop_overheads", "debug=none,all_bad"),
+])
+def test_experiment_runs_on_the_cpu_in_a_tiny_variant(tmp_path, experiment, narrow):
+    proc = cli("-m", f"experiment={experiment}", *QUICK, narrow, f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
+    assert len(reports) == 2 and all(r["status"] == "ok" for r in reports)
+    assert (tmp_path / "summary.md").exists() and (tmp_path / "throughput_heatmap.png").exists()
