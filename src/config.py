@@ -113,6 +113,7 @@ class PeftConfig:
     quant_type: str = "nf4"
     double_quant: bool = True
     compute_dtype: str = "bfloat16"
+    adapter_dtype: str = "float32"  # float32 (peft's default: autocast upcasts every adapter matmul) | auto (the weights' dtype)
 
 
 @dataclass
@@ -149,6 +150,12 @@ class TrainerConfig:
     optim: str = "adamw_torch_fused"
     gradient_checkpointing: bool = False
     checkpoint_reentrant: bool = False  # the older checkpointing; with LoRA it needs input grads (a diagnostic checks)
+    checkpoint_every: int = 1  # with gradient_checkpointing: recompute every k-th decoder layer only (k=2: half)
+    torch_compile: bool = False  # torch.compile the model (the Trainer's integration)
+    compile_mode: Optional[str] = None  # None/default | reduce-overhead (CUDA graphs) | max-autotune | max-autotune-no-cudagraphs
+    compile_backend: str = "inductor"  # inductor | aot_eager | eager (the last two: no codegen, for tests)
+    recompile_limit: int = 8  # new shapes compiled before torch falls back to eager for that frame
+    use_liger_kernel: bool = False  # Liger's Triton kernels (RMSNorm, SwiGLU, RoPE, fused linear CE); CUDA, needs liger-kernel
     logging_steps: int = 10
     eval_steps: int = 0  # 0: no evaluation
     generation_max_length: int = 64  # seq2seq eval: summaries are generated for ROUGE
@@ -274,7 +281,7 @@ ENCODER_DECODER = ("bart", "mbart", "t5", "mt5", "pegasus", "marian")
 PADDINGS = ("max_length", "longest", "dynamic", "bucketed", "packed")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 AMPS = ("none", "bf16", "fp16", "auto")
-ATTENTIONS = ("auto", "eager", "sdpa", "flash_attention_2")
+ATTENTIONS = ("auto", "eager", "sdpa", "flex_attention", "flash_attention_2")
 
 
 def _one_of(key: str, value: Any, allowed) -> None:
@@ -349,6 +356,7 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     pe = cfg.peft
     _one_of("peft.method", pe.method, ("none", "lora", "qlora"))
+    _one_of("peft.adapter_dtype", pe.adapter_dtype, ("float32", "auto"))
     if pe.method != "none":
         _positive("peft.r", pe.r)
     if pe.method == "qlora":
@@ -359,6 +367,8 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     att = cfg.attention.implementation
     _one_of("attention.implementation", att, ATTENTIONS)
+    if att == "flex_attention" and not on_gpu:  # on the CPU its packed-sequence mask gives NaN (torch 2.13)
+        raise ConfigError("attention", att, "flex_attention runs on CUDA GPUs here; on the CPU use attention=sdpa")
     if att == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
         raise ConfigError("attention", att, "needs the flash-attn package (pip install flash-attn); or use attention=sdpa")
 
@@ -385,6 +395,16 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     tr = cfg.trainer
     _positive("trainer.max_steps", tr.max_steps)
+    _positive("trainer.checkpoint_every", tr.checkpoint_every)
+    _positive("trainer.recompile_limit", tr.recompile_limit)
+    if tr.compile_mode is not None:
+        _one_of("trainer.compile_mode", tr.compile_mode, ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"))
+    _one_of("trainer.compile_backend", tr.compile_backend, ("inductor", "aot_eager", "eager"))
+    if tr.use_liger_kernel:
+        if not on_gpu:
+            raise ConfigError("trainer.use_liger_kernel", True, "Liger's kernels are Triton kernels for CUDA GPUs")
+        if importlib.util.find_spec("liger_kernel") is None:
+            raise ConfigError("trainer.use_liger_kernel", True, "needs the liger-kernel package (pip install liger-kernel)")
     _positive("trainer.logging_steps", tr.logging_steps)
     if tr.lr <= 0:
         raise ConfigError("trainer.lr", tr.lr, "must be > 0")

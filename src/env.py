@@ -55,6 +55,10 @@ def apply(cfg) -> None:
     torch.backends.cudnn.deterministic = bool(cfg.debug.cudnn_deterministic)  # a bad habit, on purpose only
     if cfg.debug.cudnn_deterministic:
         torch.backends.cudnn.benchmark = False
+    if cfg.trainer.torch_compile:  # bound recompiles: dynamic padding would otherwise compile every new shape
+        from torch._dynamo import config as dyn
+
+        setattr(dyn, "recompile_limit" if hasattr(dyn, "recompile_limit") else "cache_size_limit", cfg.trainer.recompile_limit)
     if cfg.env.num_threads:
         torch.set_num_threads(cfg.env.num_threads)
     if cfg.env.sdp_backends:

@@ -99,7 +99,9 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
 
     lora = LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,
                       target_modules=cfg.peft.target_modules, task_type=PEFT_TASK[cfg.task.name])
-    model = get_peft_model(model, lora)
+    # autocast_adapter_dtype=True (peft's default) keeps adapters fp32 under bf16 weights: each adapter matmul
+    # then runs in fp32 or casts; adapter_dtype=auto leaves them in the weights' dtype.
+    model = get_peft_model(model, lora, autocast_adapter_dtype=cfg.peft.adapter_dtype == "float32")
     if res.amp == "fp16":
         # The fp16 GradScaler refuses fp16 gradients; peft's copy of the classification head keeps the base's
         # dtype, so every trainable weight is moved to fp32 (they are ~1% of the model).

@@ -83,7 +83,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
             data_collator=debug.wrap_collator(collator, cfg.debug),
             compute_metrics=metrics.for_task(cfg, tokenizer, conf.pad_token_id),
-            callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + list(callbacks))
+            callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep["timing_s"] = {"build": t_built - t_start}

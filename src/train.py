@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 import torch
-from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainingArguments
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainerCallback, TrainingArguments
 
 from src.env import Resolved
 from src.measure import TokenCounter
@@ -52,6 +52,10 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         use_cpu=not cuda,
         disable_tqdm=False,
         **checkpointing(tr.gradient_checkpointing, tr.checkpoint_reentrant),
+        torch_compile=tr.torch_compile,
+        torch_compile_backend=tr.compile_backend if tr.torch_compile else None,
+        torch_compile_mode=tr.compile_mode if tr.torch_compile else None,
+        use_liger_kernel=tr.use_liger_kernel,
         **parallel(cfg.distributed, cuda, res.world_size),
         **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
             "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
@@ -103,6 +107,27 @@ def parallel(dd, cuda: bool, world_size: int) -> dict:
         legacy = not hasattr(TrainingArguments, "_apply_legacy_fsdp_to_config")
         out.update(fsdp="full_shard auto_wrap" if legacy else True, fsdp_config=fsdp_config)
     return out
+
+
+class PartialCheckpointing(TrainerCallback):
+    """Gradient checkpointing on every k-th decoder layer only: the Trainer turns it on for all of them
+    before training starts; this turns it off again for the rest. k=2 saves about half the activation
+    memory that full checkpointing saves, for half its recompute."""
+
+    def __init__(self, every: int):
+        self.every = every
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        from transformers.modeling_layers import GradientCheckpointingLayer
+
+        layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+        for i, layer in enumerate(layers):
+            layer.gradient_checkpointing = layer.gradient_checkpointing and i % self.every == 0
+
+
+def callbacks(cfg) -> list:
+    tr = cfg.trainer
+    return [PartialCheckpointing(tr.checkpoint_every)] if tr.gradient_checkpointing and tr.checkpoint_every > 1 else []
 
 
 def token_cross_entropy(outputs, labels, num_items_in_batch=None):

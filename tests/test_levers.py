@@ -1,0 +1,87 @@
+"""Speed and memory levers: each is a config option that does what it says (on the CPU where it can run)."""
+import pytest
+import torch
+from transformers import DataCollatorWithFlattening
+
+from src import env, models
+from src.config import ConfigError, validate
+from src.run import run
+from tests.conftest import QUICK, compose
+
+
+def _model(*overrides):
+    cfg = compose(*overrides)
+    res = env.resolve(cfg)
+    torch.manual_seed(0)
+    return models.build_model(cfg, res, models.hf_config(cfg)), res
+
+
+@pytest.mark.parametrize("adapter_dtype, expected", [("float32", torch.float32), ("auto", torch.bfloat16)])
+def test_adapter_dtype_keeps_lora_in_fp32_or_in_the_weights_dtype(adapter_dtype, expected):
+    model, _ = _model("precision=bf16", f"peft.adapter_dtype={adapter_dtype}")
+    lora = [p for n, p in model.named_parameters() if "lora_" in n]
+    assert lora and all(p.dtype == expected for p in lora)
+    base = [p for n, p in model.named_parameters() if n.endswith("q_proj.base_layer.weight")]
+    assert base and all(p.dtype == torch.bfloat16 for p in base)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_packed_sequences_attend_only_within_themselves(attention):
+    """padding=packed puts several sequences in one row: their logits must equal each sequence run alone."""
+    model, _ = _model("task=causal_lm", "peft=none", "precision=fp32", f"attention={attention}")
+    model.eval()
+    seqs = [torch.randint(3, 1000, (n,), generator=torch.Generator().manual_seed(n)).tolist() for n in (7, 12, 5)]
+    packed = DataCollatorWithFlattening(return_position_ids=True, separator_id=-100)(
+        [{"input_ids": s, "labels": s} for s in seqs])
+    with torch.no_grad():
+        together = model(input_ids=packed["input_ids"], position_ids=packed["position_ids"]).logits[0]
+        alone = torch.cat([model(input_ids=torch.tensor([s])).logits[0] for s in seqs])
+    assert torch.allclose(together, alone, atol=1e-4)
+
+
+def test_partial_checkpointing_recomputes_every_kth_layer_only(tmp_path):
+    calls: dict[int, int] = {}
+
+    class CountForwards:
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            from transformers.modeling_layers import GradientCheckpointingLayer
+
+            layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+            # The MLP runs inside the (re)computed forward (the layer's own hooks stay outside the checkpoint);
+            # a pre-hook, because the recompute stops early, inside the MLP, once the last saved tensor is back.
+            for i, layer in enumerate(layers):
+                layer.mlp.register_forward_pre_hook(lambda *a, i=i: calls.__setitem__(i, calls.get(i, 0) + 1))
+
+        def __getattr__(self, name):  # every other Trainer event: nothing to do
+            return lambda *a, **k: None
+
+    cfg = compose(*QUICK, "trainer.max_steps=3", "measure.warmup_steps=1", "diagnostics.enabled=false",
+                  "model.arch.num_hidden_layers=4", "trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2")
+    rep = run(cfg, tmp_path, callbacks=(CountForwards(),))
+    assert rep["status"] == "ok", rep["error"]
+    # 3 steps: a recomputed layer runs forward twice per step (forward, then again in backward)
+    assert calls == {0: 6, 1: 3, 2: 6, 3: 3}
+
+
+def test_torch_compile_trains_with_a_bounded_recompile_budget(tmp_path):
+    cfg = compose(*QUICK, "trainer.torch_compile=true", "trainer.compile_backend=aot_eager", "trainer.recompile_limit=4",
+                  "padding=max_length", "diagnostics.enabled=false")
+    rep = run(cfg, tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    import torch._dynamo
+
+    dyn = torch._dynamo.config
+    assert getattr(dyn, "recompile_limit", getattr(dyn, "cache_size_limit", None)) == 4
+    assert rep["loss"]["final"] < rep["loss"]["initial"] + 0.5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["trainer.use_liger_kernel=true"], "Triton kernels for CUDA GPUs"),
+    (["attention=flex_attention"], "flex_attention runs on CUDA GPUs"),
+    (["trainer.compile_mode=fast"], "trainer.compile_mode"),
+    (["peft.adapter_dtype=float16"], "peft.adapter_dtype"),
+    (["trainer.checkpoint_every=0"], "trainer.checkpoint_every"),
+])
+def test_levers_the_cpu_cannot_use_are_config_errors(args, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(compose(*args), cuda_available=False)
