@@ -85,3 +85,18 @@ def test_torch_compile_trains_with_a_bounded_recompile_budget(tmp_path):
 def test_levers_the_cpu_cannot_use_are_config_errors(args, message):
     with pytest.raises(ConfigError, match=message):
         validate(compose(*args), cuda_available=False)
+
+
+def test_buckets_bound_the_batch_shapes_to_five():
+    from src import data
+
+    cfg = compose("padding=buckets")
+    collate = data.collator_for(cfg, models.hf_config(cfg))
+    gen = torch.Generator().manual_seed(0)
+    widths = set()
+    for _ in range(50):
+        lengths = torch.randint(40, 288, (8,), generator=gen).tolist()
+        batch = collate([{"input_ids": [5] * n, "labels": 1} for n in lengths])
+        widths.add(batch["input_ids"].shape[1])
+        assert batch["attention_mask"].sum().item() == sum(lengths)
+    assert widths <= {64, 128, 192, 256, 320} and len(widths) >= 2
