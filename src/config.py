@@ -170,6 +170,7 @@ class MeasureConfig:
     warmup_steps: int = 5  # steps excluded from timing (allocator growth, autotune, new shapes)
     profile_steps: int = 3  # GPU only: steps after the timed window run under torch.profiler (GPU busy share)
     peak_tflops: Optional[float] = None  # override the card's peak for MFU
+    predict_memory: bool = True  # GPU: trace a 1-2 layer copy before training and predict the peak (seconds)
     stop_when_stable: bool = False  # end training once the mean step time is known to rel_error (sweeps)
     rel_error: float = 0.02  # standard error of the mean step time / mean, for stop_when_stable
     min_steps: int = 10  # timed steps before stop_when_stable may stop

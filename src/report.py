@@ -99,9 +99,14 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
             share += f"; GPU busy {r['gpu_busy_fraction']:.0%}, idle waiting for the host {bd['host'] / st['mean']:.0%}"
         rows.append(("breakdown", share))
     m = r.get("memory_gb", {})
+    pred = r.get("memory_predicted_gb")
     if "peak_allocated" in m:
         rows.append(("memory", f"peak {m['peak_allocated']:.2f} GB allocated, {m['peak_reserved']:.2f} reserved of "
-                     f"{m['capacity']:.1f}; {m['alloc_retries']} alloc retries"))
+                     f"{m['capacity']:.1f}; {m['alloc_retries']} alloc retries"
+                     + (f"; predicted {pred['peak_allocated']:.2f} ({pred['peak_allocated'] / m['peak_allocated'] - 1:+.1%} vs measured)"
+                        if pred else "")))
+    elif pred:
+        rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
     elif m:
         rows.append(("memory", f"peak RSS {m['peak_rss_gb']:.2f} GB (CPU process)"))
     if r.get("verdict"):

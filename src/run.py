@@ -53,7 +53,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import data, debug, diagnose, env, flops, loggers, measure, metrics, models, report, train
+    from src import data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, report, train
 
     t_start = time.perf_counter()
     writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
@@ -72,6 +72,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         tokenizer, train_ds, eval_ds, rep["data"] = data.prepare(cfg, conf, out_dir)
         model = models.build_model(cfg, res, conf)
         rep["params"] = models.parameter_counts(model)
+        if res.device == "cuda" and cfg.measure.predict_memory:  # before step 1: will it fit?
+            rep["memory_predicted_gb"] = memory_model.predict(cfg, res, conf, model,
+                                                              memory_model.widest_tokens(cfg, rep["data"]["lengths"]))
         rep["flops"] = flops.flops_per_token(model, conf, rep["data"]["lengths"]["token_weighted_mean"],
                                              cfg.trainer.gradient_checkpointing)
         counter = measure.TokenCounter(cfg.task.name)
