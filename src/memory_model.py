@@ -124,6 +124,8 @@ def predict(cfg, res, conf, model, widest_tokens: int) -> dict:
     acts = trace_activations(cfg, res, conf)
     fixed = weights_and_state(model)
     layers = acts["layers"]
+    if res.distributed == "fsdp":  # each rank holds 1/N of the state, plus about one gathered layer at a time
+        fixed = {k: v / res.world_size + (v / layers if k == "weights" else 0) for k, v in fixed.items()}
     per_token = acts["per_token_per_layer"] * layers + acts["per_token_outside"]
     if cfg.trainer.gradient_checkpointing:
         # backward recomputes one layer at a time: that layer's full activations come back on top

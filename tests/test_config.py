@@ -14,7 +14,8 @@ NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["tas
          ("padding", "packed"): ["task=causal_lm"], ("model", "auto"): ["model.name_or_path=/nonexistent"],
          ("data", "files"): ["data.train_file=tests/data/accounts.csv"]}
 CPU_REFUSES = {("precision", "fp16"): "fp16 needs a CUDA GPU", ("peft", "qlora"): "needs a CUDA GPU",
-               ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs"}
+               ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs",
+               ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs"}
 GPU_ONLY_PACKAGE = {("attention", "flash_attention_2"): "flash_attn", ("peft", "qlora"): "bitsandbytes"}
 
 
