@@ -7,7 +7,7 @@ from src import models
 from src.config import ConfigError, quote_numeric_choices, validate
 from tests.conftest import CONF, cli, compose
 
-GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep"))
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep", "rung"))  # rung: composed by tests/test_experiments.py
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
 # Options that only make sense with another choice, and what they need on a CPU-only machine.
 NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["task=seq2seq"],

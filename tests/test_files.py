@@ -150,7 +150,7 @@ def test_an_interrupted_run_resumes_to_the_same_final_step(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "src.run", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
-    while not list((tmp_path / "checkpoints").glob("checkpoint-10")) and time.time() < deadline:
+    while not (tmp_path / "checkpoints" / "checkpoint-10" / "trainer_state.json").exists() and time.time() < deadline:
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # as a preempted job dies: no report, no goodbye
     proc.wait()
