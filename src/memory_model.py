@@ -119,6 +119,20 @@ def widest_tokens(cfg, lengths: dict) -> int:
     return cfg.batch.size * width
 
 
+def before_training(cfg, res, conf, model, lengths: dict) -> dict | None:
+    """The prediction a GPU run reports (measure.predict_memory). A model the trace can't handle costs a
+    warning, never the run."""
+    if res.device != "cuda" or not cfg.measure.predict_memory:
+        return None
+    try:
+        return predict(cfg, res, conf, model, widest_tokens(cfg, lengths))
+    except Exception as exc:
+        log.warning("memory prediction skipped: %s: %s", type(exc).__name__, exc)
+        return None
+    finally:
+        torch.cuda.reset_peak_memory_stats()  # the traced copies are not the run's peak
+
+
 def predict(cfg, res, conf, model, widest_tokens: int) -> dict:
     """Predicted peak allocated memory (GB) for micro-batches of up to `widest_tokens` tokens."""
     acts = trace_activations(cfg, res, conf)

@@ -72,9 +72,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         tokenizer, train_ds, eval_ds, rep["data"] = data.prepare(cfg, conf, out_dir)
         model = models.build_model(cfg, res, conf)
         rep["params"] = models.parameter_counts(model)
-        if res.device == "cuda" and cfg.measure.predict_memory:  # before step 1: will it fit?
-            rep["memory_predicted_gb"] = memory_model.predict(cfg, res, conf, model,
-                                                              memory_model.widest_tokens(cfg, rep["data"]["lengths"]))
+        rep["memory_predicted_gb"] = memory_model.before_training(cfg, res, conf, model, rep["data"]["lengths"])
         rep["flops"] = flops.flops_per_token(model, conf, rep["data"]["lengths"]["token_weighted_mean"],
                                              cfg.trainer.gradient_checkpointing)
         counter = measure.TokenCounter(cfg.task.name)
