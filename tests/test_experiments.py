@@ -47,12 +47,12 @@ def test_the_ladder_changes_one_factor_per_rung():
 
 
 @pytest.mark.parametrize("experiment, narrow", [
-    ("twelve_x_slowdown", "+rung=twelve_x_0_before,twelve_x_3_env"),
-    ("loop_overheads", "debug=none,all_bad"),
+    ("twelve_x_slowdown", "+rung=twelve_x_0_before"),  # the slowest rung: basic dataloader, no env tuning
+    ("loop_overheads", "debug=all_bad"),
 ])
 def test_experiment_runs_on_the_cpu_in_a_tiny_variant(tmp_path, experiment, narrow):
+    # one job of each sweep, kept small for CI; every job composes and validates in the tests above
     proc = cli("-m", f"experiment={experiment}", *QUICK, narrow, f"hydra.sweep.dir={tmp_path}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    reports = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
-    assert len(reports) == 2 and all(r["status"] == "ok" for r in reports)
-    assert (tmp_path / "summary.md").exists() and (tmp_path / "throughput_heatmap.png").exists()
+    [rep] = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
+    assert rep["status"] == "ok" and (tmp_path / "summary.md").exists()
