@@ -64,6 +64,7 @@ def table(reports: list[dict]) -> pd.DataFrame:
             "mfu": _get(r, "flops", "mfu"), "gpu_busy": r.get("gpu_busy_fraction"),
             "peak_alloc_gb": mem.get("peak_allocated"), "peak_reserved_gb": mem.get("peak_reserved"),
             "capacity_gb": mem.get("capacity"), "peak_rss_gb": mem.get("peak_rss_gb"),
+            "predicted_alloc_gb": _get(r, "memory_predicted_gb", "peak_allocated"),  # the memory model, before step 1
             "alloc_retries": mem.get("alloc_retries_in_window"),
             "saturated": _get(r, "verdict", "saturated"), "bottleneck": _get(r, "verdict", "bottleneck"),
             "build_s": _get(r, "timing_s", "build"), "train_s": _get(r, "timing_s", "train"),
@@ -163,9 +164,15 @@ def plots(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 4))
     for ga in accums:
         sub = df[(df["grad_accum"] == ga) & df[mem_col].notna()].sort_values("batch")
-        ax.plot(sub["batch"], sub[mem_col], marker="o", label=f"grad_accum {ga}")
+        ax.plot(sub["batch"], sub[mem_col], marker="o", label=f"{mem_col.split('_')[1]}, grad_accum {ga}")
         sat = sub[sub["saturated"] == True]  # noqa: E712
         ax.scatter(sat["batch"], sat[mem_col], marker="x", s=90, color="red", zorder=3)
+    predicted = df.dropna(subset=["predicted_alloc_gb", "peak_alloc_gb"]).sort_values("batch")
+    if not predicted.empty:  # the memory model's prediction (allocated, before step 1) against what was allocated
+        ax.plot(predicted["batch"], predicted["peak_alloc_gb"], marker=".", color="black", linewidth=0.8,
+                label="allocated, measured")
+        ax.plot(predicted["batch"], predicted["predicted_alloc_gb"], linestyle=":", marker="+", color="gray",
+                label="allocated, predicted")
     capacity = df["capacity_gb"].dropna()
     if not capacity.empty:
         ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
@@ -175,7 +182,7 @@ def plots(df: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.set_xscale("log", base=2)
     ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("micro-batch size")
-    ax.set_ylabel(f"{mem_col.replace('_gb', '').replace('_', ' ')} (GB)")
+    ax.set_ylabel("peak memory (GB)")
     ax.set_title("peak memory (x: saturated, v: out of memory)")
     ax.legend(fontsize=8)
     paths.append(_save(fig, out_dir / "memory_vs_batch.png"))

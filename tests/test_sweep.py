@@ -136,3 +136,14 @@ def test_jobs_get_the_gpus_their_sweep_sees(monkeypatch):
     assert job_gpus({}) == {"gpus_per_node": 2, "setup": ["export CUDA_VISIBLE_DEVICES=3,5"]}
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert job_gpus({})["gpus_per_node"] == torch.cuda.device_count()
+
+
+def test_summary_shows_the_memory_models_prediction_beside_the_measured_peak(tmp_path):
+    reports = [_report(f"j{s}", s, 1, 1000.0 * s) for s in (4, 8, 16)]
+    for r, gb in zip(reports, (10.0, 20.0, 35.0)):
+        r["memory_gb"]["peak_allocated"] = gb * 0.95
+        r["memory_predicted_gb"] = {"peak_allocated": gb}
+    df = summary.table(reports)
+    assert dict(zip(df["batch"], df["predicted_alloc_gb"])) == {4: 10.0, 8: 20.0, 16: 35.0}
+    paths = summary.plots(df, tmp_path)
+    assert (tmp_path / "memory_vs_batch.png") in paths and (tmp_path / "memory_vs_batch.png").stat().st_size > 5000
