@@ -69,8 +69,9 @@ def gather(value):
 
 
 def combine(per_rank: list[dict]) -> dict:
-    """The report's cross-rank view: tokens summed over ranks (global throughput), the slowest rank's
-    step time (ranks wait for each other at every gradient all-reduce), the largest memory peak."""
+    """The report's cross-rank view: tokens summed over ranks (global throughput), and each rank's tokens,
+    mean step time and memory beside them. Throughput uses rank 0's step time: the ranks wait for each
+    other at every gradient all-reduce, so their steps end together."""
     first = per_rank[0]
     tokens = None
     if all(r.get("tokens") for r in per_rank):

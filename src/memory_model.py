@@ -142,10 +142,13 @@ def predict(cfg, res, conf, model, widest_tokens: int) -> dict:
         fixed = {k: v / res.world_size + (v / layers if k == "weights" else 0) for k, v in fixed.items()}
     per_token = acts["per_token_per_layer"] * layers + acts["per_token_outside"]
     if cfg.trainer.gradient_checkpointing:
-        # backward recomputes one layer at a time: that layer's full activations come back on top
         full = copy.deepcopy(cfg)
         full.trainer.gradient_checkpointing = False
-        per_token += trace_activations(full, res, conf)["per_token_per_layer"]
+        full_layer = trace_activations(full, res, conf)["per_token_per_layer"]
+        # checkpoint_every=k keeps layers 0, k, 2k, ... checkpointed (train.PartialCheckpointing); the rest
+        # keep everything. Backward recomputes one layer at a time: its full activations come back on top.
+        kept_full = layers - -(-layers // cfg.trainer.checkpoint_every)
+        per_token += (full_layer - acts["per_token_per_layer"]) * kept_full + full_layer
     activations = per_token * widest_tokens + acts["fixed_per_layer"] * layers + acts["fixed_outside"]
     parts = {**fixed, "activations": activations, "workspace": WORKSPACE_GB * 2**30}
     gb = {k: v / 2**30 for k, v in parts.items()}

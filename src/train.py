@@ -1,6 +1,7 @@
 """The Hugging Face Trainer, configured from our groups, with token counting on every micro-batch."""
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -9,6 +10,8 @@ from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, Trai
 
 from src.env import Resolved
 from src.measure import TokenCounter
+
+log = logging.getLogger(__name__)
 
 
 def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
@@ -65,18 +68,16 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
 def last_checkpoint(out_dir: Path) -> str:
     """The newest complete checkpoint of an interrupted run in this directory (resume=true). A job killed
     while saving leaves a checkpoint without trainer_state.json (the Trainer writes it last): skip it."""
-    import logging
-
     from src.config import ConfigError
 
     folder = out_dir / "checkpoints"
-    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
+    found = sorted(folder.glob("checkpoint-*[0-9]"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
     complete = [p for p in found if (p / "trainer_state.json").is_file()]
     if not complete:
         raise ConfigError("resume", True, f"no complete checkpoint in {folder}: point hydra.run.dir at the interrupted "
                                           "run's directory (it needs trainer.save_steps > 0)")
     if complete[-1] != found[-1]:
-        logging.getLogger("trainsweep").warning("skipping %s: incomplete (the job died while saving it)", found[-1].name)
+        log.warning("skipping %s: incomplete (the job died while saving it)", found[-1].name)
     return str(complete[-1])
 
 

@@ -44,3 +44,14 @@ def test_predict_adds_weights_state_activations_and_widest_batch():
     assert pred["parts"]["grads"] * 2**30 == trainable and pred["parts"]["optimizer"] * 2**30 == 2 * trainable
     assert pred["peak_allocated"] == sum(pred["parts"].values())
     assert pred["parts"]["activations"] > 0
+
+
+def test_checkpointing_every_second_layer_predicts_between_none_and_all():
+    def predicted(*overrides):
+        cfg, res, conf = _setup("model.arch.num_hidden_layers=4", *overrides)
+        model = models.build_model(cfg, res, conf)
+        return memory_model.predict(cfg, res, conf, model, 1024)["parts"]["activations"]
+
+    none, half = predicted(), predicted("trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2")
+    every = predicted("trainer.gradient_checkpointing=true")
+    assert every < half < none  # 4 layers: 2 kept in full + 1 recomputed < 4 in full
