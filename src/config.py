@@ -74,7 +74,7 @@ class DataConfig:
 
 @dataclass
 class PaddingConfig:
-    strategy: str = MISSING  # max_length | longest | dynamic | bucketed | packed
+    strategy: str = MISSING  # max_length | longest | dynamic | bucketed | packed (padding-free)
     pad_to_multiple_of: Optional[int] = None
     side: str = "right"
     chunk_size: int = 1000  # padding=longest pads each chunk of this many rows to its longest (datasets.map's batch)
@@ -101,6 +101,7 @@ class PrecisionConfig:
 class BatchConfig:
     size: int = 8
     grad_accum: int = 1
+    tokens: Optional[int] = None  # padding=packed: tokens per micro-batch (a fixed shape); None packs `size` rows
 
 
 @dataclass
@@ -113,12 +114,12 @@ class PeftConfig:
     quant_type: str = "nf4"
     double_quant: bool = True
     compute_dtype: str = "bfloat16"
-    adapter_dtype: str = "float32"  # float32 (peft's default: autocast upcasts every adapter matmul) | auto (the weights' dtype)
+    adapter_dtype: str = "auto"  # auto: the weights' dtype (bf16: no casts) | float32 (peft's default: a cast around every adapter matmul)
 
 
 @dataclass
 class AttentionConfig:
-    implementation: str = MISSING  # auto | eager | sdpa | flash_attention_2
+    implementation: str = MISSING  # auto | eager | sdpa | varlen | flex_attention | flash_attention_2
 
 
 @dataclass
@@ -151,7 +152,8 @@ class TrainerConfig:
     gradient_checkpointing: bool = False
     checkpoint_reentrant: bool = False  # the older checkpointing; with LoRA it needs input grads (a diagnostic checks)
     checkpoint_every: int = 1  # with gradient_checkpointing: recompute every k-th decoder layer only (k=2: half)
-    torch_compile: bool = False  # torch.compile the model (the Trainer's integration)
+    torch_compile: bool = False  # torch.compile: each decoder layer (compile_scope=regional) or the whole model
+    compile_scope: str = "regional"  # regional: one layer compiled, the rest reuse it (seconds) | model: the Trainer's whole-model compile
     compile_mode: Optional[str] = None  # None/default | reduce-overhead (CUDA graphs) | max-autotune | max-autotune-no-cudagraphs
     compile_backend: str = "inductor"  # inductor | aot_eager | eager (the last two: no codegen, for tests)
     recompile_limit: int = 8  # new shapes compiled before torch falls back to eager for that frame
@@ -280,9 +282,10 @@ def quote_numeric_choices(args: list[str]) -> list[str]:
 TASKS = ("classification", "causal_lm", "seq2seq")
 ENCODER_DECODER = ("bart", "mbart", "t5", "mt5", "pegasus", "marian")
 PADDINGS = ("max_length", "longest", "dynamic", "bucketed", "packed")
+PACKED_TASKS = ("classification", "causal_lm")
 DTYPES = ("float32", "bfloat16", "float16", "auto")
 AMPS = ("none", "bf16", "fp16", "auto")
-ATTENTIONS = ("auto", "eager", "sdpa", "flex_attention", "flash_attention_2")
+ATTENTIONS = ("auto", "eager", "sdpa", "varlen", "flex_attention", "flash_attention_2")
 
 
 def _one_of(key: str, value: Any, allowed) -> None:
@@ -336,8 +339,8 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
     _one_of("padding.side", p.side, ("right", "left"))
     if p.pad_to_multiple_of is not None:
         _positive("padding.pad_to_multiple_of", p.pad_to_multiple_of)
-    if p.strategy == "packed" and t.name != "causal_lm":
-        raise ConfigError("padding.strategy", "packed", f"padding-free batches are supported for task=causal_lm only, not {t.name}")
+    if p.strategy == "packed" and t.name not in PACKED_TASKS:
+        raise ConfigError("padding.strategy", "packed", f"padding-free batches are for task=classification or causal_lm, not {t.name}")
 
     if cfg.dataloader.num_workers < 0:
         raise ConfigError("dataloader.num_workers", cfg.dataloader.num_workers, "must be >= 0")
@@ -354,6 +357,12 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     _positive("batch.size", cfg.batch.size)
     _positive("batch.grad_accum", cfg.batch.grad_accum)
+    tokens = cfg.batch.tokens
+    if tokens is not None:
+        if p.strategy != "packed":
+            raise ConfigError("batch.tokens", tokens, "a token budget packs sequences: add padding=packed")
+        if not isinstance(tokens, int) or tokens < d.max_length:
+            raise ConfigError("batch.tokens", tokens, f"must be an integer >= data.max_length ({d.max_length}): a pack holds whole sequences")
 
     pe = cfg.peft
     _one_of("peft.method", pe.method, ("none", "lora", "qlora"))
@@ -368,6 +377,11 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
     att = cfg.attention.implementation
     _one_of("attention.implementation", att, ATTENTIONS)
+    if att == "varlen":
+        if not on_gpu or importlib.util.find_spec("torch.nn.attention.varlen") is None:
+            raise ConfigError("attention", att, "varlen is PyTorch's flash kernel for CUDA GPUs (torch >= 2.10); on the CPU use attention=sdpa")
+        if t.name == "seq2seq":
+            raise ConfigError("attention", att, "varlen is causal self-attention for decoder-only models, not seq2seq")
     if att == "flex_attention" and not on_gpu:  # on the CPU its packed-sequence mask gives NaN (torch 2.13)
         raise ConfigError("attention", att, "flex_attention runs on CUDA GPUs here; on the CPU use attention=sdpa")
     if att == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
@@ -401,6 +415,10 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
     if tr.compile_mode is not None:
         _one_of("trainer.compile_mode", tr.compile_mode, ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"))
     _one_of("trainer.compile_backend", tr.compile_backend, ("inductor", "aot_eager", "eager"))
+    _one_of("trainer.compile_scope", tr.compile_scope, ("regional", "model"))
+    if tr.torch_compile and tr.compile_scope == "regional" and tr.compile_mode in ("reduce-overhead", "max-autotune"):
+        # every layer replays one CUDA graph, overwriting the previous layer's output that backward still needs
+        raise ConfigError("trainer.compile_mode", tr.compile_mode, "CUDA graphs need the whole model compiled: add trainer.compile_scope=model")
     if tr.use_liger_kernel:
         if not on_gpu:
             raise ConfigError("trainer.use_liger_kernel", True, "Liger's kernels are Triton kernels for CUDA GPUs")

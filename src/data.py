@@ -128,20 +128,43 @@ class PadCollator:
         return batch
 
 
-def build_collator(cfg, pad_id: int, decoder_start_id: int | None = None):
-    p = cfg.padding
+def build_collator(cfg, pad_id: int, decoder_start_id: int | None = None, shortest: int | None = None):
+    p, d = cfg.padding, cfg.data
     if p.strategy == "packed":
-        from transformers import DataCollatorWithFlattening
+        from src.packing import PackCollator, max_sequences
 
-        return DataCollatorWithFlattening(return_position_ids=True, separator_id=-100)
+        budget = cfg.batch.tokens
+        shortest = shortest or max(1, d.length_min if d.source == "synthetic" else 1)
+        slots = max(max_sequences(budget, shortest, d.max_length) if budget else 0, cfg.batch.size + 2)
+        return PackCollator(task=cfg.task.name, pad_id=pad_id, max_length=d.max_length, budget=budget, slots=slots)
     return PadCollator(task=cfg.task.name, pad_id=pad_id, max_length=cfg.data.max_length,
                        fixed=p.strategy == "max_length", multiple=p.pad_to_multiple_of, side=p.side,
                        max_target_length=cfg.data.max_target_length, decoder_start_id=decoder_start_id)
 
 
-def collator_for(cfg, conf):
-    """The collator for this model's special tokens."""
-    return build_collator(cfg, conf.pad_token_id, getattr(conf, "decoder_start_token_id", None))
+def to_device(batch: dict, device) -> dict:
+    """A collated batch on the device, as the model takes it (without the collator's host-side counts)."""
+    return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items() if k != "pack_stats"}
+
+
+def collator_for(cfg, conf, lengths: dict | None = None):
+    """The collator for this model's special tokens (and, padding-free, the data's shortest row)."""
+    return build_collator(cfg, conf.pad_token_id, getattr(conf, "decoder_start_token_id", None),
+                          (lengths or {}).get("min"))
+
+
+def for_trainer(cfg, train: Dataset):
+    """What the Trainer iterates: the rows, or with a token budget the rows grouped into packs (one per
+    micro-batch; the Trainer shuffles the packs every epoch)."""
+    if cfg.padding.strategy != "packed" or not cfg.batch.tokens:
+        return train
+    from src.packing import PackedDataset, first_fit
+
+    lengths = np.minimum(np.asarray(train["length"]), cfg.data.max_length)
+    packs = first_fit(lengths, cfg.batch.tokens, cfg.data.seed)
+    log.info("packed %d rows into %d micro-batches of %d tokens (%.1f%% filled)", len(train), len(packs),
+             cfg.batch.tokens, 100 * lengths.sum() / (len(packs) * cfg.batch.tokens))
+    return PackedDataset(train, packs)
 
 
 def prepare(cfg, conf, out_dir):
@@ -185,7 +208,7 @@ def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None, 
 
 def length_stats(ds: Dataset) -> dict:
     lengths = np.asarray(ds["length"], dtype=np.float64)
-    return {"rows": len(lengths), "mean": float(lengths.mean()), "max": int(lengths.max()),
+    return {"rows": len(lengths), "mean": float(lengths.mean()), "min": int(lengths.min()), "max": int(lengths.max()),
             "p50": float(np.percentile(lengths, 50)), "p90": float(np.percentile(lengths, 90)),
             # attention costs seq per token: the token-weighted mean length is sum(L^2)/sum(L)
             "token_weighted_mean": float((lengths ** 2).sum() / lengths.sum())}

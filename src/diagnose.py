@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from src.config import PACKED_TASKS
+
 
 def result(check: str, status: str, value, expected, hint: str = "") -> dict:
     return {"check": check, "status": status, "value": value, "expected": expected, "hint": hint}
@@ -54,10 +56,15 @@ def tokenizer_checks(tokenizer, conf, train_ds, task: str) -> list[dict]:
 
 # -- data -------------------------------------------------------------------------------------------
 def pad_fraction(lengths: np.ndarray, strategy: str, batch: int, max_length: int, multiple: int | None,
-                 chunk: int = 1000, seed: int = 0) -> float:
+                 chunk: int = 1000, seed: int = 0, tokens: int | None = None) -> float:
     """The share of computed positions that are padding, from the lengths alone (no training)."""
-    if strategy == "packed":
-        return 0.0
+    if strategy == "packed":  # only the unfilled tail of each pack (a token budget) or of each row (multiple of 64)
+        if tokens:
+            from src.packing import first_fit
+
+            return float(1 - lengths.sum() / (len(first_fit(lengths, tokens, seed)) * tokens))
+        rows = np.array_split(lengths, max(1, math.ceil(len(lengths) / batch)))
+        return float(1 - lengths.sum() / sum(math.ceil(r.sum() / 64) * 64 for r in rows))
     rng = np.random.default_rng(seed)
     if strategy == "max_length":
         widths = np.full(len(lengths), max_length)
@@ -92,8 +99,9 @@ def data_checks(cfg, train_ds) -> list[dict]:
                       f"<= 5% of rows at data.max_length ({d.max_length})",
                       f"raise data.max_length (now {d.max_length}): the ends of these rows are cut" if truncated > 0.05 else ""))
     p = cfg.padding
-    strategies = ["max_length", "longest", "dynamic", "bucketed"] + (["packed"] if task == "causal_lm" else [])
-    waste = {s: pad_fraction(lengths, s, cfg.batch.size, d.max_length, p.pad_to_multiple_of, p.chunk_size) for s in strategies}
+    strategies = ["max_length", "longest", "dynamic", "bucketed"] + (["packed"] if task in PACKED_TASKS else [])
+    waste = {s: pad_fraction(lengths, s, cfg.batch.size, d.max_length, p.pad_to_multiple_of, p.chunk_size,
+                             tokens=cfg.batch.tokens) for s in strategies}
     chosen, best = waste[p.strategy], min(waste.values())
     best_name = min(waste, key=waste.get)
     worse = chosen - best > 0.10
@@ -139,8 +147,10 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
         hook.remove()
     logits = outputs.logits.detach().float()
 
-    if task == "classification" and head is not None and "attention_mask" in batch:
-        out.append(pooling_check(model, head, batch))
+    if task == "classification" and head is not None:
+        out.append(pooling_check(model, head, batch) if "attention_mask" in batch else packed_pooling_check(model, head, batch))
+        if "cu_seq_lens_q" in batch:  # packed: only the slots that hold a sequence have logits that mean anything
+            logits = logits[batch["labels"] != -100]
 
     expected = math.log(width)
     value = float(loss.detach())
@@ -229,6 +239,29 @@ def pooling_check(model, head, batch: dict) -> dict:
                   "skipped) and that the collator pads with the model's pad id" if wrong else "")
 
 
+def packed_pooling_check(model, head, batch: dict) -> dict:
+    """Padding-free batches: the head must see each sequence's last token. The backbone's output is captured
+    and compared, row by row, with what reached the head."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    backbone = getattr(base, base.base_model_prefix)
+    seen = {}
+    hooks = [backbone.register_forward_hook(lambda m, i, o: seen.update(hidden=o.last_hidden_state[0])),
+             head.register_forward_pre_hook(lambda m, i: seen.update(pooled=i[0]))]
+    try:
+        with torch.no_grad():
+            model(**{k: v for k, v in batch.items() if k != "labels"})
+    finally:
+        for h in hooks:
+            h.remove()
+    n = int((batch["labels"] != -100).sum())
+    ends = batch["cu_seq_lens_q"][1:n + 1].long() - 1
+    match = (seen["pooled"][:n] == seen["hidden"][ends]).all(-1)
+    wrong = int((~match).sum())
+    return result("model.pooling", "fail" if wrong else "pass",
+                  f"{wrong} of {n} packed sequences pooled another position than their last token",
+                  "every sequence pools its last token", "the packed classifier's pooling positions are off" if wrong else "")
+
+
 # -- schedule and precision -------------------------------------------------------------------------
 def schedule_check(cfg, at_step: int = 20) -> dict:
     from transformers import get_scheduler
@@ -290,7 +323,9 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
     """(2k rows, grad_accum 1) vs (k rows, grad_accum 2) on the same rows, through the real Trainer's
     training_step and its num_items_in_batch: loss and gradients must match."""
     half = len(rows) // 2
-    to = lambda b: {k: v.to(device) for k, v in b.items()}  # noqa: E731
+    from src.data import to_device
+
+    to = lambda b: to_device(b, device)  # noqa: E731
     params = [p for p in model.parameters() if p.requires_grad]
 
     def run(batches):
@@ -316,8 +351,17 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
 
 # -- all of it --------------------------------------------------------------------------------------
 def preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, expensive: bool) -> list[dict]:
+    from src.data import to_device
+
+    # Eagerly, even under regional compile: the checks' no-grad forwards would compile graphs training never uses.
+    stance = torch.compiler.set_stance("force_eager") if hasattr(torch.compiler, "set_stance") else contextlib.nullcontext()
+    with stance:
+        return _preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, expensive, to_device)
+
+
+def _preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, expensive, to_device) -> list[dict]:
     rows = [train_ds[i] for i in range(min(len(train_ds), cfg.batch.size))]
-    batch = {k: v.to(res.device) for k, v in collator(rows).items()}
+    batch = to_device(collator(rows), res.device)
     checks = tokenizer_checks(tokenizer, conf, train_ds, cfg.task.name) + data_checks(cfg, train_ds)
     checks += model_checks(cfg, res, model, batch, conf)
     checks += [schedule_check(cfg)] + precision_checks(cfg, res, device_facts(res))

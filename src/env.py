@@ -1,13 +1,17 @@
 """The process environment: device choice, torch's global settings, and what the report says about both."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from src import distributed
+
+CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))  # tokenised data, random weights, compiled kernels
 
 
 @dataclass
@@ -17,7 +21,7 @@ class Resolved:
     device: str  # cuda | cpu
     weights_dtype: torch.dtype
     amp: str  # none | bf16 | fp16
-    attention: str  # eager | sdpa | flash_attention_2
+    attention: str  # eager | sdpa | varlen | flex_attention | flash_attention_2
     distributed: str = "none"  # none | ddp | fsdp
     world_size: int = 1
 
@@ -38,8 +42,9 @@ def resolve(cfg) -> Resolved:
     else:
         dtype = getattr(torch, pr.weights_dtype)
     attn = cfg.attention.implementation
-    if attn == "auto":
-        attn = "sdpa"
+    if attn == "auto":  # padding-free batches on a GPU: the varlen flash kernel, not a dense block mask
+        varlen = device == "cuda" and importlib.util.find_spec("torch.nn.attention.varlen") is not None
+        attn = "varlen" if cfg.padding.strategy == "packed" and varlen and cfg.task.name != "seq2seq" else "sdpa"
     world = distributed.world_size()
     strategy = cfg.distributed.strategy
     parallel = "none" if world == 1 else ("ddp" if strategy == "auto" else strategy)
@@ -57,6 +62,10 @@ def apply(cfg) -> None:
         torch.backends.cudnn.benchmark = False
     if cfg.trainer.torch_compile:  # bound recompiles: dynamic padding would otherwise compile every new shape
         from torch._dynamo import config as dyn
+
+        # Compiled kernels kept with the other caches: the second job of a sweep starts warm.
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str((CACHE / "inductor").resolve()))
+        os.environ.setdefault("TRITON_CACHE_DIR", str((CACHE / "triton").resolve()))
 
         setattr(dyn, "recompile_limit" if hasattr(dyn, "recompile_limit") else "cache_size_limit", cfg.trainer.recompile_limit)
     if cfg.env.num_threads:

@@ -17,9 +17,9 @@ from datasets import ClassLabel, Dataset, load_dataset
 from datasets.fingerprint import Hasher
 
 from src.config import ConfigError
+from src.env import CACHE
 
 log = logging.getLogger(__name__)
-CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))
 LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]
 

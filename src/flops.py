@@ -11,30 +11,35 @@ from __future__ import annotations
 
 import torch
 
-# Dense bf16 tensor-core peaks (TFLOP/s) from vendor datasheets; fp32 is used when no amp is on.
+# Dense tensor-core peaks (TFLOP/s, no sparsity) from vendor datasheets: bf16/fp16 under autocast, tf32 when
+# fp32 matmuls may use TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32), fp32 otherwise. A card
+# without TF32 (V100, T4) has None there: its fp32 matmuls stay on the fp32 units.
 PEAK_TFLOPS = {
-    "H200": {"bf16": 989.0, "fp32": 67.0},
-    "H100": {"bf16": 989.0, "fp32": 67.0},  # SXM; the PCIe card is 756 / 51
-    "H100 PCIE": {"bf16": 756.0, "fp32": 51.0},
-    "A100": {"bf16": 312.0, "fp32": 19.5},
-    "L40S": {"bf16": 362.0, "fp32": 91.6},
-    "A10G": {"bf16": 125.0, "fp32": 31.2},
-    "L4": {"bf16": 121.0, "fp32": 30.3},
-    "RTX 4090": {"bf16": 165.0, "fp32": 82.6},
-    "RTX 3090": {"bf16": 71.0, "fp32": 35.6},
-    "V100": {"bf16": 125.0, "fp32": 15.7},  # no bf16: fp16 tensor cores
-    "T4": {"bf16": 65.0, "fp32": 8.1},
+    "H200": {"bf16": 989.0, "tf32": 494.7, "fp32": 67.0},
+    "H100": {"bf16": 989.0, "tf32": 494.7, "fp32": 67.0},  # SXM; the PCIe card is below
+    "H100 PCIE": {"bf16": 756.0, "tf32": 378.0, "fp32": 51.0},
+    "A100": {"bf16": 312.0, "tf32": 156.0, "fp32": 19.5},
+    "L40S": {"bf16": 362.0, "tf32": 183.0, "fp32": 91.6},
+    "A10G": {"bf16": 125.0, "tf32": 62.5, "fp32": 31.2},
+    "L4": {"bf16": 121.0, "tf32": 60.0, "fp32": 30.3},
+    "RTX 4090": {"bf16": 165.0, "tf32": 82.6, "fp32": 82.6},
+    "RTX 3090": {"bf16": 71.0, "tf32": 35.6, "fp32": 35.6},
+    "V100": {"bf16": 125.0, "tf32": None, "fp32": 15.7},  # no bf16: fp16 tensor cores
+    "T4": {"bf16": 65.0, "tf32": None, "fp32": 8.1},
 }
 
 
-def peak_tflops(device_name: str, amp: str, override: float | None = None) -> float | None:
-    """The card's dense peak for the math in use; None where the card is unknown (CPU)."""
+def peak_tflops(device_name: str, amp: str, override: float | None = None, tf32: bool = False) -> float | None:
+    """The card's dense peak for the math the matmuls actually use; None where the card is unknown (CPU)."""
     if override:
         return override
     name = device_name.upper()
     for key in sorted(PEAK_TFLOPS, key=len, reverse=True):  # "H100 PCIE" before "H100"
         if key in name:
-            return PEAK_TFLOPS[key]["bf16" if amp in ("bf16", "fp16") else "fp32"]
+            peaks = PEAK_TFLOPS[key]
+            if amp in ("bf16", "fp16"):
+                return peaks["bf16"]
+            return peaks["tf32"] if tf32 and peaks["tf32"] else peaks["fp32"]
     return None
 
 

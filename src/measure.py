@@ -18,6 +18,7 @@ import gc
 import logging
 import resource
 import statistics
+import sys
 import time
 
 import torch
@@ -48,13 +49,13 @@ class TokenCounter:
         ids = inputs["input_ids"]
         self.host["all"] += ids.numel()
         self.shapes.append((self.step, tuple(ids.shape)))
-        mask = inputs.get("attention_mask")
-        if mask is not None:
-            self._on_device("real", mask.sum())
-            self.host["samples"] += ids.shape[0]
-        else:  # padding-free: every position is real; a sequence starts where position_ids restart at 0
-            self.host["real"] += ids.numel()
-            self._on_device("samples", (inputs["position_ids"] == 0).sum())
+        packed = inputs.get("pack_stats")
+        if packed is not None:  # padding-free: the collator counted on the host what it packed
+            for key in ("samples", "real", "loss"):
+                self.host[key] += packed[key]
+            return
+        self._on_device("real", inputs["attention_mask"].sum())
+        self.host["samples"] += ids.shape[0]
         labels = inputs.get("labels")
         if labels is None:
             return
@@ -75,6 +76,12 @@ def window_tokens(start: dict, end: dict) -> dict:
         dev = snap["device"].get(key)
         return snap["host"][key] + (int(dev.item()) if dev is not None else 0)
     return {k: total(end, k) - total(start, k) for k in TokenCounter.KEYS}
+
+
+def compiled_graphs() -> int:
+    """Graphs torch.compile has compiled in this process so far (a dict read: no sync)."""
+    dynamo = sys.modules.get("torch._dynamo")
+    return int(dynamo.utils.counters["stats"]["unique_graphs"]) if dynamo is not None else 0
 
 
 class Clock:
@@ -158,12 +165,20 @@ class Measure(TrainerCallback):
         self.first_step = 0
         self.window_steps = 0
         self._evaluated = False
+        # A compile must not fall inside the window: the warm-up runs on until a step compiles nothing, for at
+        # most half the steps it had to time (then the window opens anyway and the report counts the compiles).
+        self.open_by = warmup + max(1, self.max_timed // 2)
+        self.graphs = {"begin": 0, "window_open": None, "window_close": None}
+        self.first_step_s = None
+        self.started = None  # perf_counter when the run began (build included): the cold start is measured from it
 
     @classmethod
-    def from_config(cls, counter: TokenCounter, device: str, cfg) -> "Measure":
+    def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None) -> "Measure":
         me = cfg.measure
-        return cls(counter, device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
-                   me.rel_error if me.stop_when_stable else None, me.min_steps)
+        meter = cls(counter, device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
+                    me.rel_error if me.stop_when_stable else None, me.min_steps)
+        meter.started = started
+        return meter
 
     # -- hooks ---------------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kw):
@@ -175,13 +190,15 @@ class Measure(TrainerCallback):
         self.first_step = state.global_step
         self._t_end_prev = time.perf_counter()
         self._end_prev = self.clock.mark()
+        self.graphs["begin"] = compiled_graphs()
         if self.warmup == 0:
             self._open_window()
 
     def on_step_begin(self, args, state, control, **kw):
         now = time.perf_counter()
         self.counter.step = state.global_step + 1 - self.first_step
-        self._cur = {"begin": self.clock.mark(), "t_begin": now, "host_data": now - self._t_end_prev}
+        self._cur = {"begin": self.clock.mark(), "t_begin": now, "host_data": now - self._t_end_prev,
+                     "graphs": compiled_graphs()}
 
     def on_pre_optimizer_step(self, args, state, control, **kw):
         self._cur["pre_opt"] = self.clock.mark()
@@ -199,12 +216,17 @@ class Measure(TrainerCallback):
         now = time.perf_counter()
         cur["host_launch"] = now - cur["t_begin"]
         self._end_prev, self._t_end_prev = cur["end"], now
-        if self.warmup < step <= self.timed_end:
+        if step == 1:
+            self.first_step_s = now - (self.started or self.phase_times["train_begin"])  # cold start: build, checks, step 1's compile
+        window_open = self.tokens_start is not None
+        if window_open and step <= self.timed_end:
             self.window_steps += 1  # trained in the window, timed or not: its tokens are in the window's count
             if not self._evaluated:
                 self.marks[step] = cur
         self._evaluated = False
-        if step == self.warmup:
+        compiled = compiled_graphs() > cur["graphs"]
+        if not window_open and step >= self.warmup and (not compiled or step >= self.open_by):
+            self.warmup = step  # the warm-up lasted until here
             self._open_window()
         if self.stop_rel_error and self.warmup < step < self.timed_end and self._stable():
             self.timed_end = step  # the mean is known well enough: end the window here
@@ -246,6 +268,8 @@ class Measure(TrainerCallback):
         return statistics.stdev(self.step_times) / n ** 0.5 < self.stop_rel_error * statistics.fmean(self.step_times)
 
     def _open_window(self) -> None:
+        self.max_timed = self.timed_end - self.warmup
+        self.graphs["window_open"] = compiled_graphs()
         self.tokens_start = self.counter.snapshot()
         self.retries_start = self._retries()
         self._gc_window = (self.gc_s, self.gc_count)
@@ -253,6 +277,7 @@ class Measure(TrainerCallback):
         self.phase_times["window_open"] = self._wall_start
 
     def _close_window(self) -> None:
+        self.graphs["window_close"] = compiled_graphs()
         self.tokens_end = self.counter.snapshot()
         self.retries_end = self._retries()
         self._gc_window = (self.gc_s - self._gc_window[0], self.gc_count - self._gc_window[1])
@@ -324,7 +349,13 @@ class Measure(TrainerCallback):
             "alloc_retries_in_window": self.retries_end - self.retries_start,
             "phases_s": self._phases(),
             "stopped_when_stable": bool(self.stop_rel_error) and len(self.step_times) < self.max_timed,
+            "compile": self._compile(),
         }
+
+    def _compile(self) -> dict:
+        g = self.graphs
+        in_window = g["window_close"] - g["window_open"] if g["window_close"] is not None and g["window_open"] is not None else None
+        return {"graphs": compiled_graphs() - g["begin"], "graphs_in_window": in_window, "to_first_step_s": self.first_step_s}
 
     def _phases(self) -> dict:
         t = self.phase_times

@@ -113,6 +113,8 @@ def weights_and_state(model) -> dict:
 def widest_tokens(cfg, lengths: dict) -> int:
     """Tokens in the largest micro-batch the run can see: the activation peak follows the widest batch."""
     p, d = cfg.padding, cfg.data
+    if p.strategy == "packed" and cfg.batch.tokens:
+        return cfg.batch.tokens  # every micro-batch is exactly the budget
     width = d.max_length if p.strategy == "max_length" else min(d.max_length, int(lengths["max"]))
     if p.pad_to_multiple_of and p.strategy != "packed":
         width = -(-width // p.pad_to_multiple_of) * p.pad_to_multiple_of

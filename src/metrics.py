@@ -8,6 +8,8 @@ import numpy as np
 def classification(eval_pred) -> dict:
     logits = eval_pred.predictions[0] if isinstance(eval_pred.predictions, tuple) else eval_pred.predictions
     pred, labels = np.asarray(logits).argmax(-1), np.asarray(eval_pred.label_ids)
+    scored = labels != -100  # packed batches: unused sequence slots carry no label
+    pred, labels = pred[scored], labels[scored]
     f1 = []
     for c in np.union1d(pred, labels):  # macro: every class that occurs in the labels or the predictions
         tp, fp, fn = ((pred == c) & (labels == c)).sum(), ((pred == c) & (labels != c)).sum(), ((pred != c) & (labels == c)).sum()

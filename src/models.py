@@ -15,7 +15,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqL
                           AutoModelForSequenceClassification, AutoTokenizer, PretrainedConfig)
 
 from src.config import ConfigError
-from src.env import Resolved
+from src.env import CACHE, Resolved
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,6 @@ AUTO_CLASS = {
     "seq2seq": AutoModelForSeq2SeqLM,
 }
 PEFT_TASK = {"classification": "SEQ_CLS", "causal_lm": "CAUSAL_LM", "seq2seq": "SEQ_2_SEQ_LM"}
-CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))
 
 
 def hf_config(cfg) -> PretrainedConfig:
@@ -76,6 +75,10 @@ def random_weights_dir(cfg, conf: PretrainedConfig, dtype: torch.dtype) -> Path:
 def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     m, method = cfg.model, cfg.peft.method
     auto_class = AUTO_CLASS[cfg.task.name]
+    if res.attention == "varlen":
+        from src.packing import register_varlen
+
+        register_varlen()
     kwargs = dict(config=conf, dtype=res.weights_dtype, attn_implementation=res.attention)
     if method == "qlora":
         from transformers import BitsAndBytesConfig
@@ -93,8 +96,16 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
         with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
             model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
     apply_init(model, cfg.model.init)
-    if method == "none":
-        return model
+    if method != "none":
+        model = add_adapters(cfg, res, model)
+    if cfg.padding.strategy == "packed" and cfg.task.name == "classification":
+        from src.packing import pool_per_sequence
+
+        pool_per_sequence(model)
+    return model
+
+
+def add_adapters(cfg, res: Resolved, model: torch.nn.Module) -> torch.nn.Module:
     from peft import LoraConfig, get_peft_model
 
     lora = LoraConfig(r=cfg.peft.r, lora_alpha=cfg.peft.alpha, lora_dropout=cfg.peft.dropout,

@@ -39,6 +39,9 @@ def verdict(step: dict, breakdown: dict, gpu_busy: float | None, mem: dict, retr
         reasons.append(f"GPU busy {gpu_busy:.0%} of the step")
     if mfu is not None:
         reasons.append(f"MFU {mfu:.1%}")
+        if mfu > 1:  # a bug in the peak or the FLOP count, never a fast run
+            reasons.append("MFU above 100% is impossible: the peak used is below what the matmuls ran at "
+                           "(TF32 or another card?) or the FLOP count is too high; set measure.peak_tflops")
     if retries_in_window:
         bottleneck = "memory"
     elif data_share is not None and data_share > DATA_BOUND_SHARE:
@@ -81,7 +84,9 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
     b, res = c["batch"], r.get("resolved", {})
     world = res.get("world_size", 1)
     ranks = f" x {world} ranks ({res['distributed']})" if world > 1 else ""
-    rows.append(("batch", f"{b['size']} x grad_accum {b['grad_accum']}{ranks} = {b['size'] * b['grad_accum'] * world} per step; "
+    micro = f"{b['tokens']} tokens (padding-free)" if b.get("tokens") else b["size"]
+    per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
+    rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
                  f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
     if st.get("mean") is not None:
         rows.append(("step time", f"{st['mean']:.4f} s (p50 {st['p50']:.4f}, p90 {st['p90']:.4f}, "
@@ -98,6 +103,10 @@ def summary_rows(r: dict) -> list[tuple[str, str]]:
         if bd.get("host") is not None:
             share += f"; GPU busy {r['gpu_busy_fraction']:.0%}, idle waiting for the host {bd['host'] / st['mean']:.0%}"
         rows.append(("breakdown", share))
+    comp = r.get("compile") or {}
+    if comp.get("graphs"):
+        rows.append(("compile", f"{comp['graphs']} graphs" + (f" ({r['compiled_layers']} layers, regional)" if r.get("compiled_layers") else "")
+                     + f"; first step done {_fmt(comp.get('to_first_step_s'), '.1f')} s after the start; {comp.get('graphs_in_window')} compiled inside the timed window"))
     m = r.get("memory_gb", {})
     pred = r.get("memory_predicted_gb")
     if "peak_allocated" in m:
@@ -211,7 +220,8 @@ def measured(cfg, rep: dict, meter, trainer, device: str) -> dict:
     th["world_size"] = world  # tokens and samples above are summed over every rank: the job's throughput
     th["real_tokens_per_s_per_gpu"] = th["real_tokens_per_s"] / world if th["real_tokens_per_s"] else None
     fl = dict(rep["flops"])
-    fl["peak_tflops"] = peak_tflops(rep["env"]["device_name"], rep["resolved"]["amp"], cfg.measure.peak_tflops)
+    fl["peak_tflops"] = peak_tflops(rep["env"]["device_name"], rep["resolved"]["amp"], cfg.measure.peak_tflops,
+                                    tf32=bool(rep["env"].get("tf32_matmul")))
     rate = th["real_tokens_per_s_per_gpu"]  # MFU is per GPU: each one's share against its own peak
     fl["mfu"] = rate * fl["per_token"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
     fl["hfu"] = rate * fl["per_token_hardware"] / (fl["peak_tflops"] * 1e12) if fl["peak_tflops"] and rate else None
@@ -221,7 +231,7 @@ def measured(cfg, rep: dict, meter, trainer, device: str) -> dict:
     bd["host"] = max(0.0, mean * (1 - busy) - (bd["data"] or 0.0)) if busy is not None and mean else None
     out.update(throughput=th, step_time_s=m["step_time_s"], breakdown_s=bd, host_s=m["host_s"],
                gpu_busy_fraction=m["gpu_busy_fraction"], tokens=m["tokens"], shapes=m["shapes"], flops=fl,
-               stopped_when_stable=m["stopped_when_stable"])
+               stopped_when_stable=m["stopped_when_stable"], compile=m["compile"])
     rep["timing_s"].update({k: v for k, v in m["phases_s"].items() if v is not None})
     out["memory_gb"]["alloc_retries_in_window"] = m["alloc_retries_in_window"]
     out["verdict"] = verdict(m["step_time_s"], m["breakdown_s"], m["gpu_busy_fraction"], out["memory_gb"],

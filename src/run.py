@@ -76,12 +76,15 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         rep["flops"] = flops.flops_per_token(model, conf, rep["data"]["lengths"]["token_weighted_mean"],
                                              cfg.trainer.gradient_checkpointing)
         counter = measure.TokenCounter(cfg.task.name)
-        meter = measure.Measure.from_config(counter, res.device, cfg)
+        meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
-        collator = data.collator_for(cfg, conf)
-        trainer = train.trainer_class(cfg.task.name)(
-            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=train_ds, eval_dataset=eval_ds,
+        collator = data.collator_for(cfg, conf, rep["data"]["lengths"])
+        if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
+            rep["compiled_layers"] = train.compile_regions(model, cfg.trainer)
+        trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed")(
+            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=data.for_trainer(cfg, train_ds),
+            eval_dataset=eval_ds,
             data_collator=debug.wrap_collator(collator, cfg.debug),
             compute_metrics=metrics.for_task(cfg, tokenizer, conf.pad_token_id),
             callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + list(callbacks))

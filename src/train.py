@@ -10,6 +10,7 @@ from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, Trai
 
 from src.env import Resolved
 from src.measure import TokenCounter
+from src.packing import PACK_STATS
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +20,10 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
     cuda = res.device == "cuda"
     workers = min(dl.num_workers, os.cpu_count() or 1)
     args_class = Seq2SeqTrainingArguments if cfg.task.name == "seq2seq" else TrainingArguments
+    whole_model_compile = tr.torch_compile and tr.compile_scope == "model"  # regional: compile_regions, before the Trainer
     return args_class(
         output_dir=str(out_dir / "checkpoints"),
-        per_device_train_batch_size=cfg.batch.size,
+        per_device_train_batch_size=1 if cfg.batch.tokens else cfg.batch.size,  # a token budget: one pack per micro-batch
         per_device_eval_batch_size=cfg.batch.size,
         gradient_accumulation_steps=cfg.batch.grad_accum,
         max_steps=tr.max_steps,
@@ -55,14 +57,39 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         use_cpu=not cuda,
         disable_tqdm=False,
         **checkpointing(tr.gradient_checkpointing, tr.checkpoint_reentrant),
-        torch_compile=tr.torch_compile,
-        torch_compile_backend=tr.compile_backend if tr.torch_compile else None,
-        torch_compile_mode=tr.compile_mode if tr.torch_compile else None,
+        torch_compile=whole_model_compile,
+        torch_compile_backend=tr.compile_backend if whole_model_compile else None,
+        torch_compile_mode=tr.compile_mode if whole_model_compile else None,
         use_liger_kernel=tr.use_liger_kernel,
+        liger_kernel_config=liger_kernels(cfg.task.name) if tr.use_liger_kernel else None,
         **parallel(cfg.distributed, cuda, res.world_size),
         **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
             "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
     )
+
+
+def liger_kernels(task: str) -> dict | None:
+    """Liger's kernels for the task. Its fused linear cross-entropy replaces the causal-LM forward (it reads
+    lm_head): on a classifier only the layer kernels apply (RoPE, RMSNorm, SwiGLU)."""
+    if task == "causal_lm":
+        return None  # Liger's defaults: the layer kernels and the fused linear cross-entropy
+    return {"rope": True, "rms_norm": True, "swiglu": True, "cross_entropy": False, "fused_linear_cross_entropy": False}
+
+
+def compile_regions(model: torch.nn.Module, tr) -> int:
+    """Regional compilation (torchtune's and accelerate's): every decoder layer compiled in place. The layers
+    share their code, so the first one's graph serves all the others: the cold start is one layer's compile,
+    and the rest of the model (embeddings, head, loss) runs eagerly. Returns the number of compiled layers."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    from src.config import ConfigError
+
+    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    if not layers:
+        raise ConfigError("trainer.compile_scope", "regional", f"no decoder layers found in {type(model).__name__}: use compile_scope=model")
+    for layer in layers:
+        layer.compile(backend=tr.compile_backend, mode=tr.compile_mode)
+    return len(layers)
 
 
 def last_checkpoint(out_dir: Path) -> str:
@@ -140,7 +167,7 @@ def token_cross_entropy(outputs, labels, num_items_in_batch=None):
     return total / count
 
 
-def trainer_class(task: str):
+def trainer_class(task: str, packed: bool = False):
     base = Seq2SeqTrainer if task == "seq2seq" else Trainer
 
     class MeasuredTrainer(base):
@@ -158,8 +185,13 @@ def trainer_class(task: str):
             if task == "classification":
                 # The model accepts **kwargs, so the Trainer hands it num_items_in_batch and skips its own
                 # division by grad_accum, but the classification loss ignores it (a per-micro-batch mean):
-                # loss and gradients came out grad_accum times too large (transformers#47688).
-                self.model_accepts_loss_kwargs = False
+                # loss and gradients came out grad_accum times too large (transformers#47688). The packed
+                # classifier (src/packing.py) sums its loss over num_items_in_batch.
+                self.model_accepts_loss_kwargs = packed
+
+        def _prepare_inputs(self, inputs):
+            # the collator's host-side counts are for the token counter, not the model
+            return super()._prepare_inputs({k: v for k, v in inputs.items() if k != PACK_STATS})
 
         def training_step(self, model, inputs, num_items_in_batch=None):
             if self.token_counter is not None:

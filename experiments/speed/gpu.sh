@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The speed table on one GPU in one call (the device tool carries .whl and .gpu):
+#   bash experiments/speed/gpu.sh iterate   # 4 layers of Qwen3-4B width: every lever, quick (per-layer speed carries over)
+#   bash experiments/speed/gpu.sh table     # full depth, with the plain-Trainer anchors in the same call
+# Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
+# Wheels: scripts/gpu_wheels.sh --liger, plus the anchor: mkdir -p .gpu && cp <anchors>/hf_trainer_baseline.py .gpu/
+set -uo pipefail
+source scripts/gpu_setup.sh || exit 1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+what=${1:-iterate}
+run() {  # LABEL OVERRIDES...
+  local label=$1; shift
+  local t0=$SECONDS
+  python3 -m src.run $Q "$@" hydra.run.dir=/tmp/speed/$label >> "$OUT/speed.log" 2>&1
+  local rc=$?
+  echo "$label: exit $rc, $((SECONDS - t0)) s" | tee -a "$OUT/speed.log"
+  [ -f /tmp/speed/$label/report.json ] && python3 scripts/collect.py "$label" /tmp/speed/$label/report.json "$OUT/reports.jsonl"
+  python3 - "$OUT/reports.jsonl" "$label" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+r = [x for x in rows if x["label"] == sys.argv[2]]
+if r:
+    r = r[-1]; th = r.get("throughput") or {}; fl = r.get("flops") or {}; m = r.get("memory_gb") or {}; p = r.get("memory_predicted_gb") or {}
+    print(f"  {r['status']} real tok/s {th.get('real_tokens_per_s') or 0:,.0f}  MFU {fl.get('mfu') or 0:.1%}  step {(r.get('step_time_s') or {}).get('mean')}"
+          f"  busy {r.get('gpu_busy_fraction')}  peak {m.get('peak_allocated')}  pred {p.get('peak_allocated')}  compile {r.get('compile')}  timing {r.get('timing_s')}  {r.get('error') or ''}")
+PY
+}
+B="peft.adapter_dtype=auto trainer.max_steps=40 measure.warmup_steps=10"
+C="trainer.torch_compile=true"
+P8="padding=packed batch.tokens=8192"
+if [ "$what" = iterate ]; then
+  Q="model=qwen3 model.arch.num_hidden_layers=4 logger=none"
+  run fixed_bs32 $B batch=32 padding=max_length
+  run buckets_bs32 $B batch=32 padding=buckets
+  run packed8k $B $P8
+  run packed8k_sdpa_ref $B $P8 attention=sdpa
+  run packed8k_compile $B $P8 $C
+  run fixed_bs32_compile $B batch=32 padding=max_length $C
+  run packed8k_compile_again $B $P8 $C
+  run packed8k_compile_fp32_adapters $B $P8 $C peft.adapter_dtype=float32
+  run packed16k_compile $B padding=packed batch.tokens=16384 $C
+  run packed2k_compile $B padding=packed batch.tokens=2048 $C
+  run packed2k_graphs $B padding=packed batch.tokens=2048 $C trainer.compile_mode=reduce-overhead
+  run packed8k_liger $B $P8 trainer.use_liger_kernel=true
+  run lm_fixed_bs32 $B task=causal_lm batch=32 padding=max_length
+  run lm_packed8k_compile $B task=causal_lm $P8 $C
+  run lm_packed8k_liger $B task=causal_lm $P8 trainer.use_liger_kernel=true
+fi
