@@ -335,9 +335,13 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
         loss = sum(float(trainer.training_step(model, b, count)) for b in batches)
         return loss, torch.cat([p.grad.detach().float().flatten() for p in params if p.grad is not None])
 
-    with _no_dropout(model):
-        loss_full, grad_full = run([to(collator(rows))])
-        loss_ga, grad_ga = run([to(collator(rows[:half])), to(collator(rows[half:]))])
+    counter, trainer.token_counter = getattr(trainer, "token_counter", None), None  # the check's batches are not training's tokens
+    try:
+        with _no_dropout(model):
+            loss_full, grad_full = run([to(collator(rows))])
+            loss_ga, grad_ga = run([to(collator(rows[:half])), to(collator(rows[half:]))])
+    finally:
+        trainer.token_counter = counter
     model.zero_grad(set_to_none=True)
     rel = float((grad_full - grad_ga).norm() / grad_full.norm())
     ok = rel <= tolerance and abs(loss_full - loss_ga) <= tolerance * abs(loss_full) + 1e-6

@@ -11,11 +11,12 @@ GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in (
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
 # Options that only make sense with another choice, and what they need on a CPU-only machine.
 NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["task=seq2seq"],
-         ("padding", "packed"): ["task=causal_lm"], ("model", "auto"): ["model.name_or_path=/nonexistent"],
+         ("model", "auto"): ["model.name_or_path=/nonexistent"],
          ("data", "files"): ["data.train_file=tests/data/accounts.csv"]}
 CPU_REFUSES = {("precision", "fp16"): "fp16 needs a CUDA GPU", ("peft", "qlora"): "needs a CUDA GPU",
                ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs",
-               ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs"}
+               ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs",
+               ("attention", "varlen"): "varlen is PyTorch's flash kernel for CUDA GPUs"}
 GPU_ONLY_PACKAGE = {("attention", "flash_attention_2"): "flash_attn", ("peft", "qlora"): "bitsandbytes"}
 
 
@@ -79,7 +80,10 @@ BAD = [
     (["task.name=regression"], "task.name=regression: allowed: classification, causal_lm, seq2seq"),
     (["padding.strategy=random"], "padding.strategy=random: allowed"),
     (["task=seq2seq"], "needs an encoder-decoder model"),
-    (["padding=packed"], "causal_lm only"),
+    (["padding=packed", "task=seq2seq", "model=tiny-bart"],
+     "padding.strategy=packed: padding-free batches are for task=classification or causal_lm, not seq2seq"),
+    (["batch.tokens=1024"], "batch.tokens=1024: a token budget packs sequences: add padding=packed"),
+    (["padding=packed", "batch.tokens=256"], "batch.tokens=256: must be an integer >= data.max_length (320)"),
     (["trainer.lr=0"], "trainer.lr=0"),
     (["measure.warmup_steps=100"], "measure.warmup_steps=100"),
     (["trainer.eval_steps=5"], "needs an eval set"),

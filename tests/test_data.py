@@ -72,9 +72,18 @@ def test_packed_batches_are_one_row_with_restarting_positions():
     cfg = compose("task=causal_lm", "padding=packed")
     rows = [{"input_ids": [5, 6, 7], "length": 3}, {"input_ids": [8, 9], "length": 2}]
     batch = data.build_collator(cfg, pad_id=0)(rows)
-    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9]]
-    assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1]]
-    assert batch["labels"].tolist() == [[-100, 6, 7, -100, 9]]  # no prediction across the boundary
+    # Without a token budget the row is padded up to a multiple of 64 by one dummy sequence of pad ids.
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9] + [0] * 59]
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1] + list(range(59))]
+    # no prediction across a boundary, none on the dummy tail
+    assert batch["labels"].tolist() == [[-100, 6, 7, -100, 9] + [-100] * 59]
+    # boundaries for attention: the two rows, the dummy, then zero-length slots up to a fixed count
+    cu = batch["cu_seq_lens_q"].tolist()
+    assert cu[:4] == [0, 3, 5, 64] and set(cu[3:]) == {64} and len(cu) == cfg.batch.size + 3
+    assert torch.equal(batch["cu_seq_lens_k"], batch["cu_seq_lens_q"])
+    assert batch["max_length_q"] == batch["max_length_k"] == cfg.data.max_length
+    assert batch["pack_stats"] == {"samples": 2, "real": 5, "loss": 3}
+    assert "attention_mask" not in batch  # padding-free: no mask at all
 
 
 def test_longest_pads_each_chunk_at_tokenisation_time():

@@ -57,8 +57,8 @@ def _run_watched(tmp_path, monkeypatch, *overrides, steps=8):
 
     original = train.trainer_class
 
-    def watched_trainer_class(task):
-        base = original(task)
+    def watched_trainer_class(task, **kwargs):  # kwargs: what run() passes on (packed=...)
+        base = original(task, **kwargs)
 
         class Watched(base):
             def train(self, *args, **kwargs):

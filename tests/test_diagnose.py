@@ -85,9 +85,14 @@ def test_left_padding_warns_for_causal_lm_training(tok_setup):
 
 # -- data ---------------------------------------------------------------------------------------------
 def test_data_checks_pass_and_fail():
-    cfg, _, conf, ds, *_ = _build("padding=bucketed")
+    # Length grouping sorts within mega-batches of 50 batches: it needs a data set larger than one batch.
+    cfg, _, conf, ds, *_ = _build("padding=bucketed", rows=256)
     checks = diagnose.data_checks(cfg, ds)
     assert [_status(checks, n) for n in ("data.labels_in_range", "data.truncation", "data.padding_waste")] == ["pass"] * 3
+    waste = [c for c in checks if c["check"] == "data.padding_waste"][0]
+    assert "packed" in waste["value"]  # padding-free is an option for classification too
+    # One batch of 8 rows can't be grouped by length: packing them wastes >10 points less
+    assert _status(diagnose.data_checks(cfg, ds.select(range(8))), "data.padding_waste") == "warn"
     bad = ds.map(lambda r: {"labels": 999})
     assert _status(diagnose.data_checks(cfg, bad), "data.labels_in_range") == "fail"
     short = compose("padding=max_length", "data.max_length=100")
@@ -101,7 +106,11 @@ def test_pad_fraction_of_each_strategy():
     assert diagnose.pad_fraction(lengths, "max_length", 2, 50, None) == pytest.approx(1 - 100 / 200)
     assert diagnose.pad_fraction(lengths, "longest", 2, 50, None, chunk=2) == pytest.approx(1 - 100 / (20 * 2 + 40 * 2))
     assert diagnose.pad_fraction(lengths, "bucketed", 2, 50, None) == pytest.approx(1 - 100 / (40 * 2 + 20 * 2))
-    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None) == 0.0
+    # packed, batch.size rows a row: [10, 20] and [30, 40] padded up to multiples of 64
+    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None) == pytest.approx(1 - 100 / (64 + 128))
+    # packed at a token budget: only the packs' unfilled tails
+    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None, tokens=100) == 0.0  # one full pack
+    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None, tokens=64) == pytest.approx(1 - 100 / (2 * 64))
 
 
 # -- model ------------------------------------------------------------------------------------------

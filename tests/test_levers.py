@@ -1,7 +1,6 @@
 """Speed and memory levers: each is a config option that does what it says (on the CPU where it can run)."""
 import pytest
 import torch
-from transformers import DataCollatorWithFlattening
 
 from src import env, models
 from src.config import ConfigError, validate
@@ -28,13 +27,17 @@ def test_adapter_dtype_keeps_lora_in_fp32_or_in_the_weights_dtype(adapter_dtype,
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_packed_sequences_attend_only_within_themselves(attention):
     """padding=packed puts several sequences in one row: their logits must equal each sequence run alone."""
-    model, _ = _model("task=causal_lm", "peft=none", "precision=fp32", f"attention={attention}")
+    from src import data
+
+    opts = ("task=causal_lm", "padding=packed", "peft=none", "precision=fp32", f"attention={attention}")
+    cfg = compose(*opts)
+    model, _ = _model(*opts)
     model.eval()
     seqs = [torch.randint(3, 1000, (n,), generator=torch.Generator().manual_seed(n)).tolist() for n in (7, 12, 5)]
-    packed = DataCollatorWithFlattening(return_position_ids=True, separator_id=-100)(
-        [{"input_ids": s, "labels": s} for s in seqs])
+    batch = data.build_collator(cfg, pad_id=0)([{"input_ids": s} for s in seqs])
+    inputs = {k: v for k, v in data.to_device(batch, "cpu").items() if k != "labels"}  # what the Trainer feeds the model
     with torch.no_grad():
-        together = model(input_ids=packed["input_ids"], position_ids=packed["position_ids"]).logits[0]
+        together = model(**inputs).logits[0, :sum(map(len, seqs))]  # the real tokens; the dummy tail follows
         alone = torch.cat([model(input_ids=torch.tensor([s])).logits[0] for s in seqs])
     assert torch.allclose(together, alone, atol=1e-4)
 

@@ -32,13 +32,19 @@ def test_causal_lm_loss_tokens_skip_the_unpredicted_first_position():
     assert window_tokens(start, counter.snapshot())["loss"] == (3 - 1) + (2 - 1)
 
 
-def test_packed_batches_count_sequences_from_position_ids():
+def test_packed_batches_are_counted_from_the_collators_pack_stats():
+    """A packed row has no attention_mask: samples, real and loss tokens come from what the collator packed."""
+    from src import data
+    from tests.conftest import compose
+
     counter = TokenCounter("causal_lm")
+    rows = [{"input_ids": [5, 6, 7], "length": 3}, {"input_ids": [8, 9], "length": 2}]
+    batch = data.build_collator(compose("task=causal_lm", "padding=packed"), pad_id=0)(rows)
     start = counter.snapshot()
-    counter.add({"input_ids": torch.ones(1, 5, dtype=torch.long), "position_ids": torch.tensor([[0, 1, 2, 0, 1]]),
-                 "labels": torch.tensor([[-100, 1, 1, -100, 1]])})
+    counter.add(batch)
     got = window_tokens(start, counter.snapshot())
-    assert got == {"samples": 2, "all": 5, "real": 5, "loss": 3}
+    # 64 positions computed (5 real + a dummy tail); each sequence's first token is not scored
+    assert got == {"samples": 2, "all": 64, "real": 5, "loss": 3}
 
 
 def _simulate(durations, warmup, profile=0, stop_rel_error=None, min_steps=3):

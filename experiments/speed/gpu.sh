@@ -11,7 +11,7 @@ what=${1:-iterate}
 run() {  # LABEL OVERRIDES...
   local label=$1; shift
   local t0=$SECONDS
-  python3 -m src.run $Q "$@" hydra.run.dir=/tmp/speed/$label >> "$OUT/speed.log" 2>&1
+  timeout "${RUN_TIMEOUT:-240}" python3 -m src.run $Q "$@" hydra.run.dir=/tmp/speed/$label >> "$OUT/speed.log" 2>&1
   local rc=$?
   echo "$label: exit $rc, $((SECONDS - t0)) s" | tee -a "$OUT/speed.log"
   [ -f /tmp/speed/$label/report.json ] && python3 scripts/collect.py "$label" /tmp/speed/$label/report.json "$OUT/reports.jsonl"
@@ -45,4 +45,30 @@ if [ "$what" = iterate ]; then
   run lm_fixed_bs32 $B task=causal_lm batch=32 padding=max_length
   run lm_packed8k_compile $B task=causal_lm $P8 $C
   run lm_packed8k_liger $B task=causal_lm $P8 trainer.use_liger_kernel=true
+fi
+if [ "$what" = table ]; then  # full depth; anchors first, in the same call on the same card
+  python3 .gpu/hf_trainer_baseline.py full seed_before,bf16_sdpa_b8,bf16_sdpa_b32_group 2>>"$OUT/speed.log" | tee "$OUT/anchors.jsonl"
+  Q="model=qwen3 logger=none"
+  B="trainer.max_steps=36 measure.warmup_steps=8"
+  run fixed_bs32 $B batch=32 padding=max_length
+  run buckets_bs32 $B batch=32 padding=buckets
+  run packed8k $B $P8
+  run fixed_bs32_compile $B batch=32 padding=max_length $C
+  run packed8k_compile $B $P8 $C
+  run packed12k_compile $B padding=packed batch.tokens=12288 $C
+  run packed8k_compile_again $B $P8 $C
+fi
+if [ "$what" = table2 ]; then  # full depth: the seeds' bs 8 regime (with its anchor), causal LM, Liger, adapters
+  python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b8 2>>"$OUT/speed.log" | tee "$OUT/anchors.jsonl"
+  Q="model=qwen3 logger=none"
+  B="trainer.max_steps=36 measure.warmup_steps=8"
+  run packed2k_compile $B padding=packed batch.tokens=2048 $C
+  run lm_fixed_bs16_compile $B task=causal_lm batch=16 padding=max_length $C
+  run lm_packed5k_compile $B task=causal_lm padding=packed batch.tokens=5120 $C
+  run lm_packed8k_liger $B task=causal_lm $P8 trainer.use_liger_kernel=true
+  run packed8k_liger $B $P8 trainer.use_liger_kernel=true
+  run packed8k_compile_liger $B $P8 $C trainer.use_liger_kernel=true
+  run packed8k_compile_fp32_adapters $B $P8 $C peft.adapter_dtype=float32
+  run bs8_default $B batch=8
+  run packed2k_graphs $B padding=packed batch.tokens=2048 $C trainer.compile_scope=model trainer.compile_mode=reduce-overhead
 fi
