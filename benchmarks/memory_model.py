@@ -5,14 +5,14 @@ with the peak the job measured.
     python -m benchmarks.memory_model experiments/batch_vs_accum/results/sweep_reports.jsonl
 
 On a machine without the job's GPU the trace runs on the CPU under CPU autocast in the job's resolved
-dtypes. Weights and optimizer state come from the full model built on the meta device (no memory)."""
+dtypes, and counts only what autograd saves (no backward transients: a lower bound). Weights and optimizer state come from the full model built on the meta device (no memory)."""
 import json
 import sys
 
 import torch
 from omegaconf import OmegaConf
 
-from src import env, memory_model, models
+from src import data, env, memory_model, models
 from src.config import compose
 
 
@@ -34,8 +34,10 @@ def main(path: str) -> None:
         res.weights_dtype = getattr(torch, rep["resolved"]["weights_dtype"])
         res.amp, res.attention = rep["resolved"]["amp"], rep["resolved"]["attention"]
         conf = models.hf_config(cfg)
-        widest = memory_model.widest_tokens(cfg, rep["data"]["lengths"])
-        pred = memory_model.predict(cfg, res, conf, full_model_on_meta(cfg, res, conf), widest)
+        collator = data.collator_for(cfg, conf, rep["data"]["lengths"])
+        batch = memory_model.widest_batch(cfg, conf, collator, rep["data"]["lengths"], "cpu")
+        pred = memory_model.predict(cfg, res, conf, full_model_on_meta(cfg, res, conf), batch)
+        widest = pred["widest_tokens"]
         measured = rep["memory_gb"]["peak_allocated"]
         rows.append({"job": rep.get("label", "")[:60], "batch": cfg.batch.size, "widest_tokens": widest,
                      "predicted_gb": round(pred["peak_allocated"], 2), "measured_gb": round(measured, 2),

@@ -148,7 +148,8 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     logits = outputs.logits.detach().float()
 
     if task == "classification" and head is not None:
-        out.append(pooling_check(model, head, batch) if "attention_mask" in batch else packed_pooling_check(model, head, batch))
+        with _autocast(res):  # as training runs it: fp16 weights meet fp32 trainable heads only under autocast
+            out.append(pooling_check(model, head, batch) if "attention_mask" in batch else packed_pooling_check(model, head, batch))
         if "cu_seq_lens_q" in batch:  # packed: only the slots that hold a sequence have logits that mean anything
             logits = logits[batch["labels"] != -100]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from pathlib import Path
 
 from datasets import ClassLabel, Dataset, load_dataset
 from datasets.fingerprint import Hasher

@@ -2,14 +2,14 @@
 
     peak = weights + trainable state (grads + AdamW's two moments) + activations + a fixed workspace
 
-Weights and trainable state are counted from the built model. Activations are what autograd keeps for
-backward: they are traced, not guessed. One forward of small copies of the model (1 and 2 decoder layers,
-two sequence lengths), built like the real one (same peft, dtypes, attention, autocast, checkpointing),
-runs under saved_tensors_hooks. Every saved tensor's storage is counted once, parameters excluded. The
-four traces separate bytes per token per layer, per token outside the layers (embeddings, head, logits),
-and per-step constants. Those scale to the real depth and to the widest micro-batch the run will see.
-Attention kernels that keep a seq x seq matrix (eager) are quadratic, so the linear fit is exact for sdpa,
-flash and flex only.
+Weights and trainable state are counted from the built model. Activations (with every transient of the
+backward: the cross-entropy's fp32 logits and their gradient, a recomputed layer under checkpointing) are
+measured, not guessed: small copies of the model with 1 and 2 decoder layers, built like the real one (same
+peft, dtypes, attention, Liger, regional compile), run one forward and backward on the widest micro-batch
+the run will see, made by the run's own collator. On a GPU the probe is the allocator's peak; on the CPU
+(tests) it is the bytes autograd saves. The 2-layer minus the 1-layer figure is one layer; what remains of
+the 1-layer figure is everything outside the layers. Both scale to the real depth exactly, at the real shape.
+A compiled run's copies compile the same layer graph at the same shape, which warms the real model's compile.
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ import torch
 
 log = logging.getLogger(__name__)
 WORKSPACE_GB = 0.5  # CUDA context allocations torch counts (cuBLAS workspaces, autotune buffers): a rough allowance
-TRACE_TOKENS = (64, 128)
 
 
 def _layers_key(conf) -> str:
@@ -30,8 +29,13 @@ def _layers_key(conf) -> str:
     raise ValueError(f"no layer count in {type(conf).__name__}")
 
 
+def _autocast(amp: str, device: str):
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    return torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
 def _saved_bytes(model, batch: dict, amp: str, device: str) -> int:
-    """Bytes of the distinct storages autograd saves in one forward (parameters are not activations)."""
+    """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters are not activations)."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, int] = {}
 
@@ -42,63 +46,87 @@ def _saved_bytes(model, batch: dict, amp: str, device: str) -> int:
             seen[ptr] = max(seen.get(ptr, 0), storage.nbytes())
         return t
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-            torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _autocast(amp, device):
         out = model(**batch)
     del out
     return sum(seen.values())
 
 
-def _batch(task: str, tokens: int, device: str, num_labels: int) -> dict:
-    ids = torch.randint(3, 100, (1, tokens), device=device)
-    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    if task == "classification":
-        batch["labels"] = torch.zeros(1, dtype=torch.long, device=device)
-    elif task == "causal_lm":
-        batch["labels"] = ids.clone()
-    else:
-        batch["decoder_input_ids"] = ids[:, : max(1, tokens // 4)]
-        batch["labels"] = ids[:, : max(1, tokens // 4)].clone()
-    return batch
+def _peak_bytes(model, batch: dict, amp: str, device: str) -> int:
+    """GPU probe: the allocator's peak over one forward and backward, above what was allocated before, less the
+    gradients the backward leaves behind (the real run's are counted with the trainable state)."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    with _autocast(amp, device):
+        loss = model(**batch).loss
+    loss.float().backward()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    grads = sum(p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None)
+    model.zero_grad(set_to_none=True)
+    return peak - grads
 
 
-def trace_activations(cfg, res, conf) -> dict:
-    """Activation bytes per token per layer, per token outside the layers, and fixed, from four traces."""
-    from src import models
+def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
+    """The largest micro-batch the run can see, made by the run's collator from random rows: the activation
+    peak follows it. A token budget is filled with rows of the longest length."""
+    p, d = cfg.padding, cfg.data
+    width = d.max_length if p.strategy == "max_length" else min(d.max_length, int(lengths["max"]))
+    count = -(-cfg.batch.tokens // width) if p.strategy == "packed" and cfg.batch.tokens else cfg.batch.size
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for i in range(count):
+        n = width if not (p.strategy == "packed" and cfg.batch.tokens) else min(width, cfg.batch.tokens - i * width)
+        ids = torch.randint(3, min(conf.vocab_size, 1000), (n,), generator=gen).tolist()
+        row = {"input_ids": ids, "length": n}
+        if cfg.task.name == "classification":
+            row["labels"] = i % cfg.task.num_labels
+        elif cfg.task.name == "seq2seq":
+            row["labels"] = ids[: d.max_target_length]
+        rows.append(row)
+    items = [{"pack": rows}] if p.strategy == "packed" and cfg.batch.tokens else rows
+    from src.data import to_device
+
+    return to_device(collator(items), device)
+
+
+def trace_activations(cfg, res, conf, batch: dict) -> dict:
+    """Activation bytes per layer and outside the layers, from 1- and 2-layer copies on `batch`."""
+    from src import models, train
 
     key = _layers_key(conf)
     small = copy.deepcopy(cfg)
-    small.model.pretrained = False  # weight values don't change what is saved
+    small.model.pretrained = False  # weight values don't change what is kept
     small.peft.method = "lora" if cfg.peft.method == "qlora" else cfg.peft.method  # traced in the compute dtype
     small.model.init.hidden_norm = None
     small.model.init.head_init = "default"
-    saved = {}
+    probe = _peak_bytes if res.device == "cuda" else _saved_bytes
+    tr = cfg.trainer
+    measured = {}
     for layers in (1, 2):
         c = copy.deepcopy(conf)
         setattr(c, key, layers)
-        if cfg.task.name == "classification":  # the vocabulary only sizes the embedding: nothing saved scales with it
-            c.vocab_size, c.pad_token_id = min(c.vocab_size, 1024), 0
         if hasattr(c, "decoder_layers"):  # encoder-decoder: both stacks
             c.encoder_layers = c.decoder_layers = layers
         if getattr(c, "layer_types", None):
             c.layer_types = c.layer_types[:layers]
         model = models.build_model(small, res, c)
         model.train()
-        if cfg.trainer.gradient_checkpointing:
+        if tr.use_liger_kernel:
+            from transformers.integrations.liger import apply_liger_kernel
+
+            apply_liger_kernel(model, train.liger_kernels(cfg.task.name) or {})
+        if tr.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if getattr(model, "enable_input_require_grads", None):
                 model.enable_input_require_grads()
-        for tokens in TRACE_TOKENS:
-            saved[layers, tokens] = _saved_bytes(model, _batch(cfg.task.name, tokens, res.device, c.num_labels),
-                                                 res.amp, res.device)
+        if tr.torch_compile and tr.compile_scope == "regional":
+            train.compile_regions(model, tr)
+        measured[layers] = probe(model, batch, res.amp, res.device)
         del model
-    t1, t2 = TRACE_TOKENS
-    per_token = {n: (saved[n, t2] - saved[n, t1]) / (t2 - t1) for n in (1, 2)}
-    fixed = {n: saved[n, t1] - per_token[n] * t1 for n in (1, 2)}
-    return {"per_token_per_layer": per_token[2] - per_token[1], "per_token_outside": 2 * per_token[1] - per_token[2],
-            "fixed_per_layer": fixed[2] - fixed[1], "fixed_outside": 2 * fixed[1] - fixed[2],
-            "layers": getattr(conf, key)}
+    per_layer = measured[2] - measured[1]
+    return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, key)}
 
 
 def weights_and_state(model) -> dict:
@@ -110,24 +138,13 @@ def weights_and_state(model) -> dict:
     return {"weights": weights, "grads": trainable, "optimizer": 2 * trainable}
 
 
-def widest_tokens(cfg, lengths: dict) -> int:
-    """Tokens in the largest micro-batch the run can see: the activation peak follows the widest batch."""
-    p, d = cfg.padding, cfg.data
-    if p.strategy == "packed" and cfg.batch.tokens:
-        return cfg.batch.tokens  # every micro-batch is exactly the budget
-    width = d.max_length if p.strategy == "max_length" else min(d.max_length, int(lengths["max"]))
-    if p.pad_to_multiple_of and p.strategy != "packed":
-        width = -(-width // p.pad_to_multiple_of) * p.pad_to_multiple_of
-    return cfg.batch.size * width
-
-
-def before_training(cfg, res, conf, model, lengths: dict) -> dict | None:
+def before_training(cfg, res, conf, model, collator, lengths: dict) -> dict | None:
     """The prediction a GPU run reports (measure.predict_memory). A model the trace can't handle costs a
     warning, never the run."""
     if res.device != "cuda" or not cfg.measure.predict_memory:
         return None
     try:
-        return predict(cfg, res, conf, model, widest_tokens(cfg, lengths))
+        return predict(cfg, res, conf, model, widest_batch(cfg, conf, collator, lengths, res.device))
     except Exception as exc:
         log.warning("memory prediction skipped: %s: %s", type(exc).__name__, exc)
         return None
@@ -135,23 +152,21 @@ def before_training(cfg, res, conf, model, lengths: dict) -> dict | None:
         torch.cuda.reset_peak_memory_stats()  # the traced copies are not the run's peak
 
 
-def predict(cfg, res, conf, model, widest_tokens: int) -> dict:
-    """Predicted peak allocated memory (GB) for micro-batches of up to `widest_tokens` tokens."""
-    acts = trace_activations(cfg, res, conf)
+def predict(cfg, res, conf, model, batch: dict) -> dict:
+    """Predicted peak allocated memory (GB) for micro-batches like `batch` (the widest the run sees)."""
+    acts = trace_activations(cfg, res, conf, batch)
     fixed = weights_and_state(model)
     layers = acts["layers"]
     if res.distributed == "fsdp":  # each rank holds 1/N of the state, plus about one gathered layer at a time
         fixed = {k: v / res.world_size + (v / layers if k == "weights" else 0) for k, v in fixed.items()}
-    per_token = acts["per_token_per_layer"] * layers + acts["per_token_outside"]
-    if cfg.trainer.gradient_checkpointing:
+    activations = acts["per_layer"] * layers + acts["outside"]
+    if cfg.trainer.gradient_checkpointing and cfg.trainer.checkpoint_every > 1:
+        # checkpoint_every=k keeps layers 0, k, 2k, ... checkpointed (train.PartialCheckpointing); the rest keep
+        # everything, as a copy without checkpointing measures
         full = copy.deepcopy(cfg)
         full.trainer.gradient_checkpointing = False
-        full_layer = trace_activations(full, res, conf)["per_token_per_layer"]
-        # checkpoint_every=k keeps layers 0, k, 2k, ... checkpointed (train.PartialCheckpointing); the rest
-        # keep everything. Backward recomputes one layer at a time: its full activations come back on top.
         kept_full = layers - -(-layers // cfg.trainer.checkpoint_every)
-        per_token += (full_layer - acts["per_token_per_layer"]) * kept_full + full_layer
-    activations = per_token * widest_tokens + acts["fixed_per_layer"] * layers + acts["fixed_outside"]
+        activations += (trace_activations(full, res, conf, batch)["per_layer"] - acts["per_layer"]) * kept_full
     parts = {**fixed, "activations": activations, "workspace": WORKSPACE_GB * 2**30}
     gb = {k: v / 2**30 for k, v in parts.items()}
     capacity = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30 \
@@ -160,5 +175,6 @@ def predict(cfg, res, conf, model, widest_tokens: int) -> dict:
     if capacity and sum(gb.values()) > capacity:
         log.warning("predicted peak %.1f GB exceeds the %.1f GB this process may use: expect OOM "
                     "(smaller batch.size, gradient checkpointing, or peft=qlora)", sum(gb.values()), capacity)
-    return {"peak_allocated": sum(gb.values()), "parts": gb, "widest_tokens": widest_tokens,
-            "activation_bytes_per_token": per_token}
+    tokens = int(batch["input_ids"].numel())
+    return {"peak_allocated": sum(gb.values()), "parts": gb, "widest_tokens": tokens,
+            "activation_bytes_per_token": activations / tokens}

@@ -1,13 +1,8 @@
 """Build the model (random init from the shipped architecture, or real weights), its tokenizer, and PEFT."""
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
-import os
-import shutil
-from pathlib import Path
 
 import torch
 from omegaconf import OmegaConf
@@ -15,7 +10,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqL
                           AutoModelForSequenceClassification, AutoTokenizer, PretrainedConfig)
 
 from src.config import ConfigError
-from src.env import CACHE, Resolved
+from src.env import Resolved
 
 log = logging.getLogger(__name__)
 
@@ -53,23 +48,27 @@ def load_tokenizer(cfg):
     return tok
 
 
-def random_weights_dir(cfg, conf: PretrainedConfig, dtype: torch.dtype) -> Path:
-    """Random-init weights saved once per architecture, for loaders that need weights on disk (4-bit
-    quantisation happens inside from_pretrained)."""
-    key = json.dumps({"task": cfg.task.name, "config": conf.to_dict(), "dtype": str(dtype)}, sort_keys=True)
-    path = CACHE / "weights" / f"{cfg.model.name}-{cfg.task.name}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
-    if not (path / "config.json").exists():
-        log.info("saving random-init weights once to %s", path)
-        torch.manual_seed(cfg.trainer.seed)
-        model = AUTO_CLASS[cfg.task.name].from_config(conf, dtype=dtype)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        model.save_pretrained(tmp)
-        del model
-        try:
-            tmp.rename(path)  # atomic: a concurrent job (another torchrun rank) never sees half a checkpoint
-        except OSError:  # another process got there first with the same weights
-            shutil.rmtree(tmp, ignore_errors=True)
-    return path
+def quantize_4bit(model: torch.nn.Module, peft_cfg) -> None:
+    """QLoRA's 4-bit base for a random-init model, in seconds: the model is built on the GPU in bf16 and every
+    linear layer but the output head is swapped for bitsandbytes' Linear4bit, whose weight quantises as it lands
+    on the GPU. (from_pretrained quantises only while loading, which meant 8 GB of random weights written to
+    disk and read back: 139 s for Qwen3-4B on an H100.) Real weights keep from_pretrained's path."""
+    import bitsandbytes as bnb
+
+    compute = getattr(torch, peft_cfg.compute_dtype)
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if not isinstance(child, torch.nn.Linear) or name in ("score", "lm_head", "classifier"):
+                continue  # transformers' quantiser keeps the output head in full precision too
+            quantized = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                                          compute_dtype=compute, compress_statistics=peft_cfg.double_quant,
+                                          quant_type=peft_cfg.quant_type, device="meta")
+            quantized.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, quant_type=peft_cfg.quant_type,
+                                                 compress_statistics=peft_cfg.double_quant).to(child.weight.device)
+            if child.bias is not None:
+                quantized.bias = child.bias
+            setattr(module, name, quantized)
+    model.is_loaded_in_4bit = True  # peft reads it to wrap Linear4bit layers with its 4-bit LoRA
 
 
 def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
@@ -80,21 +79,22 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
 
         register_varlen()
     kwargs = dict(config=conf, dtype=res.weights_dtype, attn_implementation=res.attention)
-    if method == "qlora":
+    if method == "qlora" and (m.pretrained or m.model_type == "auto"):
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type=cfg.peft.quant_type,
             bnb_4bit_use_double_quant=cfg.peft.double_quant,
             bnb_4bit_compute_dtype=getattr(torch, cfg.peft.compute_dtype))
-        path = m.name_or_path if m.pretrained else random_weights_dir(cfg, conf, res.weights_dtype)
-        model = auto_class.from_pretrained(path, device_map={"": torch.cuda.current_device()}, **kwargs)
+        model = auto_class.from_pretrained(m.name_or_path, device_map={"": torch.cuda.current_device()}, **kwargs)
     elif m.pretrained or m.model_type == "auto":
         model = auto_class.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, **kwargs)
     else:
         torch.manual_seed(cfg.trainer.seed)
         with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
             model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
+        if method == "qlora":
+            quantize_4bit(model, cfg.peft)
     apply_init(model, cfg.model.init)
     if method != "none":
         model = add_adapters(cfg, res, model)
@@ -112,7 +112,9 @@ def add_adapters(cfg, res: Resolved, model: torch.nn.Module) -> torch.nn.Module:
                       target_modules=cfg.peft.target_modules, task_type=PEFT_TASK[cfg.task.name])
     # autocast_adapter_dtype=True (peft's default) keeps adapters fp32 under bf16 weights: each adapter matmul
     # then runs in fp32 or casts; adapter_dtype=auto leaves them in the weights' dtype.
-    model = get_peft_model(model, lora, autocast_adapter_dtype=cfg.peft.adapter_dtype == "float32")
+    # fp16 autocast needs fp32 trainable weights (below): peft's own casting then keeps the adapters' matmuls consistent
+    fp32_adapters = cfg.peft.adapter_dtype == "float32" or res.amp == "fp16"
+    model = get_peft_model(model, lora, autocast_adapter_dtype=fp32_adapters)
     if res.amp == "fp16":
         # The fp16 GradScaler refuses fp16 gradients; peft's copy of the classification head keeps the base's
         # dtype, so every trainable weight is moved to fp32 (they are ~1% of the model).

@@ -1,4 +1,4 @@
-"""One run's report: report.json (the schema in DESIGN.md section 4), report.md, and the printed summary."""
+"""One run's report: report.json, report.md, and the printed summary."""
 from __future__ import annotations
 
 import json

@@ -72,14 +72,14 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         tokenizer, train_ds, eval_ds, rep["data"] = data.prepare(cfg, conf, out_dir)
         model = models.build_model(cfg, res, conf)
         rep["params"] = models.parameter_counts(model)
-        rep["memory_predicted_gb"] = memory_model.before_training(cfg, res, conf, model, rep["data"]["lengths"])
+        collator = data.collator_for(cfg, conf, rep["data"]["lengths"])
+        rep["memory_predicted_gb"] = memory_model.before_training(cfg, res, conf, model, collator, rep["data"]["lengths"])
         rep["flops"] = flops.flops_per_token(model, conf, rep["data"]["lengths"]["token_weighted_mean"],
                                              cfg.trainer.gradient_checkpointing)
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
-        collator = data.collator_for(cfg, conf, rep["data"]["lengths"])
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
             rep["compiled_layers"] = train.compile_regions(model, cfg.trainer)
         trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed")(

@@ -1,5 +1,6 @@
 """CUDA-only paths: events, profiler busy share, NVML, bf16 auto, QLoRA. Skipped without a GPU."""
 import importlib.util
+import time
 
 import pytest
 import torch
@@ -28,13 +29,19 @@ def test_tiny_run_on_gpu_measures_with_events_profiler_and_nvml(tmp_path):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
-def test_qlora_builds_4bit_from_cached_random_weights(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRAINSWEEP_CACHE", str(tmp_path / "cache"))
-    import src.models as models
-    monkeypatch.setattr(models, "CACHE", tmp_path / "cache")
+def test_qlora_quantises_random_weights_on_the_gpu_in_seconds(tmp_path):
+    import bitsandbytes as bnb
+
+    from src import env, models
+
+    cfg = compose("peft=qlora", "model=qwen3", "model.arch.num_hidden_layers=4")
+    t0 = time.perf_counter()
+    model = models.build_model(cfg, env.resolve(cfg), models.hf_config(cfg))
+    assert time.perf_counter() - t0 < 30
+    four_bit = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    assert len(four_bit) == 4 * 7  # q, k, v, o, gate, up, down in every layer; the head stays bf16
     rep = run(compose("peft=qlora", *GPU_QUICK), tmp_path / "run")
     assert rep["status"] == "ok", rep["error"]
-    assert list((tmp_path / "cache" / "weights").iterdir())  # saved once, reused by later jobs
 
 
 def test_fp16_frozen_base_with_lora(tmp_path):
@@ -70,3 +77,40 @@ def test_torchrun_on_two_gpus(tmp_path, strategy, peft):
     assert rep["status"] == "ok" and rep["resolved"]["distributed"] == strategy and rep["env"]["world_size"] == 2
     assert len(rep["distributed"]["memory_per_rank"]) == 2
     assert rep["memory_gb"]["peak_allocated"] == max(m["peak_allocated"] for m in rep["distributed"]["memory_per_rank"])
+
+
+LEVERS = {  # each speed lever on its own, on a 4-layer model of Qwen3-4B's width (compile and build take seconds)
+    "packed_varlen": ["padding=packed", "batch.tokens=4096"],
+    "packed_varlen_compiled": ["padding=packed", "batch.tokens=4096", "trainer.torch_compile=true"],
+    "packed_sdpa_reference": ["padding=packed", "batch.tokens=4096", "attention=sdpa"],
+    "buckets": ["padding=buckets"],
+    "max_length_compiled": ["padding=max_length", "trainer.torch_compile=true"],
+    "whole_model_cuda_graphs": ["padding=max_length", "trainer.torch_compile=true", "trainer.compile_scope=model",
+                                "trainer.compile_mode=reduce-overhead"],
+    "fp32_adapters": ["peft.adapter_dtype=float32"],
+    "checkpointing_every_2nd": ["trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2"],
+    "liger": ["trainer.use_liger_kernel=true"],
+    "qlora": ["peft=qlora"],
+}
+
+
+@pytest.mark.parametrize("task", ["classification", "causal_lm"])
+@pytest.mark.parametrize("lever", list(LEVERS))
+def test_every_lever_trains_each_task_at_real_width(tmp_path, lever, task):
+    needs = {"liger": "liger_kernel", "qlora": "bitsandbytes"}.get(lever)
+    if needs and importlib.util.find_spec(needs) is None:
+        pytest.skip(f"needs {needs}")
+    cfg = compose("model=qwen3", "model.arch.num_hidden_layers=4", f"task={task}", "batch=8", "logger=none",
+                  *GPU_QUICK, *LEVERS[lever])
+    rep = run(cfg, tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    assert rep["loss"]["final"] == rep["loss"]["final"] and rep["throughput"]["real_tokens_per_s"] > 0  # finite, measured
+    if "batch.tokens=4096" in LEVERS[lever]:
+        assert rep["shapes"]["distinct_in_window"] == 1 and rep["throughput"]["pad_fraction"] < 0.1
+        assert rep["resolved"]["attention"] == ("sdpa" if lever == "packed_sdpa_reference" else "varlen")
+    if "trainer.torch_compile=true" in LEVERS[lever]:
+        assert rep["compile"]["graphs_in_window"] == 0  # no compile inside the timed window
+    # The prediction is there and close: on these small models it fell 1.4-2.9 GB short of the measured peak on
+    # an H100 (a constant not yet explained; at full depth that is 4-16%), never more.
+    pred, peak = rep["memory_predicted_gb"], rep["memory_gb"]["peak_allocated"]
+    assert pred is not None and abs(pred["peak_allocated"] - peak) < 3.5, (pred["peak_allocated"], peak)

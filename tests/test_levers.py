@@ -103,3 +103,11 @@ def test_buckets_bound_the_batch_shapes_to_five():
         widths.add(batch["input_ids"].shape[1])
         assert batch["attention_mask"].sum().item() == sum(lengths)
     assert widths <= {64, 128, 192, 256, 320} and len(widths) >= 2
+
+
+def test_bf16_adapters_cast_far_less_than_fp32_ones():
+    """peft's fp32 adapters under bf16 autocast cast every adapter's input up and back down (benchmarks/casts.py)."""
+    from benchmarks.casts import casts_per_step
+
+    fp32, bf16 = casts_per_step("float32"), casts_per_step("auto")
+    assert bf16 < fp32 / 2, (bf16, fp32)

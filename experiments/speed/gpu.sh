@@ -72,3 +72,16 @@ if [ "$what" = table2 ]; then  # full depth: the seeds' bs 8 regime (with its an
   run bs8_default $B batch=8
   run packed2k_graphs $B padding=packed batch.tokens=2048 $C trainer.compile_scope=model trainer.compile_mode=reduce-overhead
 fi
+if [ "$what" = memory ]; then  # full depth: the memory model's prediction beside the measured peak (goal 5), QLoRA's build
+  Q="model=qwen3 logger=none"
+  B="trainer.max_steps=14 measure.warmup_steps=4 measure.profile_steps=2"
+  run mem_fixed_bs32 $B batch=32 padding=max_length
+  run mem_packed8k_compile $B $P8 $C
+  run mem_lm_fixed_bs16_compile $B task=causal_lm batch=16 padding=max_length $C
+  run mem_lm_packed8k_liger $B task=causal_lm $P8 trainer.use_liger_kernel=true
+  run mem_gc_all_bs32 $B batch=32 padding=max_length trainer.gradient_checkpointing=true
+  run mem_qlora_packed8k $B $P8 peft=qlora
+fi
+if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
+  timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+fi
