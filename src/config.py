@@ -190,7 +190,7 @@ class DebugConfig:
     collate_delay_ms: float = 0.0  # a deliberately slow collator: makes a run data-bound on purpose
     oom_from_batch: int = 0  # test hook: raise CUDA's OutOfMemoryError in step 1 when batch.size >= this
     crash_from_batch: int = 0  # test hook: the process dies (exit 3, no report) when batch.size >= this
-    # Deliberate bad habits of training loops (../shared/seeds/report-elmo-loop-overheads.ko.md), each
+    # Deliberate bad habits of training loops (the field report on a slow ELMo training loop), each
     # once per optimizer step, so their cost is measured on a real step (experiment=loop_overheads):
     empty_cache: bool = False  # torch.cuda.empty_cache(): frees the allocator's cache, next step re-mallocs
     item_sync: bool = False  # a metric read with .item() after every step: the host waits for the GPU
