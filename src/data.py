@@ -144,7 +144,9 @@ def build_collator(cfg, pad_id: int, decoder_start_id: int | None = None, shorte
 
 def to_device(batch: dict, device) -> dict:
     """A collated batch on the device, as the model takes it (without the collator's host-side counts)."""
-    return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items() if k != "pack_stats"}
+    from src.packing import PACK_STATS
+
+    return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items() if k != PACK_STATS}
 
 
 def collator_for(cfg, conf, lengths: dict | None = None):

@@ -24,6 +24,8 @@ import time
 import torch
 from transformers import TrainerCallback
 
+from src.packing import PACK_STATS
+
 log = logging.getLogger(__name__)
 PHASES = ("data", "compute", "optimizer", "other")
 
@@ -49,7 +51,7 @@ class TokenCounter:
         ids = inputs["input_ids"]
         self.host["all"] += ids.numel()
         self.shapes.append((self.step, tuple(ids.shape)))
-        packed = inputs.get("pack_stats")
+        packed = inputs.get(PACK_STATS)
         if packed is not None:  # padding-free: the collator counted on the host what it packed
             for key in ("samples", "real", "loss"):
                 self.host[key] += packed[key]
