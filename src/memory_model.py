@@ -92,42 +92,45 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
     return to_device(collator(items), device)
 
 
-def trace_activations(cfg, res, conf, batch: dict) -> dict:
-    """Activation bytes per layer and outside the layers, from 1- and 2-layer copies on `batch`."""
+def probe_copy(cfg, res, conf, batch: dict, layers: int) -> int:
+    """Activation bytes of one forward and backward of a copy of the model with `layers` decoder layers, built
+    like the run (peft in the compute dtype, Liger, checkpointing, regional compile): the allocator's peak on a
+    GPU, the bytes autograd saves on the CPU."""
     from src import models, train
 
-    key = _layers_key(conf)
     small = copy.deepcopy(cfg)
     small.model.pretrained = False  # weight values don't change what is kept
     small.peft.method = "lora" if cfg.peft.method == "qlora" else cfg.peft.method  # traced in the compute dtype
     small.model.init.hidden_norm = None
     small.model.init.head_init = "default"
-    probe = _peak_bytes if res.device == "cuda" else _saved_bytes
+    c = copy.deepcopy(conf)
+    setattr(c, _layers_key(conf), layers)
+    if hasattr(c, "decoder_layers"):  # encoder-decoder: both stacks
+        c.encoder_layers = c.decoder_layers = layers
+    if getattr(c, "layer_types", None):
+        c.layer_types = c.layer_types[:layers]
+    model = models.build_model(small, res, c)
+    model.train()
     tr = cfg.trainer
-    measured = {}
-    for layers in (1, 2):
-        c = copy.deepcopy(conf)
-        setattr(c, key, layers)
-        if hasattr(c, "decoder_layers"):  # encoder-decoder: both stacks
-            c.encoder_layers = c.decoder_layers = layers
-        if getattr(c, "layer_types", None):
-            c.layer_types = c.layer_types[:layers]
-        model = models.build_model(small, res, c)
-        model.train()
-        if tr.use_liger_kernel:
-            from transformers.integrations.liger import apply_liger_kernel
+    if tr.use_liger_kernel:
+        from transformers.integrations.liger import apply_liger_kernel
 
-            apply_liger_kernel(model, train.liger_kernels(cfg.task.name) or {})
-        if tr.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            if getattr(model, "enable_input_require_grads", None):
-                model.enable_input_require_grads()
-        if tr.torch_compile and tr.compile_scope == "regional":
-            train.compile_regions(model, tr)
-        measured[layers] = probe(model, batch, res.amp, res.device)
-        del model
+        apply_liger_kernel(model, train.liger_kernels(cfg.task.name) or {})
+    if tr.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if getattr(model, "enable_input_require_grads", None):
+            model.enable_input_require_grads()
+    if tr.torch_compile and tr.compile_scope == "regional":
+        train.compile_regions(model, tr)
+    probe = _peak_bytes if res.device == "cuda" else _saved_bytes
+    return probe(model, batch, res.amp, res.device)
+
+
+def trace_activations(cfg, res, conf, batch: dict) -> dict:
+    """Activation bytes per layer and outside the layers, from 1- and 2-layer copies on `batch`."""
+    measured = {layers: probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2)}
     per_layer = measured[2] - measured[1]
-    return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, key)}
+    return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, _layers_key(conf))}
 
 
 def weights_and_state(model) -> dict:

@@ -2,6 +2,7 @@
 # The speed table on one GPU in one call (the device tool carries .whl and .gpu):
 #   bash experiments/speed/gpu.sh iterate   # 4 layers of Qwen3-4B width: every lever, quick (per-layer speed carries over)
 #   bash experiments/speed/gpu.sh table     # full depth, with the plain-Trainer anchors in the same call
+#   bash experiments/speed/gpu.sh memtrace [full]  # what is alive at the peak (4 layers, or full depth), beside the memory model
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
 # Wheels: scripts/gpu_wheels.sh --liger, plus the anchor: mkdir -p .gpu && cp <anchors>/hf_trainer_baseline.py .gpu/
 set -uo pipefail
@@ -81,6 +82,23 @@ if [ "$what" = memory ]; then  # full depth: the memory model's prediction besid
   run mem_lm_packed8k_liger $B task=causal_lm $P8 trainer.use_liger_kernel=true
   run mem_gc_all_bs32 $B batch=32 padding=max_length trainer.gradient_checkpointing=true
   run mem_qlora_packed8k $B $P8 peft=qlora
+fi
+if [ "$what" = memtrace ]; then  # 4 layers of real width: what is alive at the peak, probe copies at 1-4 layers
+  M="model=qwen3 model.arch.num_hidden_layers=4 trainer.max_steps=8 measure.warmup_steps=2 measure.profile_steps=0"
+  specs=("fixed_bs32 batch=32 padding=max_length" "packed8k_compile padding=packed_8k trainer.torch_compile=true"
+         "lm_fixed_bs16_compile task=causal_lm batch=16 padding=max_length trainer.torch_compile=true"
+         "gc_all_bs32 batch=32 padding=max_length trainer.gradient_checkpointing=true")
+  if [ "${2:-}" = full ]; then  # full depth, and the profiled tail on and off
+    M="model=qwen3 trainer.max_steps=8 measure.warmup_steps=2"
+    specs=("full_fixed_bs32 batch=32 padding=max_length measure.profile_steps=0"
+           "full_fixed_bs32_profiled batch=32 padding=max_length measure.profile_steps=2"
+           "full_gc_all_bs32 batch=32 padding=max_length trainer.gradient_checkpointing=true measure.profile_steps=0"
+           "full_packed8k_compile padding=packed_8k trainer.torch_compile=true measure.profile_steps=0")
+  fi
+  for spec in "${specs[@]}"; do
+    set -- $spec; label=$1; shift
+    timeout 200 python3 experiments/speed/memory_trace.py "$OUT/memtrace.jsonl" "$label" $M "$@" 2>>"$OUT/memtrace.log" | tee -a "$OUT/memtrace.txt"
+  done
 fi
 if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
   timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
