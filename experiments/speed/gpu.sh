@@ -97,7 +97,7 @@ if [ "$what" = memtrace ]; then  # 4 layers of real width: what is alive at the 
   fi
   for spec in "${specs[@]}"; do
     set -- $spec; label=$1; shift
-    timeout 200 python3 experiments/speed/memory_trace.py "$OUT/memtrace.jsonl" "$label" $M "$@" 2>>"$OUT/memtrace.log" | tee -a "$OUT/memtrace.txt"
+    timeout 150 python3 experiments/speed/memory_trace.py "$OUT/memtrace.jsonl" "$label" $M "$@" 2>>"$OUT/memtrace.log" | tee -a "$OUT/memtrace.txt"
   done
 fi
 if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real width (tests/test_gpu.py)

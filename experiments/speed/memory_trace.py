@@ -1,6 +1,6 @@
 """Where a training step's peak GPU memory goes, beside what the memory model predicted.
 
-One run, with the CUDA allocator's history recorded through training: at the run's peak, what is alive,
+One run, with the CUDA allocator's history recorded over its first 3 steps: at their peak, what is alive,
 grouped by the line that allocated it (the first frame in our code, transformers, peft, Liger or torch's
 optimizer), and the allocation that made the peak. Then the memory model's probe copies at 1-4 layers on the
 same widest micro-batch, so the real run (at 4 layers) can be set beside a copy of the same depth.
@@ -29,16 +29,20 @@ OURS = ("/src/", "transformers/", "peft/", "liger_kernel/", "torch/optim/", "acc
 
 
 class RecordHistory(TrainerCallback):
-    """The allocator's history from the first step to the end of training (costs time: diagnosis only)."""
+    """The allocator's history over the first `steps` steps (costs time and host memory: diagnosis only)."""
+
+    def __init__(self, steps: int = 3):
+        self.steps, self.snapshot = steps, None
 
     def on_train_begin(self, args, state, control, **kw):
         self.base = torch.cuda.memory_allocated()
-        torch.cuda.memory._record_memory_history(max_entries=5_000_000, stacks="python")
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
 
-    def on_train_end(self, args, state, control, **kw):
-        torch.cuda.synchronize()
-        self.snapshot = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(enabled=None)
+    def on_step_end(self, args, state, control, **kw):
+        if state.global_step == self.steps:
+            torch.cuda.synchronize()
+            self.snapshot = torch.cuda.memory._snapshot()
+            torch.cuda.memory._record_memory_history(enabled=None)
 
 
 def site(frames: list[dict]) -> str:
@@ -81,8 +85,9 @@ def main(out_path: str, label: str, *overrides: str) -> None:
         row = {"label": label, "overrides": overrides, "status": rep["status"], "error": rep["error"],
                "measured_peak_gb": (rep.get("memory_gb") or {}).get("peak_allocated"),
                "predicted": rep.get("memory_predicted_gb")}
-        if getattr(rec, "snapshot", None):
+        if rec.snapshot:
             row["trace"] = at_peak(rec.snapshot["device_traces"][0], rec.base)
+            row["trace"]["steps"] = rec.steps
         del rec
         gc.collect()
         torch.cuda.empty_cache()
