@@ -8,19 +8,25 @@ measured, not guessed: small copies of the model with 1 and 2 decoder layers, bu
 peft, dtypes, attention, Liger, regional compile), run one forward and backward on the widest micro-batch
 the run will see, made by the run's own collator. On a GPU the probe is the allocator's peak; on the CPU
 (tests) it is the bytes autograd saves. The 2-layer minus the 1-layer figure is one layer; what remains of
-the 1-layer figure is everything outside the layers. Both scale to the real depth exactly, at the real shape.
-A compiled run's copies compile the layer graph at the run's shape: for the packed classifier on an H100 the
-real model then compiled nothing new (a causal LM still compiled 2 graphs in step 1).
+the 1-layer figure is everything outside the layers. Both scale to the real depth exactly, at the real shape
+(probes at 1-4 layers on an H100 fell on one line to the byte).
+
+Two things the first probe taught (experiments/speed/memory_trace.py, what is alive at a run's peak):
+- A process's first forward and backward allocate cuBLAS workspaces (one per thread, kept for good) and a
+  compiled copy compiles: a warm-up probe goes first, and what it leaves allocated is the workspace.
+  Without it the 1-layer figure carried those ~60 MB and each layer came out short, 2 GB over 36 layers.
+- The widest micro-batch carries padding like a real one: with a padding mask sdpa repeats K/V for GQA and
+  takes the memory-efficient kernel; an all-full batch takes the cheaper maskless path (8% short at bs 32).
 """
 from __future__ import annotations
 
 import copy
+import gc
 import logging
 
 import torch
 
 log = logging.getLogger(__name__)
-WORKSPACE_GB = 0.5  # CUDA context allocations torch counts (cuBLAS workspaces, autotune buffers): a rough allowance
 
 
 def _layers_key(conf) -> str:
@@ -73,12 +79,16 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
     """The largest micro-batch the run can see, made by the run's collator from random rows: the activation
     peak follows it. A token budget is filled with rows of the longest length."""
     p, d = cfg.padding, cfg.data
-    width = d.max_length if p.strategy == "max_length" else min(d.max_length, int(lengths["max"]))
-    count = -(-cfg.batch.tokens // width) if p.strategy == "packed" and cfg.batch.tokens else cfg.batch.size
+    packed = p.strategy == "packed" and cfg.batch.tokens
+    longest = min(d.max_length, int(lengths["max"]))
+    count = -(-cfg.batch.tokens // longest) if packed else cfg.batch.size
     gen = torch.Generator().manual_seed(0)
     rows = []
     for i in range(count):
-        n = width if not (p.strategy == "packed" and cfg.batch.tokens) else min(width, cfg.batch.tokens - i * width)
+        if packed:
+            n = min(longest, cfg.batch.tokens - i * longest)
+        else:  # one row a token short: a real batch carries padding, so attention gets a mask (see the docstring)
+            n = max(1, longest - (i == count - 1 and count > 1))
         ids = torch.randint(3, min(conf.vocab_size, 1000), (n,), generator=gen).tolist()
         row = {"input_ids": ids, "length": n}
         if cfg.task.name == "classification":
@@ -127,10 +137,18 @@ def probe_copy(cfg, res, conf, batch: dict, layers: int) -> int:
 
 
 def trace_activations(cfg, res, conf, batch: dict) -> dict:
-    """Activation bytes per layer and outside the layers, from 1- and 2-layer copies on `batch`."""
+    """Activation bytes per layer and outside the layers, from 1- and 2-layer copies on `batch`, and the
+    workspace a first step leaves allocated (GPU)."""
+    workspace = 0
+    if res.device == "cuda":
+        before = torch.cuda.memory_allocated()
+        probe_copy(cfg, res, conf, batch, 1)  # warm-up: cuBLAS workspaces and compiled graphs are not activations
+        gc.collect()  # the copy's reference cycles, so only what outlives it is counted
+        workspace = torch.cuda.memory_allocated() - before
     measured = {layers: probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2)}
     per_layer = measured[2] - measured[1]
-    return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, _layers_key(conf))}
+    return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, _layers_key(conf)),
+            "workspace": workspace}
 
 
 def weights_and_state(model) -> dict:
@@ -171,7 +189,7 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         full.trainer.gradient_checkpointing = False
         kept_full = layers - -(-layers // cfg.trainer.checkpoint_every)
         activations += (trace_activations(full, res, conf, batch)["per_layer"] - acts["per_layer"]) * kept_full
-    parts = {**fixed, "activations": activations, "workspace": WORKSPACE_GB * 2**30}
+    parts = {**fixed, "activations": activations, "workspace": acts["workspace"]}
     gb = {k: v / 2**30 for k, v in parts.items()}
     capacity = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30 \
         if res.device == "cuda" else None

@@ -34,6 +34,8 @@ def test_widest_batch_is_the_runs_largest_micro_batch():
     assert tuple(fixed["input_ids"].shape) == (4, 320)
     _, _, _, packed = _setup("padding=packed", "batch.tokens=1024")
     assert tuple(packed["input_ids"].shape) == (1, 1024) and "pack_stats" not in packed
+    # a real padded batch carries padding, so attention gets a mask (on a GPU sdpa then keeps more per layer)
+    assert not dynamic["attention_mask"].all() and not fixed["attention_mask"].all()
 
 
 def test_checkpointing_keeps_far_fewer_activations_per_layer():
