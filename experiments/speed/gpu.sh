@@ -100,6 +100,21 @@ if [ "$what" = memtrace ]; then  # 4 layers of real width: what is alive at the 
     timeout 150 python3 experiments/speed/memory_trace.py "$OUT/memtrace.jsonl" "$label" $M "$@" 2>>"$OUT/memtrace.log" | tee -a "$OUT/memtrace.txt"
   done
 fi
+if [ "$what" = memory2 ]; then  # the memory model after its fixes, on the runs it missed
+  Q="model=qwen3 logger=none"
+  B="trainer.max_steps=14 measure.warmup_steps=4 measure.profile_steps=2"
+  run mem_qlora_packed8k $B $P8 peft=qlora
+  run mem_packed8k $B $P8
+  run mem_buckets_bs32 $B batch=32 padding=buckets
+fi
+if [ "$what" = sweep ]; then  # sweep=levers as a real multirun, beside the best plain-Trainer config, full depth
+  python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b32_group 2>>"$OUT/speed.log" | tee "$OUT/anchors.jsonl"
+  timeout 480 python3 -m src.run -m sweep=levers model=qwen3 logger=none hydra.sweep.dir=/tmp/levers >> "$OUT/speed.log" 2>&1
+  echo "sweep exit $?"
+  cp /tmp/levers/summary.* "$OUT/" 2>/dev/null; for d in /tmp/levers/*/; do
+    [ -f "$d/report.json" ] && python3 scripts/collect.py "$(basename "$d")" "$d/report.json" "$OUT/reports.jsonl"; done
+  cat /tmp/levers/summary.md 2>/dev/null
+fi
 if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
   timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
 fi
