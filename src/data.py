@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 from datasets import Dataset
+from transformers import AutoTokenizer
 
 log = logging.getLogger(__name__)
 N_SPECIAL = 4  # synthetic ids start here, clear of the usual pad/bos/eos/unk ids
@@ -169,27 +170,52 @@ def for_trainer(cfg, train: Dataset):
     return PackedDataset(train, packs)
 
 
-def prepare(cfg, conf, out_dir):
-    """The data side of a run: the tokenizer (the model's, or the offline fallback for text files), the
-    datasets, and what the report says about them. Writes labels.json when labels have names."""
+def load_tokenizer(cfg):
+    """The model directory's tokenizer, or None for random-init models (synthetic data needs none)."""
+    m = cfg.model
+    if not (m.pretrained or m.model_type == "auto"):
+        return None
+    tok = AutoTokenizer.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+    tok.padding_side = cfg.padding.side
+    if tok.pad_token is None:
+        # Common practice, and the loss-69 report's suspect: the diagnostics check pad == eos.
+        log.warning("tokenizer has no pad token; using eos (%s) as pad", tok.eos_token)
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+@dataclass
+class Prepared:
+    """The data side of a run, handed to the model side explicitly."""
+    tokenizer: object | None
+    train: Dataset
+    eval: Dataset | None
+    info: dict  # the report's "data" section: lengths, the label map, tokenisation costs of file data
+    for_model: dict  # what the model's config must agree with: the pad id the rows are padded with, label names
+
+
+def prepare(cfg, conf, out_dir) -> Prepared:
+    """The tokenizer (the model's, or the offline fallback for text files), the datasets, and what the report
+    says about them. Writes labels.json when labels have names. `conf` is read, never changed."""
     import json
 
-    from src import files, models
+    from src import files
 
-    tokenizer = models.load_tokenizer(cfg)
+    tokenizer = load_tokenizer(cfg)
     if tokenizer is None and cfg.data.source == "files":
         tokenizer = files.train_tokenizer(cfg, conf.vocab_size)  # offline fallback, cached
+    for_model = {}
     if tokenizer is not None:  # it pads the data: sequence classification must pool by its pad id
-        conf.pad_token_id = tokenizer.pad_token_id
-    train, evals, info = build_datasets(cfg, conf, tokenizer)
+        for_model["pad_token_id"] = tokenizer.pad_token_id
+    train, evals, info = build_datasets(cfg, conf, tokenizer, for_model.get("pad_token_id", conf.pad_token_id))
     if info.get("label2id"):  # the names behind the ids, kept with the run and in the model's config
         (out_dir / "labels.json").write_text(json.dumps(info["label2id"], ensure_ascii=False, indent=1))
-        conf.label2id = info["label2id"]
-        conf.id2label = {i: name for name, i in info["label2id"].items()}
-    return tokenizer, train, evals, {"lengths": length_stats(train), **info}
+        for_model["label2id"] = info["label2id"]
+        for_model["id2label"] = {i: name for name, i in info["label2id"].items()}
+    return Prepared(tokenizer, train, evals, {"lengths": length_stats(train), **info}, for_model)
 
 
-def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None, dict]:
+def build_datasets(cfg, conf, tokenizer=None, pad_id: int | None = None) -> tuple[Dataset, Dataset | None, dict]:
     """(train, eval, info): info has the label map and tokenisation costs of file data."""
     d, info = cfg.data, {}
     if d.source == "synthetic":
@@ -204,7 +230,7 @@ def build_datasets(cfg, conf, tokenizer=None) -> tuple[Dataset, Dataset | None, 
 
         train, evals, info = load_files(cfg, tokenizer)
     if cfg.padding.strategy == "longest":
-        train = pad_chunks(train, conf.pad_token_id, cfg.padding.chunk_size)
+        train = pad_chunks(train, conf.pad_token_id if pad_id is None else pad_id, cfg.padding.chunk_size)
     return train, evals, info
 
 

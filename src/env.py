@@ -11,7 +11,7 @@ import torch
 
 from src import distributed
 
-CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))  # tokenised data, random weights, compiled kernels
+CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))  # tokenised data, tokenizers, compiled kernels
 
 
 @dataclass

@@ -72,28 +72,6 @@ class WandbLogger(TrainerCallback):
             self.run = None
 
 
-def report_summary(rep: dict) -> dict:
-    """The report's final numbers, under the metric namespaces."""
-    out = {"status": rep["status"]}
-    for key, value in (rep.get("throughput") or {}).items():
-        out[f"perf/{key}"] = value
-    for key in ("mean", "p50", "p90", "stdev"):
-        out[f"perf/step_time_{key}_s"] = (rep.get("step_time_s") or {}).get(key)
-    out["perf/mfu"] = (rep.get("flops") or {}).get("mfu")
-    out["perf/gpu_busy_fraction"] = rep.get("gpu_busy_fraction")
-    for key, value in (rep.get("memory_gb") or {}).items():
-        if isinstance(value, (int, float)):
-            out[f"mem/{key}"] = value
-    verdict = rep.get("verdict") or {}
-    out.update({"verdict/bottleneck": verdict.get("bottleneck"), "verdict/saturated": verdict.get("saturated")})
-    for check in rep.get("diagnostics") or []:
-        out[f"diag/{check['check']}"] = check["status"]
-    loss = rep.get("loss") or {}
-    out.update({"loss/initial": loss.get("initial"), "loss/final": loss.get("final"),
-                "loss/expected_initial": loss.get("expected_initial")})
-    return {k: v for k, v in out.items() if v is not None}
-
-
 class Loggers:
     """The run's logging backends: `callbacks` go to the Trainer, `finish` gets the report."""
 
@@ -106,14 +84,14 @@ class Loggers:
             if self.run is not None:
                 self.callbacks.append(WandbLogger(self.run, meter))
 
-    def finish(self, rep: dict, log_history: list[dict]) -> None:
+    def finish(self, rep, log_history: list[dict]) -> None:  # rep: src.report.Report
         if self.enabled and self.cfg.logger.name == "csv" and log_history:
             import pandas as pd
 
             pd.DataFrame(log_history).to_csv(self.out_dir / "metrics.csv", index=False)
         if self.run is not None:
             try:
-                self.run.summary.update(report_summary(rep))
+                self.run.summary.update(rep.wandb_summary())
                 self.run.finish()
             except Exception as exc:
                 log.warning("wandb could not finish this run: %s", exc)

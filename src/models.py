@@ -1,4 +1,4 @@
-"""Build the model (random init from the shipped architecture, or real weights), its tokenizer, and PEFT."""
+"""Build the model (random init from the shipped architecture, or real weights) and PEFT."""
 from __future__ import annotations
 
 import logging
@@ -7,7 +7,7 @@ import math
 import torch
 from omegaconf import OmegaConf
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM,
-                          AutoModelForSequenceClassification, AutoTokenizer, PretrainedConfig)
+                          AutoModelForSequenceClassification, PretrainedConfig)
 
 from src.config import ConfigError
 from src.env import Resolved
@@ -32,20 +32,6 @@ def hf_config(cfg) -> PretrainedConfig:
         conf.num_labels = cfg.task.num_labels
     conf.use_cache = False  # the KV cache is for generation; in training it only costs memory
     return conf
-
-
-def load_tokenizer(cfg):
-    """The model directory's tokenizer, or None for random-init models (synthetic data needs none)."""
-    m = cfg.model
-    if not (m.pretrained or m.model_type == "auto"):
-        return None
-    tok = AutoTokenizer.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
-    tok.padding_side = cfg.padding.side
-    if tok.pad_token is None:
-        # Common practice, and the loss-69 report's suspect: the diagnostics check pad == eos.
-        log.warning("tokenizer has no pad token; using eos (%s) as pad", tok.eos_token)
-        tok.pad_token = tok.eos_token
-    return tok
 
 
 def quantize_4bit(model: torch.nn.Module, peft_cfg) -> None:

@@ -38,22 +38,23 @@ def main(cfg: DictConfig) -> float | None:
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
     from src.report import finished
 
-    report = finished(out_dir)
-    if report and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
-        print(f"{out_dir}: finished earlier ({report['status']}); rerun=true recomputes it")
-        return (report.get("throughput") or {}).get("real_tokens_per_s")
+    earlier = finished(out_dir)
+    if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
+        print(f"{out_dir}: finished earlier ({earlier.status}); rerun=true recomputes it")
+        return earlier.real_tokens_per_s
     group = Path(hydra_cfg.sweep.dir).name if in_sweep else None  # a sweep's jobs share a W&B group
     report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task), group=group)
     if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
         sys.exit(2 if report["status"] == "config_error" else 1)
-    return report.get("throughput", {}).get("real_tokens_per_s")
+    return (report.get("throughput") or {}).get("real_tokens_per_s")
 
 
 def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
+    """Train and measure one config; returns what report.json holds."""
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, report, train
+    from src import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, report, train
 
     t_start = time.perf_counter()
     writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
@@ -61,66 +62,70 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if writer:
         (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
-    rep = {"status": "ok", "error": None, "overrides": list(overrides), "config": OmegaConf.to_container(cfg, resolve=True)}
+    rep = report.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True))
     logs = None
     try:
         validate(cfg, torch.cuda.is_available())
         debug.crash_if_asked(cfg)
         res = env.setup(cfg)
-        rep.update(resolved=env.describe(res), env=env.info(res.device))
+        rep.resolved, rep.env = env.describe(res), env.info(res.device)
         conf = models.hf_config(cfg)
-        tokenizer, train_ds, eval_ds, rep["data"] = data.prepare(cfg, conf, out_dir)
+        prep = data.prepare(cfg, conf, out_dir)
+        conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
+        rep.data = prep.info
         model = models.build_model(cfg, res, conf)
-        rep["params"] = models.parameter_counts(model)
-        collator = data.collator_for(cfg, conf, rep["data"]["lengths"])
-        rep["memory_predicted_gb"] = memory_model.before_training(cfg, res, conf, model, collator, rep["data"]["lengths"])
-        rep["flops"] = flops.flops_per_token(model, conf, rep["data"]["lengths"]["token_weighted_mean"],
-                                             cfg.trainer.gradient_checkpointing)
+        rep.params = models.parameter_counts(model)
+        lengths = rep.data["lengths"]
+        collator = data.collator_for(cfg, conf, lengths)
+        rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, collator, lengths)
+        rep.flops = report.Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
+                                                         cfg.trainer.gradient_checkpointing))
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
-            rep["compiled_layers"] = train.compile_regions(model, cfg.trainer)
+            rep.compiled_layers = train.compile_regions(model, cfg.trainer)
         trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed")(
-            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=data.for_trainer(cfg, train_ds),
-            eval_dataset=eval_ds,
+            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=data.for_trainer(cfg, prep.train),
+            eval_dataset=prep.eval,
             data_collator=debug.wrap_collator(collator, cfg.debug),
-            compute_metrics=metrics.for_task(cfg, tokenizer, conf.pad_token_id),
+            compute_metrics=metrics.for_task(cfg, prep.tokenizer, conf.pad_token_id),
             callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
-        rep["timing_s"] = {"build": t_built - t_start}
+        rep.timing_s = {"build": t_built - t_start}
         if cfg.diagnostics.enabled or cfg.mode == "diagnose":
-            rep["diagnostics"] = diagnose.preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf,
-                                                    expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)
-            rep["timing_s"]["diagnostics"] = time.perf_counter() - t_built
-        failed = [c["check"] for c in rep.get("diagnostics", []) if c["status"] == "fail"]
+            rep.diagnostics = diagnose.preflight(cfg, res, model, trainer, collator, prep.train, prep.tokenizer, conf,
+                                                 expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)
+            rep.timing_s["diagnostics"] = time.perf_counter() - t_built
+        failed = [c["check"] for c in rep.get("diagnostics") or [] if c["status"] == "fail"]
         if failed and (cfg.mode == "diagnose" or cfg.diagnostics.stop_on_fail):
-            rep.update(status="failed_checks", error="failed: " + ", ".join(failed))
+            rep.status, rep.error = "failed_checks", "failed: " + ", ".join(failed)
         elif cfg.mode == "train":
-            rep["resumed_from"] = train.last_checkpoint(out_dir) if cfg.resume else None
+            rep.resumed_from = train.last_checkpoint(out_dir) if cfg.resume else None
             t_built = time.perf_counter()
-            trainer.train(resume_from_checkpoint=rep["resumed_from"])
+            trainer.train(resume_from_checkpoint=rep.resumed_from)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
-        rep.update(status="config_error", error=str(exc))
+        rep.status, rep.error = "config_error", str(exc)
     except torch.OutOfMemoryError as exc:
         log.error("out of memory: %s", str(exc).splitlines()[0])
-        rep.update(status="oom", error=str(exc).splitlines()[0])
+        rep.status, rep.error = "oom", str(exc).splitlines()[0]
     except Exception as exc:  # recorded, so a sweep keeps going; the traceback goes to the job's log
         log.error("run failed:\n%s", traceback.format_exc())
-        rep.update(status="error", error=f"{type(exc).__name__}: {exc}")
-    if rep["status"] == "ok" and cfg.mode == "train":
-        rep["timing_s"]["train"] = time.perf_counter() - t_built
-        rep.update(report.measured(cfg, rep, meter, trainer, res.device))
-    rep.setdefault("timing_s", {})["total"] = time.perf_counter() - t_start
+        rep.status, rep.error = "error", f"{type(exc).__name__}: {exc}"
+    if rep.status == "ok" and cfg.mode == "train":
+        rep.timing_s["train"] = time.perf_counter() - t_built
+        analysis.analyse(cfg, rep, meter, trainer, res.device)
+    rep.timing_s = rep.get("timing_s") or {}
+    rep.timing_s["total"] = time.perf_counter() - t_start
     if logs is not None:
-        logs.finish(rep, trainer.state.log_history if rep["status"] == "ok" else [])
+        logs.finish(rep, trainer.state.log_history if rep.status == "ok" else [])
     if writer:
         report.write(out_dir, rep)
         print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
-    return rep
+    return rep.to_dict()
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 from hydra.experimental.callback import Callback
 
+from src.report import PHASES, Report
+
 log = logging.getLogger(__name__)
-PHASES = ("data", "compute", "optimizer", "other")
 
 
 def load_reports(sweep_dir: Path) -> list[dict]:
@@ -23,14 +24,6 @@ def load_reports(sweep_dir: Path) -> list[dict]:
         report["job"] = path.parent.name
         reports.append(report)
     return reports
-
-
-def _get(d: dict, *keys, default=None):
-    for k in keys:
-        if not isinstance(d, dict) or d.get(k) is None:
-            return default
-        d = d[k]
-    return d
 
 
 def _overrides(report: dict) -> dict:
@@ -44,33 +37,39 @@ def _varying(reports: list[dict]) -> list[str]:
     return [k for k in keys if len({g.get(k) for g in given}) > 1]
 
 
+# summary column -> the report field it shows (report.Report.flat's names); every other measured number
+# follows under its own `section.field` name, so a new report field reaches summary.csv by itself
+COLUMNS = {"real_tok_s": "throughput.real_tokens_per_s", "samples_s": "throughput.samples_per_s",
+           "pad_fraction": "throughput.pad_fraction", "step_s": "step_time_s.mean", "step_p90_s": "step_time_s.p90",
+           "steps_timed": "step_time_s.n", "mfu": "flops.mfu",
+           "peak_alloc_gb": "memory_gb.peak_allocated", "peak_reserved_gb": "memory_gb.peak_reserved",
+           "capacity_gb": "memory_gb.capacity", "peak_rss_gb": "memory_gb.peak_rss_gb",
+           "alloc_retries": "memory_gb.alloc_retries_in_window", **{f"{p}_s": f"breakdown_s.{p}" for p in PHASES}}
+
+
 def table(reports: list[dict]) -> pd.DataFrame:
-    """One row per job, ranked: finished jobs by real tokens/s, then failed ones."""
+    """One row per job (report.json's contents plus its "job" directory), ranked: finished jobs by real
+    tokens/s, then failed ones."""
     rows = []
     keys = _varying(reports)
-    for r in reports:
-        given = _overrides(r)
-        label = ", ".join(f"{k}={given[k]}" for k in keys if k in given) or r["job"]
-        c, st, mem = r.get("config", {}), r.get("step_time_s", {}), r.get("memory_gb", {})
-        size, accum = _get(c, "batch", "size"), _get(c, "batch", "grad_accum")
-        world = _get(r, "resolved", "world_size") or 1  # a multi-process job's ranks each take a micro-batch
-        row = {
-            "job": label, "dir": r["job"], "status": r["status"], "batch": size, "grad_accum": accum,
-            "effective_batch": size * accum * world if size and accum else None, "world_size": world,
-            "real_tok_s": _get(r, "throughput", "real_tokens_per_s"),
-            "samples_s": _get(r, "throughput", "samples_per_s"),
-            "pad_fraction": _get(r, "throughput", "pad_fraction"),
-            "step_s": st.get("mean"), "step_p90_s": st.get("p90"), "steps_timed": st.get("n"),
-            "mfu": _get(r, "flops", "mfu"), "gpu_busy": r.get("gpu_busy_fraction"),
-            "peak_alloc_gb": mem.get("peak_allocated"), "peak_reserved_gb": mem.get("peak_reserved"),
-            "capacity_gb": mem.get("capacity"), "peak_rss_gb": mem.get("peak_rss_gb"),
-            "predicted_alloc_gb": _get(r, "memory_predicted_gb", "peak_allocated"),  # the memory model, before step 1
-            "alloc_retries": mem.get("alloc_retries_in_window"),
-            "saturated": _get(r, "verdict", "saturated"), "bottleneck": _get(r, "verdict", "bottleneck"),
-            "build_s": _get(r, "timing_s", "build"), "train_s": _get(r, "timing_s", "train"),
-            "device": _get(r, "env", "device_name"), "error": (r.get("error") or "")[:200],
-        }
-        row.update({f"{p}_s": _get(r, "breakdown_s", p) for p in PHASES})
+    for d in reports:
+        r = Report.from_dict(d)
+        given = _overrides(d)
+        label = ", ".join(f"{k}={given[k]}" for k in keys if k in given) or d["job"]
+        size, accum = r.config.get("batch", {}).get("size"), r.config.get("batch", {}).get("grad_accum")
+        world = (r.get("resolved") or {}).get("world_size") or 1  # a multi-process job's ranks each take a micro-batch
+        flat = r.flat()
+        verdict, timing = r.get("verdict"), r.get("timing_s") or {}
+        row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "grad_accum": accum,
+               "effective_batch": size * accum * world if size and accum else None, "world_size": world,
+               **{col: flat.get(path) for col, path in COLUMNS.items()},
+               "gpu_busy": r.get("gpu_busy_fraction"),
+               "predicted_alloc_gb": (r.get("memory_predicted_gb") or {}).get("peak_allocated"),  # before step 1
+               "saturated": verdict.saturated if verdict else None, "bottleneck": verdict.bottleneck if verdict else None,
+               "build_s": timing.get("build"), "train_s": timing.get("train"),
+               "device": (r.get("env") or {}).get("device_name"), "error": (r.error or "")[:200]}
+        shown = set(COLUMNS.values())
+        row.update({path: value for path, value in flat.items() if path not in shown})
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:

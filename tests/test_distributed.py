@@ -9,7 +9,7 @@ import pytest
 
 from src import distributed, train
 from src.config import ConfigError, validate
-from src.report import worst_memory
+from src.analysis import worst_memory
 from tests.conftest import QUICK, ROOT, compose, read_report
 
 

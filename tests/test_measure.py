@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from src.measure import Measure, TokenCounter, window_tokens
-from src.report import throughput, verdict
 
 
 def _padded_batch():
@@ -78,37 +77,7 @@ def test_warmup_steps_are_not_timed_or_counted():
     assert st["wall_mean"] == pytest.approx(st["mean"], rel=0.05)
 
 
-def test_throughput_is_tokens_per_step_over_seconds_per_step():
-    th = throughput({"samples": 8, "all": 32, "real": 20, "loss": 8}, 4, 0.5)
-    assert th == {"samples_per_s": 4.0, "tokens_per_s": 16.0, "real_tokens_per_s": 10.0,
-                  "loss_tokens_per_s": 4.0, "pad_fraction": pytest.approx(1 - 20 / 32)}
-
-
 def test_stop_when_stable_ends_training_once_the_mean_is_known():
     res, last_step = _simulate([0.01] * 40, warmup=2, stop_rel_error=0.05, min_steps=5)
     assert last_step < 40 and res["stopped_when_stable"]
     assert res["step_time_s"]["n"] >= 5
-
-
-def _case(data=0.0, step=1.0, busy=None, retries=0, reserved=10.0, capacity=80.0, mfu=0.3):
-    return verdict({"mean": step}, {"data": data, "compute": step - data, "optimizer": 0, "other": 0}, busy,
-                   {"peak_reserved": reserved, "capacity": capacity}, retries, mfu)
-
-
-@pytest.mark.parametrize("case,bottleneck,saturated", [
-    (dict(data=0.4, busy=0.5), "data", False),        # a slow collator
-    (dict(busy=0.28), "host", False),                 # a tiny batch
-    (dict(busy=0.95), "compute", False),              # a large batch
-    (dict(busy=0.9, retries=3, reserved=39.9, capacity=40.0), "memory", True),  # a cap near the peak
-    (dict(busy=0.95, reserved=78.3, capacity=79.2), "compute", True),           # close to full, no retries yet
-    (dict(capacity=None), "compute", False),          # the CPU: no busy share, no capacity
-])
-def test_verdict_on_constructed_cases(case, bottleneck, saturated):
-    got = _case(**case)
-    assert (got["bottleneck"], got["saturated"]) == (bottleneck, saturated)
-    assert got["reasons"]  # the numbers behind it, in words
-
-
-def test_verdict_states_the_numbers():
-    reasons = " ".join(_case(busy=0.28)["reasons"])
-    assert "GPU busy 28% of the step" in reasons and "launch kernels" in reasons and "MFU 30.0%" in reasons

@@ -93,9 +93,9 @@ def main(out_path: str, label: str, *overrides: str) -> None:
         torch.cuda.empty_cache()
         res = env.setup(cfg)
         conf = models.hf_config(cfg)
-        _, _, _, info = data.prepare(cfg, conf, Path(tmp))
-        collator = data.collator_for(cfg, conf, info["lengths"])
-        batch = memory_model.widest_batch(cfg, conf, collator, info["lengths"], res.device)
+        lengths = data.prepare(cfg, conf, Path(tmp)).info["lengths"]
+        collator = data.collator_for(cfg, conf, lengths)
+        batch = memory_model.widest_batch(cfg, conf, collator, lengths, res.device)
         row["probe_gb"] = {n: memory_model.probe_copy(cfg, res, conf, batch, n) / GB for n in (1, 2, 3, 4)}
     with open(out_path, "a") as f:
         f.write(json.dumps(row, default=str) + "\n")

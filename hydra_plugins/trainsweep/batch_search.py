@@ -55,7 +55,7 @@ class BatchSearchSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
-        from src.report import finished
+        from src.report import Report, finished
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -65,13 +65,13 @@ class BatchSearchSweeper(Sweeper):
             overrides = list(arguments) + [f"batch.size={size}", f"batch.grad_accum={accum}"]
             [ret] = self.launcher.launch([overrides], initial_job_idx=idx)
             job_dir = Path(ret.hydra_cfg.hydra.runtime.output_dir) if ret.hydra_cfg else Path(ret.working_dir)
-            report = finished(job_dir) or {"status": "error"}
-            rate = (report.get("throughput") or {}).get("real_tokens_per_s")
-            saturated = bool((report.get("verdict") or {}).get("saturated"))
-            path.append({"batch": size, "grad_accum": accum, "status": report["status"],
+            report = finished(job_dir) or Report(status="error")
+            rate = report.real_tokens_per_s
+            saturated = bool(report.get("verdict") and report.verdict.saturated)
+            path.append({"batch": size, "grad_accum": accum, "status": report.status,
                          "real_tokens_per_s": rate, "saturated": saturated, "dir": str(job_dir)})
-            if report["status"] != "ok" or rate is None:
-                stop = f"batch {size} ended {report['status']}"
+            if report.status != "ok" or rate is None:
+                stop = f"batch {size} ended {report.status}"
                 break
             if best is None or rate > best["real_tokens_per_s"] * (1 + self.min_gain):
                 best, misses = path[-1], 0

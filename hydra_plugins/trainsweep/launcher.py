@@ -60,7 +60,7 @@ class IsolatedLauncher(LocalLauncher):
             job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
             done = finished(job_dir)
             if done and not job_cfg.get("rerun", False):
-                log.info(f"\t#{idx} : {' '.join(overrides)}: finished earlier ({done['status']}), skipped")
+                log.info(f"\t#{idx} : {' '.join(overrides)}: finished earlier ({done.status}), skipped")
                 returns.append(self._completed(overrides, job_dir, done))
                 continue
             try:
@@ -75,9 +75,8 @@ class IsolatedLauncher(LocalLauncher):
         return returns
 
     @staticmethod
-    def _completed(overrides, job_dir: Path, report: dict) -> JobReturn:
+    def _completed(overrides, job_dir: Path, report) -> JobReturn:  # report: src.report.Report
         # COMPLETED even for a failed job: the sweeper re-raises FAILED ones, which would end the sweep
         # before the rest ran and before its summary; the failure lives in the job's report instead.
-        value = (report.get("throughput") or {}).get("real_tokens_per_s")
         return JobReturn(overrides=list(overrides), working_dir=str(job_dir), status=JobStatus.COMPLETED,
-                         _return_value=value)
+                         _return_value=report.real_tokens_per_s)

@@ -1,0 +1,64 @@
+"""The report's derived numbers (src/analysis.py): throughput, MFU, the verdict, the typed sections they fill."""
+import pytest
+
+from src.analysis import mfu, throughput, verdict
+from src.report import Breakdown, CpuMemory, Flops, GpuMemory, Report, StepTime, Throughput
+
+
+def test_throughput_is_tokens_per_step_over_seconds_per_step():
+    th = throughput({"samples": 8, "all": 32, "real": 20, "loss": 8}, 4, 0.5)
+    assert th == Throughput(samples_per_s=4.0, tokens_per_s=16.0, real_tokens_per_s=10.0, loss_tokens_per_s=4.0,
+                            pad_fraction=pytest.approx(1 - 20 / 32))
+    assert throughput(None, 4, 0.5) == Throughput()  # nothing timed: no rate, not a zero
+
+
+def _case(data=0.0, step=1.0, busy=None, retries=0, reserved=10.0, capacity=80.0, mfu=0.3):
+    mem = GpuMemory(peak_reserved=reserved, capacity=capacity) if capacity else CpuMemory(peak_rss_gb=1.0)
+    return verdict(StepTime(mean=step), Breakdown(data=data, compute=step - data, optimizer=0, other=0), busy, mem,
+                   retries, mfu)
+
+
+@pytest.mark.parametrize("case,bottleneck,saturated", [
+    (dict(data=0.4, busy=0.5), "data", False),        # a slow collator
+    (dict(busy=0.28), "host", False),                 # a tiny batch
+    (dict(busy=0.95), "compute", False),              # a large batch
+    (dict(busy=0.9, retries=3, reserved=39.9, capacity=40.0), "memory", True),  # a cap near the peak
+    (dict(busy=0.95, reserved=78.3, capacity=79.2), "compute", True),           # close to full, no retries yet
+    (dict(capacity=None), "compute", False),          # the CPU: no busy share, no capacity
+])
+def test_verdict_on_constructed_cases(case, bottleneck, saturated):
+    got = _case(**case)
+    assert (got.bottleneck, got.saturated) == (bottleneck, saturated)
+    assert got.reasons  # the numbers behind it, in words
+
+
+def test_verdict_states_the_numbers():
+    reasons = " ".join(_case(busy=0.28).reasons)
+    assert "GPU busy 28% of the step" in reasons and "launch kernels" in reasons and "MFU 30.0%" in reasons
+
+
+def test_an_mfu_above_one_is_named_impossible():
+    assert any("impossible" in r for r in _case(busy=0.95, mfu=1.3).reasons)
+    assert not any("impossible" in r for r in _case(busy=0.95, mfu=0.4).reasons)
+
+
+def test_mfu_is_the_model_flops_rate_over_the_peak():
+    fl = Flops(per_token=1e9, per_token_hardware=1.5e9, peak_tflops=100.0)
+    assert mfu(fl, 30_000) == (pytest.approx(0.3), pytest.approx(0.45))
+    assert mfu(Flops(per_token=1e9), 30_000) == (None, None)  # no known peak: no figure rather than a guess
+
+
+def test_a_report_round_trips_through_its_dict_and_leaves_out_what_the_run_never_reached():
+    rep = Report(status="oom", error="out of memory", overrides=["batch=64"], config={"batch": {"size": 64}},
+                 timing_s={"build": 1.0}, flops=Flops(per_token=2.0))
+    d = rep.to_dict()
+    assert list(d) == ["status", "error", "overrides", "config", "flops", "timing_s"]
+    assert Report.from_dict(d) == rep and Report.from_dict(d).real_tokens_per_s is None
+
+
+def test_a_new_section_field_reaches_the_flat_view_and_wandb_by_itself():
+    rep = Report(throughput=Throughput(real_tokens_per_s=5.0, world_size=1), memory_gb=GpuMemory(peak_allocated=3.0))
+    flat = rep.flat()
+    assert flat["throughput.real_tokens_per_s"] == 5.0 and flat["memory_gb.peak_allocated"] == 3.0
+    wb = rep.wandb_summary()
+    assert wb["perf/real_tokens_per_s"] == 5.0 and wb["mem/peak_allocated"] == 3.0 and wb["status"] == "ok"
