@@ -28,7 +28,7 @@ test: setup  ## fast tests (CPU; GPU tests skip without a GPU)
 sweep: setup  ## a 4-point CPU sweep: batch 2,4 x grad_accum 1,2
 	$(PY) -m src.run -m batch=2,4 batch.grad_accum=1,2 $(ARGS)
 
-wheels:  ## wheels the GPU machine lacks, into .whl/ (DESIGN.md section 7)
+wheels:  ## wheels the GPU machine lacks, into .whl/ (carried there; scripts/gpu_setup.sh installs them)
 	scripts/gpu_wheels.sh
 
 clean:  ## remove outputs (keeps .venv)

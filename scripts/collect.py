@@ -1,4 +1,6 @@
-"""Append a run's report.json, labelled, to a JSONL file: many runs come back from the GPU as one file."""
+"""Append a run's report.json, labelled, to a JSONL file: many runs come back from the GPU as one file.
+    python scripts/collect.py LABEL REPORT.json OUT.jsonl [--line]
+--line also prints the run's headline numbers on one line (what a GPU call shows as each run ends)."""
 import json
 import sys
 
@@ -8,3 +10,11 @@ with open(report_path) as f:
 report["label"] = report.pop("label", label)
 with open(out_path, "a") as f:
     f.write(json.dumps(report, default=str) + "\n")
+
+if "--line" in sys.argv[4:]:
+    th, fl, mem, pred, step = (report.get(key) or {} for key in
+                               ("throughput", "flops", "memory_gb", "memory_predicted_gb", "step_time_s"))
+    print(f"  {report['status']} real tok/s {th.get('real_tokens_per_s') or 0:,.0f}  MFU {fl.get('mfu') or 0:.1%}"
+          f"  step {step.get('mean')}  busy {report.get('gpu_busy_fraction')}  peak {mem.get('peak_allocated')}"
+          f"  pred {pred.get('peak_allocated')}  compile {report.get('compile')}  timing {report.get('timing_s')}"
+          f"  {report.get('error') or ''}")

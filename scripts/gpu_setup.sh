@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# On the GPU machine (source it): install the carried .whl/ wheels into /tmp/site and put them and the
-# repo on PYTHONPATH, then show what the run will use.
+# On the GPU machine, sourced from the repo root by every experiments/*/gpu.sh and scripts/gpu_tests.sh:
+# install the carried .whl/ wheels into /tmp/site and put them and the repo on PYTHONPATH, show what the run
+# will use, then define the run-and-collect functions the scripts share:
+#   run LABEL OVERRIDES...  one `python -m src.run` in $RUNS/LABEL, cut at $RUN_TIMEOUT s; its output appended
+#                           to $RUN_LOG, its report.json appended, labelled, to $REPORTS; prints one summary line
+#   sweep LABEL ARGS...     one multirun into $RUNS/LABEL, cut at $SWEEP_TIMEOUT s; its summary.* and plots
+#                           copied to $OUT, every job's report appended to $REPORTS (labelled by the job's dir)
+#   collect LABEL REPORT.json [--line]   append one report (scripts/collect.py), if the run left one
+# A script sets after sourcing: RUN_LOG, REPORTS, COMMON (overrides every run and sweep of it shares) and
+# LAUNCH (what starts a run: python3, or e.g. "torchrun --nproc_per_node=2"; `LAUNCH=... run ...` for one run).
+# From the environment: OUT (what comes back; the device tool sets it), RUNS, RUN_TIMEOUT, SWEEP_TIMEOUT.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || return 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # datasets 5.x needs pyarrow >= 24; an older pyarrow there takes datasets 4.0 (pyarrow >= 15) from .whl/alt/
@@ -19,3 +28,34 @@ for name in ("torch", "transformers", "peft", "accelerate", "datasets", "pyarrow
 import torch
 print("\n" + (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"))
 PY
+
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+RUNS=${RUNS:-/tmp/runs}
+# A device call ends at 10 minutes: a run cut before that still leaves time to collect what finished.
+RUN_TIMEOUT=${RUN_TIMEOUT:-540} SWEEP_TIMEOUT=${SWEEP_TIMEOUT:-540}
+RUN_LOG=$OUT/run.log REPORTS=$OUT/reports.jsonl COMMON="" LAUNCH=python3
+
+collect() {  # LABEL REPORT.json [--line]
+  if [ -f "$2" ]; then python3 scripts/collect.py "$1" "$2" "$REPORTS" "${@:3}"; else echo "  $1: no report.json"; fi
+}
+
+run() {  # LABEL OVERRIDES...
+  local label=$1; shift
+  local dir=$RUNS/$label t0=$SECONDS rc
+  rm -rf "$dir"  # src.run skips a run its dir says finished: a rerun on a warm machine would collect the old report
+  timeout "$RUN_TIMEOUT" $LAUNCH -m src.run $COMMON "$@" hydra.run.dir="$dir" >> "$RUN_LOG" 2>&1
+  rc=$?
+  echo "$label: exit $rc, $((SECONDS - t0)) s" | tee -a "$RUN_LOG"
+  collect "$label" "$dir/report.json" --line
+}
+
+sweep() {  # LABEL ARGS...
+  local label=$1; shift
+  local dir=$RUNS/$label t0=$SECONDS rc d
+  rm -rf "$dir"  # as in run: finished jobs in an old sweep dir would be skipped, not rerun
+  timeout "$SWEEP_TIMEOUT" python3 -m src.run -m $COMMON "$@" hydra.sweep.dir="$dir" >> "$RUN_LOG" 2>&1
+  rc=$?
+  echo "$label: exit $rc, sweep wall time $((SECONDS - t0)) s" | tee -a "$RUN_LOG"
+  cp "$dir"/summary.* "$dir"/*.png "$OUT/" 2>/dev/null
+  for d in "$dir"/*/; do collect "$(basename "$d")" "$d/report.json"; done
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wheels for what the GPU machine lacks (DESIGN.md section 7), downloaded here into .whl/ for Python 3.12
+# Wheels for what the GPU machine lacks (it cannot reach a package index), downloaded here into .whl/ for Python 3.12
 # x86_64, at the versions this .venv runs. The machine has torch, transformers, peft, accelerate, pandas,
 # pyarrow and nvidia-ml-py. Usage: scripts/gpu_wheels.sh [--qlora] [--wandb] [--liger]   (64 MiB travel in all:
 # bitsandbytes is 43 MB and wandb 20 MB, so take one of them at a time)
@@ -27,5 +27,4 @@ for pkg in $PKGS; do
 done
 # antlr4-python3-runtime 4.9.3 (hydra's parser) is an sdist only: build its wheel here.
 $PY -m pip wheel -q --no-deps -w .whl antlr4-python3-runtime==4.9.3 2>&1 | grep -v "is ignored" || true
-grep -q '^/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
 ls -la .whl && du -sh .whl

@@ -1,12 +1,13 @@
 """Every saved experiment composes into valid jobs, and the ones that can run on a CPU run there in a tiny
 variant (the smoke test behind each experiments/<name>/README.md command)."""
 import itertools
+import subprocess
 
 import pytest
 from hydra import compose as hydra_compose, initialize_config_dir
 
 from src.config import ConfigError, validate
-from tests.conftest import CONF, QUICK, cli, compose, read_report
+from tests.conftest import CONF, QUICK, ROOT, cli, compose, read_report
 
 SWEPT = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")
                if "sweeper" in p.read_text())
@@ -21,8 +22,21 @@ def jobs(experiment: str) -> list[list[str]]:
     return [[f"experiment={experiment}", *combo] for combo in itertools.product(*axes)]
 
 
-def test_the_issue_experiments_exist():
+def test_the_field_report_experiments_exist():
     assert {"twelve_x_slowdown", "batch_vs_accum_saturation", "kobart_batch", "loop_overheads"} <= set(SWEPT)
+
+
+@pytest.mark.parametrize("experiment", SWEPT)
+def test_each_experiment_has_its_folder_of_the_same_name_with_its_gpu_run(experiment):
+    folder = ROOT / "experiments" / experiment
+    assert (folder / "README.md").exists() and (folder / "gpu.sh").exists(), folder
+
+
+def test_every_gpu_script_parses_and_runs_on_the_shared_helper():
+    scripts = sorted((ROOT / "experiments").glob("*/gpu.sh")) + [ROOT / "scripts" / "gpu_tests.sh"]
+    for script in scripts:
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0, script
+        assert "source scripts/gpu_setup.sh" in script.read_text(), script
 
 
 @pytest.mark.parametrize("experiment", SWEPT)

@@ -1,4 +1,8 @@
-"""FLOPs per token from the architecture: the reference values of DESIGN.md section 5 for Qwen3-4B."""
+"""FLOPs per token from the architecture, against reference values for the Qwen3-4B shape at 211 tokens (the
+seeds' mean length), worked out by hand: 4 FLOPs per frozen and 6 per trained matmul weight (3.63B in the
+decoder layers, 0.39B more in the causal LM's head, 33M LoRA r16 adapters on every linear layer) plus
+attention's 12 x layers x heads x head_dim x seq = 0.37 GFLOPs. LoRA: 15.1 GFLOPs per token as a
+classifier, 16.7 as a causal LM; full fine-tune: 22.2 and 24.5."""
 import pytest
 import torch
 from peft import LoraConfig, get_peft_model
