@@ -14,11 +14,13 @@ import torch
 
 from src import data, env, models, train
 from src.config import compose
+from src.trainer_hooks import TrainerHooks
 
 
 class BareLoop:
     """Model, optimizer and the runner's batches, preloaded on the device; `step` is one optimizer step.
-    `hooks` (a Measure and its TokenCounter) are called where the Trainer would call them."""
+    `hooks` (a TrainerHooks around a Measure, whose TokenCounter is `counter`) are called where the Trainer
+    would call them."""
 
     def __init__(self, overrides: list[str]):
         cfg = self.cfg = compose(overrides)
@@ -39,33 +41,24 @@ class BareLoop:
         self.opt = torch.optim.AdamW(self.params, lr=cfg.trainer.lr, fused=res.device == "cuda")
         self.amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(res.amp)
         self.model.train()
+        self.no_hooks = TrainerHooks()
 
     def sync(self):
         if self.res.device == "cuda":
             torch.cuda.synchronize()
 
-    def step(self, micro, hooks=None, state=None):
-        meter, counter = hooks or (None, None)
-        if meter:
-            meter.on_step_begin(None, state, None)
-        for b in micro:
-            if counter:
-                counter.add(b)
-            with torch.autocast(self.res.device, dtype=self.amp or torch.float32, enabled=self.amp is not None):
-                loss = self.model(**b).loss / self.ga
-            loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, self.cfg.trainer.max_grad_norm)
-        if meter:
-            meter.on_pre_optimizer_step(None, state, None)
-        self.opt.step()
-        if meter:
-            meter.on_optimizer_step(None, state, None)
-        self.opt.zero_grad(set_to_none=True)
-        if meter:
-            state.global_step += 1
-            meter.on_step_end(None, state, None)
-            if state.global_step % self.cfg.trainer.logging_steps == 0:
-                meter.on_log(None, state, None)
+    def step(self, micro, hooks: TrainerHooks | None = None, counter=None):
+        def forward_backward():
+            for b in micro:
+                if counter:
+                    counter.add(b)
+                with torch.autocast(self.res.device, dtype=self.amp or torch.float32, enabled=self.amp is not None):
+                    loss = self.model(**b).loss / self.ga
+                loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.params, self.cfg.trainer.max_grad_norm)
+
+        # Both arms of benchmarks/overhead.py's A/B run this same code; only the hooks differ.
+        (hooks or self.no_hooks).step(forward_backward, self.opt.step, lambda: self.opt.zero_grad(set_to_none=True))
 
     def timed_pass(self, batches=None, **hooks) -> float:
         """Seconds per step over `batches` (default: the steps after warm-up)."""

@@ -1,7 +1,7 @@
 """What trainsweep's measurement costs on a real training step. Two figures:
 
 1. hooks: host time of our hooks per optimizer step (Measure's five hooks, the token counter, the
-   log-window drain) over many simulated steps on a real batch. Measurement adds no sync, so this host
+   log-window drain, called through src/trainer_hooks.py) over many simulated steps on a real batch. Measurement adds no sync, so this host
    time is the most it can add to a step.
 2. ab: the same model and batches trained in one warm process (the bare loop, with our hooks called where
    the Trainer calls them), in pairs of short blocks, measurement off and on, on the same batches: the
@@ -14,11 +14,11 @@ import json
 import statistics
 import sys
 import time
-from types import SimpleNamespace
 
 import torch
 
 from src.measure import Measure, TokenCounter
+from src.trainer_hooks import TrainerHooks
 
 
 def hooks(overrides: list[str], steps: int = 2000) -> dict:
@@ -31,22 +31,19 @@ def hooks(overrides: list[str], steps: int = 2000) -> dict:
     rows = list(data.synthetic(cfg, conf, cfg.batch.size, 0))
     batch = {k: v.to(device) for k, v in data.collator_for(cfg, conf)(rows).items()}
     counter = TokenCounter(cfg.task.name)
-    meter = Measure(counter, device, warmup=10, max_steps=steps, profile_steps=0)
-    state = SimpleNamespace(global_step=0)
-    meter.on_train_begin(None, state, None)
-    t0 = time.perf_counter()
-    for i in range(1, steps + 1):
-        meter.on_step_begin(None, state, None)
+    meter_hooks = TrainerHooks(Measure(counter, device, warmup=10, max_steps=steps, profile_steps=0),
+                               log_every=cfg.trainer.logging_steps)
+
+    def work():
         for _ in range(cfg.batch.grad_accum):
             counter.add(batch)
-        meter.on_pre_optimizer_step(None, state, None)
-        meter.on_optimizer_step(None, state, None)
-        state.global_step = i
-        meter.on_step_end(None, state, None)
-        if i % cfg.trainer.logging_steps == 0:
-            meter.on_log(None, state, None)
+
+    meter_hooks.train_begin()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        meter_hooks.step(work)
     host = (time.perf_counter() - t0) / steps
-    meter.on_train_end(None, state, None)
+    meter_hooks.train_end()
     return {"name": "hook_overhead", "host_us_per_step": host * 1e6, "steps": steps, "device": device,
             "overrides": overrides}
 
@@ -58,8 +55,8 @@ def ab(pairs: int, overrides: list[str], block: int = 4) -> dict:
     loop.timed_pass(loop.batches)  # meet every shape first
     counter = TokenCounter(loop.cfg.task.name)
     meter = Measure(counter, loop.res.device, warmup=0, max_steps=10**9, profile_steps=0)
-    state = SimpleNamespace(global_step=0)
-    meter.on_train_begin(None, state, None)
+    meter_hooks = TrainerHooks(meter, log_every=loop.cfg.trainer.logging_steps)
+    meter_hooks.train_begin()
     pool = loop.batches[loop.warm:]
     off, on = [], []
     for i in range(pairs):
@@ -68,10 +65,10 @@ def ab(pairs: int, overrides: list[str], block: int = 4) -> dict:
         batches = [pool[(i * block + k) % len(pool)] for k in range(block)]
         for arm in (("off", "on") if i % 2 == 0 else ("on", "off")):
             if arm == "on":
-                on.append(loop.timed_pass(batches, hooks=(meter, counter), state=state))
+                on.append(loop.timed_pass(batches, hooks=meter_hooks, counter=counter))
             else:
                 off.append(loop.timed_pass(batches))
-    meter.on_train_end(None, state, None)
+    meter_hooks.train_end()
     assert meter.results()["step_time_s"]["n"] == pairs * block  # the hooks really ran every step
     diffs = [a - b for a, b in zip(on, off)]
     mean_off = statistics.fmean(off)

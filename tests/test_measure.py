@@ -1,12 +1,14 @@
 """Measurement on the CPU: token counting three ways, warm-up exclusion, the window's arithmetic, stopping
-when stable, and the verdict rules on constructed cases."""
+when stable, and each part of the meter alone (the verdict's rules are in tests/test_analysis.py)."""
+import gc
 import time
-from types import SimpleNamespace
 
 import pytest
 import torch
 
 from src.measure import Measure, TokenCounter, window_tokens
+from src.timing import PHASES, Clock, StepTimer, StopRule, Window, union_seconds
+from src.trainer_hooks import TrainerHooks
 
 
 def _padded_batch():
@@ -46,25 +48,22 @@ def test_packed_batches_are_counted_from_the_collators_pack_stats():
     assert got == {"samples": 2, "all": 64, "real": 5, "loss": 3}
 
 
-def _simulate(durations, warmup, profile=0, stop_rel_error=None, min_steps=3):
-    """Drive Measure's hooks like the Trainer does, each step taking the given seconds (CPU clock)."""
+def _simulate(durations, warmup, profile=0, stop_rel_error=None, min_steps=3, compiles=()):
+    """Drive Measure's hooks like the Trainer does, each step taking the given seconds (CPU clock) and
+    compiling a new graph at the steps in `compiles`."""
     counter = TokenCounter("classification")
     meter = Measure(counter, "cpu", warmup=warmup, max_steps=len(durations), profile_steps=profile,
                     stop_rel_error=stop_rel_error, min_steps=min_steps)
-    state, control = SimpleNamespace(global_step=0), SimpleNamespace(should_training_stop=False)
-    meter.on_train_begin(None, state, control)
-    for step, seconds in enumerate(durations, start=1):
-        meter.on_step_begin(None, state, control)
+    hooks = TrainerHooks(meter)
+
+    def work():
         counter.add({**_padded_batch(), "labels": torch.tensor([0, 1])})
-        time.sleep(seconds)
-        meter.on_pre_optimizer_step(None, state, control)
-        meter.on_optimizer_step(None, state, control)
-        state.global_step = step
-        meter.on_step_end(None, state, control)
-        if control.should_training_stop:
-            break
-    meter.on_train_end(None, state, control)
-    return meter.results(), state.global_step
+        time.sleep(durations[hooks.state.global_step])
+        if hooks.state.global_step + 1 in compiles:
+            torch._dynamo.utils.counters["stats"]["unique_graphs"] += 1
+
+    last_step = hooks.run(len(durations), work)
+    return meter.results(), last_step
 
 
 def test_warmup_steps_are_not_timed_or_counted():
@@ -81,3 +80,179 @@ def test_stop_when_stable_ends_training_once_the_mean_is_known():
     res, last_step = _simulate([0.01] * 40, warmup=2, stop_rel_error=0.05, min_steps=5)
     assert last_step < 40 and res["stopped_when_stable"]
     assert res["step_time_s"]["n"] >= 5
+
+
+def test_compiles_keep_the_warmup_going_and_are_counted(monkeypatch):
+    """Steps 2 and 3 compile: the window opens after step 4, the first step that compiled nothing."""
+    monkeypatch.setitem(torch._dynamo.utils.counters["stats"], "unique_graphs", 0)
+    res, _ = _simulate([0.001] * 10, warmup=2, compiles={2, 3})
+    assert res["step_time_s"]["warmup_steps"] == 4 and res["step_time_s"]["n"] == 6 and res["window_steps"] == 6
+    assert res["compile"]["graphs"] == 2 and res["compile"]["graphs_in_window"] == 0
+    res, _ = _simulate([0.001] * 10, warmup=2, compiles={7})  # a late compile can't be kept out: it is reported
+    assert res["step_time_s"]["warmup_steps"] == 2 and res["compile"]["graphs_in_window"] == 1
+
+
+# -- the parts, alone ------------------------------------------------------------------------------------
+class Recorder:
+    """A callback that writes down its hooks' calls; asks to stop after `stop_at` steps."""
+
+    def __init__(self, stop_at=None):
+        self.calls, self.stop_at = [], stop_at
+
+    def __getattr__(self, name):
+        def hook(args, state, control):
+            self.calls.append(name[3:])
+            if name == "on_step_end" and state.global_step == self.stop_at:
+                control.should_training_stop = True
+        return hook
+
+
+def test_trainer_hooks_call_a_callback_in_the_trainers_order():
+    rec = Recorder()
+    hooks = TrainerHooks(rec, log_every=2)
+    done = hooks.run(2, lambda: rec.calls.append("work"))
+    assert done == 2
+    step = ["step_begin", "work", "pre_optimizer_step", "optimizer_step", "step_end"]
+    assert rec.calls == ["train_begin", *step, *step, "log", "train_end"]
+    order = []
+    TrainerHooks(None).step(lambda: order.append("work"), lambda: order.append("opt"), lambda: order.append("after"))
+    assert order == ["work", "opt", "after"]  # no callback: the same step, bare
+
+
+def test_trainer_hooks_stop_when_the_callback_asks():
+    rec = Recorder(stop_at=3)
+    assert TrainerHooks(rec).run(10, lambda: None) == 3
+    assert rec.calls[-2:] == ["step_end", "train_end"]
+
+
+def _timed_step(timer, data=0.0, compute=0.0, optimizer=0.0, other=0.0):
+    time.sleep(data)
+    timer.begin()
+    time.sleep(compute)
+    timer.mark("pre_opt")
+    time.sleep(optimizer)
+    timer.mark("opt")
+    time.sleep(other)
+    timer.end()
+
+
+def test_step_timer_phases_sum_to_the_step_time():
+    timer = StepTimer(Clock(cuda=False))
+    timer.start()
+    _timed_step(timer, data=0.01, compute=0.03, optimizer=0.02, other=0.005)
+    timer.keep()
+    timer.drain(wait=False)
+    d = {p: v[0] for p, v in timer.durations.items()}
+    assert set(d) == set(PHASES) and sum(d.values()) == pytest.approx(timer.step_times[0], rel=1e-9)
+    assert d["data"] >= 0.01 and d["compute"] >= 0.03 and d["optimizer"] >= 0.02 and d["other"] >= 0.005
+    assert d["compute"] > d["optimizer"] > d["other"]
+    assert timer.host_data[0] >= 0.01 and timer.host_launch[0] >= 0.055
+
+
+class SlowDevice(Clock):
+    """A device clock whose marks the device passes only when told: marks are counted, not timed."""
+
+    def __init__(self):
+        super().__init__(cuda=False)
+        self.n, self.passed = 0, 0
+
+    def mark(self):
+        self.n += 1
+        return self.n
+
+    def done(self, mark):
+        return mark <= self.passed
+
+
+def test_step_timer_reads_a_step_only_once_the_device_passed_it():
+    clock = SlowDevice()
+    timer = StepTimer(clock)
+    timer.start()  # mark 1
+    _timed_step(timer)  # marks 2-5: begin, pre_opt, opt, end
+    timer.keep()
+    _timed_step(timer)  # an evaluated step: not timed, but its end (9) starts the next step's data phase
+    _timed_step(timer)  # marks 10-13
+    timer.keep()
+    clock.passed = 12  # the device is still inside the last step
+    timer.drain(wait=False)
+    assert timer.step_times == [5 - 1] and len(timer.pending) == 1
+    clock.passed = 13
+    timer.drain(wait=False)
+    assert timer.step_times == [4, 13 - 9] and timer.durations["data"] == [1, 10 - 9] and not timer.pending
+
+
+def test_window_opens_only_after_a_step_without_a_new_compile():
+    counter = TokenCounter("classification")
+    window = Window(counter, cuda=False, warmup=2, last=20)
+    window.begin()
+    assert [window.step_end(1, compiled=False), window.step_end(2, compiled=True), window.step_end(3, compiled=True)] \
+        == [False] * 3 and window.opened is None  # step 1: still in the warm-up it was asked for
+    assert not window.step_end(4, compiled=False) and window.opened is not None  # opens after step 4 ...
+    assert window.warmup == 4 and window.max_timed == 16
+    assert window.step_end(5, compiled=True) and window.steps == 1  # ... so step 5 is the first inside
+    window.finish()
+
+
+def test_window_opens_at_open_by_when_every_step_compiles():
+    window = Window(TokenCounter("classification"), cuda=False, warmup=2, last=20)
+    assert window.open_by == 2 + 18 // 2
+    step = 1
+    while window.opened is None:
+        window.step_end(step, compiled=True)
+        step += 1
+    assert window.warmup == window.open_by == 11
+
+
+def test_window_counts_only_what_happens_between_its_edges():
+    counter = TokenCounter("classification")
+    batch = {**_padded_batch(), "labels": torch.tensor([0, 1])}
+    window = Window(counter, cuda=False, warmup=0, last=2)
+    counter.add(batch)  # before train begin: not in the window
+    window.begin()  # no warm-up: open now
+    for step in (1, 2):
+        counter.step = step
+        counter.add(batch)
+        gc.collect()
+        time.sleep(0.01)
+        assert window.step_end(step, compiled=False)
+    window.close()
+    counter.step = 3
+    counter.add({k: torch.cat([v, v]) for k, v in batch.items()})  # after the window: not counted, nor its shape
+    gc.collect()
+    assert not window.step_end(3, compiled=False) and window.steps == 2
+    window.finish()  # already closed: the edge stays where it was
+    res = window.results()
+    assert window_tokens(window.opened["tokens"], window.closed["tokens"]) == {"samples": 4, "all": 16, "real": 10,
+                                                                               "loss": 4}
+    assert res["gc_collections"] >= 2 and 0 < res["gc_s"] < res["wall_s"]
+    assert res["wall_s"] == pytest.approx(res["close_at"] - res["open_at"]) and res["wall_s"] >= 0.02
+    assert res["alloc_retries"] == 0 and res["graphs"] == 0
+    assert res["shapes"] == {"distinct_in_window": 1, "new_in_window": 0}  # the shape was seen before the window
+    assert window.gc._on_gc not in gc.callbacks
+
+
+def test_window_that_training_stopped_inside_ends_at_train_end():
+    window = Window(TokenCounter("classification"), cuda=False, warmup=0, last=100)
+    window.begin()
+    window.step_end(1, compiled=False)
+    assert window.closed is None
+    window.finish()
+    assert window.closed is not None and window.results()["wall_s"] >= 0
+
+
+def test_stop_rule_needs_the_standard_error_under_rel_error_of_the_mean():
+    rule = StopRule(rel_error=0.05, min_steps=5)
+    assert not any(rule.met([0.2] * n) for n in range(5))  # no spread, but fewer than min_steps
+    assert rule.met([0.2] * 5)
+    # Alternating 1 and 3 s: mean 2, stdev sqrt(n/(n-1)), so stdev/sqrt(n) = 1/sqrt(n-1) < 0.05 * 2 once n > 101.
+    times = [1.0, 3.0] * 60
+    assert not rule.met(times[:100]) and rule.met(times[:102])
+    assert not StopRule(rel_error=0.05, min_steps=200).met(times[:102])
+    assert not StopRule(rel_error=0.05, min_steps=1).met([0.2])  # one step has no spread
+
+
+def test_busy_time_is_the_union_of_kernel_intervals():
+    assert union_seconds([]) == 0
+    assert union_seconds([(20, 30), (0, 10), (5, 15)]) == pytest.approx(25e-9)  # 0-15 overlap, 20-30 apart
+    assert union_seconds([(0, 100), (10, 20), (30, 40)]) == pytest.approx(100e-9)  # nested: counted once
+    assert union_seconds([(0, 10), (10, 20)]) == pytest.approx(20e-9)  # touching
