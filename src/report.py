@@ -3,14 +3,12 @@ in order), its line in the printed summary and its W&B names; `Report` holds the
 report.json and report.md.
 
 Adding a measured figure: a field on its section here, and the number in src/analysis.py. It then reaches
-report.json, the sweep's summary.csv (as `section.field`) and W&B's run summary by itself.
+report.json, the sweep's summary.csv (as `section.field`) and W&B's run summary by itself. Reading and
+writing the files is src/report_files.py.
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any, ClassVar, Optional
 
 
@@ -355,54 +353,18 @@ def format_summary(r: Report) -> str:
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
-# -- files -----------------------------------------------------------------------------------------------
-FINISHED = ("ok", "oom", "error", "config_error", "failed_checks")
-
-
-def read(path: Path) -> Report | None:
-    try:
-        return Report.from_dict(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def finished(out_dir: Path) -> Report | None:
-    """The report of a run that already finished in this directory (ok or failed), else None."""
-    report = read(Path(out_dir) / "report.json")
-    return report if report is not None and report.status in FINISHED else None
-
-
-def record_failure(out_dir: Path, overrides: list[str], exc: BaseException, config: dict) -> Report:
-    """A report for a job whose process died before writing its own."""
-    report = Report(status="error", error=f"the job's process failed: {type(exc).__name__}: {exc}"[:2000],
-                    overrides=overrides, config=config)
-    write(Path(out_dir), report)
-    return report
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a reader never sees half a file
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
-def write(out_dir: Path, report: Report) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / "report.json", json.dumps(report.to_dict(), indent=2, default=str))
-    md = ["# trainsweep run", "", f"`{out_dir}`", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v.replace('|', '/')} |" for k, v in summary_rows(report)]
-    _atomic_write(out_dir / "report.md", "\n".join(md) + "\n")
-
-
 if __name__ == "__main__":
     # python -m src.report DIR: a run directory's summary, or a sweep directory's ranked table and plots.
     import sys
+    from pathlib import Path
 
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else None
     if target is None or not target.is_dir():
         print("usage: python -m src.report RUN_OR_SWEEP_DIR", file=sys.stderr)
         sys.exit(2)
     if (target / "report.json").exists():
+        from src.report_files import read
+
         print(format_summary(read(target / "report.json")))
     else:
         from src.summary import write as write_summary

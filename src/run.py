@@ -36,7 +36,7 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
-    from src.report import finished
+    from src.report_files import finished
 
     earlier = finished(out_dir)
     if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
@@ -54,7 +54,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
     import torch
 
-    from src import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, report, train
+    from src import (analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, report,
+                     report_files, train)
 
     t_start = time.perf_counter()
     writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
@@ -123,7 +124,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if logs is not None:
         logs.finish(rep, trainer.state.log_history if rep.status == "ok" else [])
     if writer:
-        report.write(out_dir, rep)
+        report_files.write(out_dir, rep)
         print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
     return rep.to_dict()
 

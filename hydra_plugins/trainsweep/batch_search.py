@@ -55,7 +55,8 @@ class BatchSearchSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
-        from src.report import Report, finished
+        from src.report import Report
+        from src.report_files import finished
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ def job_gpus(params: dict) -> dict:
 
 class IsolatedLauncher(LocalLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from src.report import finished, record_failure
+        from src.report_files import finished, record_failure
 
         if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
             self.params.update(job_gpus(self.params))
