@@ -20,7 +20,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from src import distributed
-from src.config import ConfigError, quote_numeric_choices, validate  # importing registers the schema Hydra composes against
+from src.cli import hydra_argv as quote_numeric_choices  # also refuses a bad closed-set value in one line, exit 2
+from src.config import ConfigError, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
