@@ -20,7 +20,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from src import distributed
-from src.config import ConfigError, quote_numeric_choices, validate  # importing registers the schema Hydra composes against
+from src.cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
+from src.config import ConfigError, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -130,7 +131,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
 
 
 if __name__ == "__main__":
-    sys.argv = quote_numeric_choices(sys.argv)
+    sys.argv = hydra_argv(sys.argv)
     if not distributed.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
         sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
     try:

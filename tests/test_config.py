@@ -1,10 +1,22 @@
 """Every option of every config group composes and validates; bad values are one clear line and exit 2."""
+import copy
+import dataclasses
+import json
+import pickle
+import re
+import typing
+
 import pytest
 import torch
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-from src import models
-from src.config import ConfigError, quote_numeric_choices, validate
+from src import config, models
+from src.cli import choice_type, quote_numeric_choices
+from src.config import Config, ConfigError, validate
 from tests.conftest import CONF, cli, compose
 
 GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep", "rung"))  # rung: composed by tests/test_experiments.py
@@ -32,6 +44,7 @@ def test_every_group_has_options():
 def test_option_composes_and_validates(group, option):
     cfg = compose(f"{group}={option}", *NEEDS.get((group, option), []))
     assert cfg[group] is not None
+    assert not OmegaConf.missing_keys(cfg)  # a field the schema leaves MISSING, every option must set
     refusal = CPU_REFUSES.get((group, option))
     if (group, option) in GPU_ONLY_PACKAGE:
         import importlib.util
@@ -125,3 +138,188 @@ def test_hydra_composition_errors_exit_2(args, message, tmp_path):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- closed sets: Choice (str Enum) fields, refused while Hydra composes --------------------------------
+def _choice_fields(node=Config, prefix=""):
+    out = []
+    for name, typ in typing.get_type_hints(node).items():
+        if dataclasses.is_dataclass(typ):
+            out += _choice_fields(typ, f"{prefix}{name}.")
+        elif choice_type(prefix + name):
+            out.append((prefix + name, choice_type(prefix + name)))
+    return out
+
+
+CHOICES = _choice_fields()
+# What each closed set takes: the values validate() used to allow, in its order (its messages list them so).
+CLOSED_SETS = {
+    "model.init.head_init": "default zero scaled", "task.name": "classification causal_lm seq2seq",
+    "data.source": "synthetic files", "padding.strategy": "max_length longest dynamic bucketed packed",
+    "padding.side": "right left", "precision.weights_dtype": "float32 bfloat16 float16 auto",
+    "precision.amp": "none bf16 fp16 auto", "peft.method": "none lora qlora", "peft.adapter_dtype": "float32 auto",
+    "attention.implementation": "auto eager sdpa varlen flex_attention flash_attention_2",
+    "logger.name": "none csv wandb", "logger.mode": "offline online disabled",
+    "trainer.compile_scope": "regional model",
+    "trainer.compile_mode": "default reduce-overhead max-autotune max-autotune-no-cudagraphs",
+    "trainer.compile_backend": "inductor aot_eager eager", "distributed.strategy": "auto ddp fsdp",
+    "distributed.backend": "auto nccl gloo", "mode": "train diagnose", "device": "auto cuda cpu",
+}
+
+
+def test_closed_sets_are_choices_with_the_values_they_always_took():
+    assert {key: " ".join(c.__members__) for key, c in CHOICES} == CLOSED_SETS
+    assert all(member.value == name for _, c in CHOICES for name, member in c.__members__.items())
+
+
+@pytest.mark.parametrize("key,choice", CHOICES, ids=[k for k, _ in CHOICES])
+def test_a_choice_takes_each_of_its_values_and_refuses_others_while_composing(key, choice):
+    for value in choice.__members__:
+        assert compose(f"{key}={value}")[key.split(".")[0]] is not None
+    allowed = ", ".join(choice.__members__)
+    with pytest.raises(ConfigError, match=re.escape(f"{key}=bogus: allowed: {allowed}")):
+        compose(f"{key}=bogus")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):  # Hydra itself, without src.cli's check
+        with pytest.raises(ConfigCompositionException) as err:
+            hydra_compose("config", overrides=[f"{key}=bogus"])
+    assert f"expected one of [{allowed}]" in str(err.value.__cause__)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["padding.strategy=bogus"], "config error: padding.strategy=bogus: allowed: max_length, longest, dynamic, bucketed, packed"),
+    (["trainer.compile_scope=whole"], "config error: trainer.compile_scope=whole: allowed: regional, model"),
+    (["-m", "trainer.compile_mode=default,fast"],  # a sweep: refused before any job runs
+     "config error: trainer.compile_mode=fast: allowed: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs"),
+])
+def test_a_value_outside_a_closed_set_on_the_command_line_is_one_line_and_exit_2(args, message, tmp_path):
+    proc = cli(*args, f"hydra.run.dir={tmp_path}", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert [l for l in proc.stderr.splitlines() if l.strip()] == [message], proc.stderr[-2000:]
+    assert not list(tmp_path.rglob("report.json"))
+
+
+def test_choice_values_compare_print_and_serialise_as_plain_strings():
+    """Code compares these fields with strings, prints them in f-strings, and report.json, config.yaml and
+    W&B hold them: all must see "packed", never "PaddingStrategy.packed"."""
+    cfg = compose("padding=packed", "trainer.compile_scope=model", "trainer.compile_mode=reduce-overhead")
+    p = cfg.padding.strategy
+    assert p == "packed" and p in ("packed",) and {"packed": 1}[p] == 1 and p != "dynamic"
+    assert f"{p}" == str(p) == "%s" % p == "{}".format(p) == "packed" and f"{p:>7}" == " packed"
+    assert "-".join([p, cfg.trainer.compile_mode]) == "packed-reduce-overhead"
+    as_json = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=True), default=str))  # as report.write
+    assert as_json["padding"]["strategy"] == "packed" and as_json["trainer"]["compile_mode"] == "reduce-overhead"
+    assert "strategy: packed" in OmegaConf.to_yaml(cfg, resolve=True)
+    for copied in (pickle.loads(pickle.dumps(cfg)), copy.deepcopy(cfg)):  # submitit pickles a sweep job's config
+        assert copied.trainer.compile_mode == "reduce-overhead" and copied.padding.strategy is p
+
+
+# -- each group's checks, next to its dataclass --------------------------------------------------------
+# group -> (overrides, cuda_available, the message's start); every group with a `check` has cases here.
+GROUP_CHECKS = {
+    "validate": [(["device=cuda"], False, "device=cuda: no CUDA device is visible")],
+    "InitConfig": [
+        (["task=causal_lm", "model.init.head_init=zero"], False,
+         "model.init.head_init=zero: re-initialises a classification head; task is causal_lm"),
+        (["model.init.hidden_norm=0"], False, "model.init.hidden_norm=0.0: must be > 0")],
+    "ModelConfig": [
+        (["model=auto"], False, "model.name_or_path=None: set it to a local model directory"),
+        (["model=auto", "model.name_or_path=/no/such/dir"], False, "model.name_or_path=/no/such/dir: no config.json there"),
+        (["model=auto", "model.model_type=qwen3", "model.pretrained=false"], False,
+         "model.arch={}: pretrained=false builds from the architecture")],
+    "TaskConfig": [
+        (["task.num_labels=1"], False, "task.num_labels=1: classification needs at least 2 labels"),
+        (["task=seq2seq"], False, "task.name=seq2seq: needs an encoder-decoder model (e.g. model=kobart), not qwen3")],
+    "DataConfig": [
+        (["data=files"], False, "data.train_file=None: data=files needs a path"),
+        (["data.size=0"], False, "data.size=0: must be a positive integer"),
+        (["data.max_length=0"], False, "data.max_length=0: must be a positive integer"),
+        (["data.length_min=300", "data.length_max=200"], False, "data.length_min=300: must be <= data.length_max (200)")],
+    "PaddingConfig": [
+        (["padding.pad_to_multiple_of=0"], False, "padding.pad_to_multiple_of=0: must be a positive integer"),
+        (["padding=packed", "task=seq2seq", "model=tiny-bart"], False,
+         "padding.strategy=packed: padding-free batches are for task=classification or causal_lm, not seq2seq")],
+    "DataloaderConfig": [
+        (["dataloader.num_workers=-1"], False, "dataloader.num_workers=-1: must be >= 0"),
+        (["dataloader=basic", "dataloader.prefetch_factor=2"], False,
+         "dataloader.prefetch_factor=2: needs dataloader.num_workers > 0")],
+    "PrecisionConfig": [
+        (["precision=fp16"], False, "precision=fp16: fp16 needs a CUDA GPU"),
+        (["precision=bf16", "precision.amp=fp16"], False, "precision=bf16: fp16 needs a CUDA GPU"),
+        (["precision=fp16", "peft=none"], True, "precision.weights_dtype=float16: fp16 weights can't be trained in full")],
+    "BatchConfig": [
+        (["batch.size=0"], False, "batch.size=0: must be a positive integer"),
+        (["batch.grad_accum=0"], False, "batch.grad_accum=0: must be a positive integer"),
+        (["batch.tokens=1024"], False, "batch.tokens=1024: a token budget packs sequences: add padding=packed"),
+        (["padding=packed", "batch.tokens=256"], False, "batch.tokens=256: must be an integer >= data.max_length (320)")],
+    "PeftConfig": [
+        (["peft.r=0"], False, "peft.r=0: must be a positive integer"),
+        (["peft=qlora"], False, "peft=qlora: 4-bit QLoRA (bitsandbytes) needs a CUDA GPU")],
+    "AttentionConfig": [
+        (["attention=varlen"], False, "attention=varlen: varlen is PyTorch's flash kernel for CUDA GPUs"),
+        (["attention=flex_attention"], False, "attention=flex_attention: flex_attention runs on CUDA GPUs here")],
+    "DistributedConfig": [
+        (["distributed.nproc_per_job=0"], False, "distributed.nproc_per_job=0: must be a positive integer"),
+        (["distributed=fsdp"], False, "distributed=fsdp: FSDP shards over CUDA GPUs"),
+        (["distributed.backend=nccl"], False, "distributed.backend=nccl: NCCL needs CUDA GPUs")],
+    "GpuConfig": [
+        (["gpu.memory_cap_gb=24"], False, "gpu.memory_cap_gb=24.0: must be > 0 GB, on a CUDA GPU"),
+        (["gpu.memory_cap_gb=0"], True, "gpu.memory_cap_gb=0.0: must be > 0 GB")],
+    "DebugConfig": [(["debug.collate_delay_ms=-1"], False, "debug.collate_delay_ms=-1.0: must be >= 0")],
+    "TrainerConfig": [
+        (["trainer.max_steps=0"], False, "trainer.max_steps=0: must be a positive integer"),
+        (["trainer.checkpoint_every=0"], False, "trainer.checkpoint_every=0: must be a positive integer"),
+        (["trainer.recompile_limit=0"], False, "trainer.recompile_limit=0: must be a positive integer"),
+        (["trainer.torch_compile=true", "trainer.compile_mode=reduce-overhead"], False,
+         "trainer.compile_mode=reduce-overhead: CUDA graphs need the whole model compiled"),
+        (["trainer.use_liger_kernel=true"], False, "trainer.use_liger_kernel=True: Liger's kernels are Triton kernels"),
+        (["trainer.logging_steps=0"], False, "trainer.logging_steps=0: must be a positive integer"),
+        (["trainer.lr=0"], False, "trainer.lr=0.0: must be > 0"),
+        (["trainer.warmup_steps=-1"], False, "trainer.warmup_steps=-1: must be >= 0"),
+        (["trainer.save_steps=-1"], False, "trainer.save_steps=-1: must be >= 0"),
+        (["trainer.eval_steps=5"], False, "trainer.eval_steps=5: needs an eval set")],
+    "MeasureConfig": [
+        (["measure.warmup_steps=-1"], False, "measure=-1/3: warmup_steps and profile_steps must be >= 0"),
+        (["measure.warmup_steps=57"], True,  # 57 + 3 profiled steps on a GPU leave none of the 60
+         "measure.warmup_steps=57: warm-up + profiled steps must leave timed steps in trainer.max_steps (60)")],
+}
+CHECK_CASES = [(group, *case) for group, cases in GROUP_CHECKS.items() for case in cases]
+
+
+def test_every_group_with_checks_has_cases():
+    groups = {name for name, obj in vars(config).items() if dataclasses.is_dataclass(obj) and hasattr(obj, "check")}
+    assert groups | {"validate"} == set(GROUP_CHECKS)
+
+
+@pytest.mark.parametrize("group,overrides,cuda,message", CHECK_CASES,
+                         ids=[f"{g}:{' '.join(o)}" for g, o, _, _ in CHECK_CASES])
+def test_group_check_refuses(group, overrides, cuda, message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose(*overrides), cuda_available=cuda)
+    assert str(err.value).startswith(message)
+
+
+# -- defaults in one place -------------------------------------------------------------------------------
+# The default config's own option values (model=tiny's lr, padding=dynamic's multiple of 8): the dataclass
+# default is what the group's other options get (qwen3's lr, max_length's no multiple).
+OPTION_VALUES = {"model.lr", "padding.pad_to_multiple_of"}
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in d.items():
+        out.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key: value})
+    return out
+
+
+def test_dataclass_defaults_are_what_the_default_config_gets():
+    """A default written both in a dataclass and in conf/*.yaml is the same in both, so reading either tells
+    what a run gets; where only the YAML may say (every option of the group sets it), the field is MISSING."""
+    schema = OmegaConf.structured(Config)
+    for name, typ in typing.get_type_hints(Config).items():
+        if dataclasses.is_dataclass(typ):
+            schema[name] = OmegaConf.structured(typ)  # the groups Config leaves MISSING, with their defaults
+    defaults = _flat(OmegaConf.to_container(schema, enum_to_str=True))
+    composed = _flat(OmegaConf.to_container(compose(), enum_to_str=True))  # unresolved: trainer.lr is ${model.lr}
+    assert {k for k, v in defaults.items() if v != "???"} <= set(composed)
+    drift = {k: (v, composed[k]) for k, v in defaults.items() if v != "???" and k not in OPTION_VALUES and composed[k] != v}
+    assert drift == {}, "dataclass default vs conf/*.yaml"

@@ -17,6 +17,7 @@ def test_a_run_logs_offline_with_config_metrics_and_the_report(tmp_path):
     assert wb["name"] == "logger=wandb"
     assert set(wb["tags"]) == {"model:tiny-qwen3", "task:classification", "peft:lora"}
     assert json.loads(wb["config"]["batch"]) == {"size": 8, "grad_accum": 1, "tokens": None}
+    assert json.loads(wb["config"]["padding"])["strategy"] == "dynamic"  # a Choice (str Enum) as its plain value
     rows = [r for r in wb["history"] if "loss" in r]
     assert len(rows) == 4 and {"lr", "grad_norm", "step", "mem/peak_rss_gb"} <= set(rows[-1])
     assert any("perf/step_time_s" in r for r in rows)

@@ -1,0 +1,60 @@
+"""What the command line needs before Hydra parses it: numeric group choices quoted, and a value outside a
+closed set (a Choice field of the schema) refused in one line."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import typing
+
+from src.config import CONF_DIR, Choice, Config, ConfigError
+
+_NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
+_PLAIN_VALUES = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=([\w.-]+(?:,[\w.-]+)*)$")  # key=a or a sweep key=a,b
+
+
+def quote_numeric_choices(args: list[str]) -> list[str]:
+    """`batch=16` -> `batch='16'`. Hydra parses a bare 16 as an int and refuses it as a config group
+    choice; quoted, it names conf/batch/16.yaml. Sweeps too: `batch=4,8` -> `batch='4','8'`."""
+    out = []
+    for arg in args:
+        m = _NUMERIC_CHOICE.match(arg)
+        if m and os.path.isdir(os.path.join(CONF_DIR, m.group(2))):
+            arg = f"{m.group(1)}{m.group(2)}=" + ",".join(f"'{v}'" for v in m.group(3).split(","))
+        out.append(arg)
+    return out
+
+
+def choice_type(key: str) -> type[Choice] | None:
+    """The Choice a dotted key of the schema takes (`padding.strategy` -> PaddingStrategy), else None."""
+    node: typing.Any = Config
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(node):
+            return None
+        node = typing.get_type_hints(node).get(part)
+        node = next((a for a in typing.get_args(node) if a is not type(None)), node)  # Optional[X] -> X
+    return node if isinstance(node, type) and issubclass(node, Choice) else None
+
+
+def check_choices(overrides: list[str]) -> None:
+    """ConfigError for `key=value` where key takes a Choice and value is none of it. Hydra refuses such a value
+    too while composing, but in several lines; the overrides it can't read as plain values (quoted, choice(),
+    interpolations) stay Hydra's to refuse."""
+    for arg in overrides:
+        m = _PLAIN_VALUES.match(arg)
+        choices = choice_type(m.group(1)) if m else None
+        for value in m.group(2).split(",") if choices else ():
+            # OmegaConf also takes `PaddingStrategy.packed`, and null where the field is Optional (else refuses it)
+            if value != "null" and value.removeprefix(choices.__name__ + ".") not in choices.__members__:
+                raise ConfigError(m.group(1), value, "allowed: " + ", ".join(choices.__members__))
+
+
+def hydra_argv(argv: list[str]) -> list[str]:
+    """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
+    try:
+        check_choices(argv[1:])
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    return quote_numeric_choices(argv)
