@@ -4,8 +4,9 @@
 # will use, then define the run-and-collect functions the scripts share:
 #   run LABEL OVERRIDES...  one `python -m src.run` in $RUNS/LABEL, cut at $RUN_TIMEOUT s; its output appended
 #                           to $RUN_LOG, its report.json appended, labelled, to $REPORTS; prints one summary line
-#   sweep LABEL ARGS...     one multirun into $RUNS/LABEL, cut at $SWEEP_TIMEOUT s; its summary.* and plots
-#                           copied to $OUT, every job's report appended to $REPORTS (labelled by the job's dir)
+#   sweep LABEL ARGS...     one multirun into $RUNS/LABEL, cut at $SWEEP_TIMEOUT s; each job's report appended
+#                           to $REPORTS (labelled by the job's dir) as soon as it is written, with its summary
+#                           line; at the end the sweep's summary.* and plots copied to $OUT
 #   collect LABEL REPORT.json [--line]   append one report (scripts/collect.py), if the run left one
 # A script sets after sourcing: RUN_LOG, REPORTS, COMMON (overrides every run and sweep of it shares) and
 # LAUNCH (what starts a run: python3, or e.g. "torchrun --nproc_per_node=2"; `LAUNCH=... run ...` for one run).
@@ -51,11 +52,23 @@ run() {  # LABEL OVERRIDES...
 
 sweep() {  # LABEL ARGS...
   local label=$1; shift
-  local dir=$RUNS/$label t0=$SECONDS rc d
+  local dir=$RUNS/$label t0=$SECONDS rc d pid
   rm -rf "$dir"  # as in run: finished jobs in an old sweep dir would be skipped, not rerun
-  timeout "$SWEEP_TIMEOUT" python3 -m src.run -m $COMMON "$@" hydra.sweep.dir="$dir" >> "$RUN_LOG" 2>&1
-  rc=$?
+  timeout "$SWEEP_TIMEOUT" python3 -m src.run -m $COMMON "$@" hydra.sweep.dir="$dir" >> "$RUN_LOG" 2>&1 &
+  pid=$!
+  # each job's report goes to $OUT as soon as it is written: a device call cut mid-sweep keeps the finished jobs
+  while kill -0 "$pid" 2>/dev/null; do sleep 5; _collect_new "$dir"; done
+  wait "$pid"; rc=$?
+  _collect_new "$dir"
   echo "$label: exit $rc, sweep wall time $((SECONDS - t0)) s" | tee -a "$RUN_LOG"
   cp "$dir"/summary.* "$dir"/*.png "$OUT/" 2>/dev/null
-  for d in "$dir"/*/; do collect "$(basename "$d")" "$d/report.json"; done
+}
+
+_collect_new() {  # SWEEP_DIR: collect each job report not collected yet, one line each
+  local d
+  for d in "$1"/*/; do
+    if [ -f "$d/report.json" ] && [ ! -e "$d/.collected" ]; then
+      collect "$(basename "$d")" "$d/report.json" --line && touch "$d/.collected"
+    fi
+  done
 }

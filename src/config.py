@@ -42,6 +42,9 @@ class Choice(str, Enum):
     def __format__(self, spec: str) -> str:  # f-strings: a str-mixed Enum formats like Enum.__str__ otherwise
         return format(self.value, spec)
 
+    def __repr__(self) -> str:  # inside a printed dict or list: 'packed', not <PaddingStrategy.packed: 'packed'>
+        return repr(self.value)
+
 
 def _positive(key: str, value: Any) -> None:
     if not isinstance(value, int) or value < 1:

@@ -146,10 +146,11 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
     workspace a first step leaves allocated (GPU)."""
     workspace = 0
     if res.device == "cuda":
+        gc.collect()  # garbage from before (a previous run's model in the same process) is not freed inside the diff
         before = torch.cuda.memory_allocated()
         probe_copy(cfg, res, conf, batch, 1)  # warm-up: cuBLAS workspaces and compiled graphs are not activations
         gc.collect()  # the copy's reference cycles: only what outlives the copy is workspace
-        workspace = torch.cuda.memory_allocated() - before
+        workspace = max(0, torch.cuda.memory_allocated() - before)
     measured = {layers: probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2)}
     per_layer = measured[2] - measured[1]
     return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, _layers_key(conf)),

@@ -206,6 +206,7 @@ def test_choice_values_compare_print_and_serialise_as_plain_strings():
     assert p == "packed" and p in ("packed",) and {"packed": 1}[p] == 1 and p != "dynamic"
     assert f"{p}" == str(p) == "%s" % p == "{}".format(p) == "packed" and f"{p:>7}" == " packed"
     assert "-".join([p, cfg.trainer.compile_mode]) == "packed-reduce-overhead"
+    assert str({"chosen": p}) == "{'chosen': 'packed'}"  # a check's value dict, printed in the run's summary
     as_json = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=True), default=str))  # as report.write
     assert as_json["padding"]["strategy"] == "packed" and as_json["trainer"]["compile_mode"] == "reduce-overhead"
     assert "strategy: packed" in OmegaConf.to_yaml(cfg, resolve=True)

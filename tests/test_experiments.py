@@ -1,10 +1,11 @@
 """Every saved experiment composes into valid jobs, and the ones that can run on a CPU run there in a tiny
 variant (the smoke test behind each experiments/<name>/README.md command)."""
-import itertools
 import subprocess
 
 import pytest
 from hydra import compose as hydra_compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from src.config import ConfigError, validate
 from tests.conftest import CONF, QUICK, ROOT, cli, compose, read_report
@@ -14,12 +15,17 @@ SWEPT = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")
 
 
 def jobs(experiment: str) -> list[list[str]]:
-    """The override list of every job `python -m src.run -m experiment=NAME` launches."""
+    """The override list of every job `python -m src.run -m experiment=NAME` launches, split by Hydra's own
+    sweeper as a multirun splits it (the command line's quoting of numeric group choices does not reach a
+    YAML's sweeper params), and each composed here as Hydra composes a job."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = hydra_compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
-    params = cfg.hydra.sweeper.params
-    axes = [[f"{key}={v.strip()}" for v in str(values).split(",")] for key, values in params.items()]
-    return [[f"experiment={experiment}", *combo] for combo in itertools.product(*axes)]
+        params = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in cfg.hydra.sweeper.params.items()])
+        combos = [[f"experiment={experiment}", *job] for batch in BasicSweeper.split_arguments(params, None)
+                  for job in batch]
+        for overrides in combos:
+            hydra_compose("config", overrides=overrides)  # raises where a real multirun's job would not start
+    return combos
 
 
 def test_the_field_report_experiments_exist():
