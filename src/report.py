@@ -169,7 +169,7 @@ class GpuMemory(Section):
     def line(self, predicted: dict | None) -> str:
         return (f"peak {self.peak_allocated:.2f} GB allocated, {self.peak_reserved:.2f} reserved of "
                 f"{self.capacity:.1f}; {self.alloc_retries} alloc retries"
-                + (f"; predicted {predicted['peak_allocated']:.2f} "
+                + (f"; predicted {'at most ' if predicted.get('bound') == 'upper' else ''}{predicted['peak_allocated']:.2f} "
                    f"({predicted['peak_allocated'] / self.peak_allocated - 1:+.1%} vs measured)" if predicted else ""))
 
 
