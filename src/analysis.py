@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
-from src.report import (Breakdown, Compile, CpuMemory, Flops, GpuMemory, HostTime, Loss, Report, Shapes, StepTime,
-                        Throughput, Tokens, Verdict, memory_section)
+from src import stats
+from src.report import (Breakdown, Compile, CpuMemory, Flags, Flops, GpuMemory, HostTime, Loss, Report, Shapes,
+                        StepTime, Throughput, Tokens, Verdict, memory_section)
 
 DATA_BOUND_SHARE = 0.15  # the device waited this share of the step for batches
 HOST_BOUND_BUSY = 0.80  # kernels ran less than this share of the step
 RESERVED_SATURATED = 0.92  # reserved memory above this share of capacity: one new shape from a retry
+BUSY_LOAD_PER_CPU = 1.25  # more runnable threads than CPUs by a quarter: something else competes for the host
 
 
 def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Throughput:
@@ -21,6 +23,39 @@ def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Through
     return Throughput(samples_per_s=rate("samples"), tokens_per_s=rate("all"), real_tokens_per_s=rate("real"),
                       loss_tokens_per_s=rate("loss"),
                       pad_fraction=1 - tokens["real"] / tokens["all"] if tokens["all"] else None)
+
+
+def with_interval(step: StepTime, th: Throughput) -> None:
+    """The step time's 95% batch-means interval, and the throughput's (the same tokens over it)."""
+    ci = stats.batch_means(step.values)
+    if ci is None or not step.mean:
+        return
+    step.ci_low, step.ci_high, step.ci_batches = ci.low, ci.high, ci.batches
+    if th.real_tokens_per_s:
+        rate = ci.inverse(th.real_tokens_per_s * step.mean)
+        th.real_tokens_per_s_low, th.real_tokens_per_s_high = rate.low, rate.high
+
+
+def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop_rule: bool,
+          stopped_when_stable: bool) -> Flags:
+    """Each reason this job's figure may not settle a close call."""
+    reasons = []
+    if step.ci_low is None:
+        reasons.append(f"no interval: {step.n} timed steps (needs {stats.MIN_BATCHES**2})")
+    elif (half := (step.ci_high - step.ci_low) / 2 / step.mean) > stats.WIDE:
+        reasons.append(f"wide interval: +-{half:.0%} of the mean (over {stats.WIDE:.0%})")
+    if stop_rule and not stopped_when_stable:
+        reasons.append("ran out of steps before the mean was stable")
+    if shapes.new_in_window:
+        reasons.append(f"{shapes.new_in_window} new batch shapes inside the timed window")
+    if compile_.graphs_in_window:
+        reasons.append(f"{compile_.graphs_in_window} compiles inside the timed window")
+    load, others = machine.get("load_per_cpu"), machine.get("other_gpu_processes")
+    if load is not None and load > BUSY_LOAD_PER_CPU:
+        reasons.append(f"busy host: load {load:.1f} per CPU")
+    if others:
+        reasons.append(f"{others} other processes on the GPU")
+    return Flags(reasons=reasons, load_per_cpu=load, other_gpu_processes=others)
 
 
 def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: GpuMemory | CpuMemory,
@@ -133,3 +168,6 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     rep.timing_s.update({k: v for k, v in m["phases_s"].items() if v is not None})
     rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
     rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu)
+    with_interval(step, th)
+    rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
+                      m["stopped_when_stable"])

@@ -199,6 +199,7 @@ class Measure(TrainerCallback):
             "tokens": window_tokens(window.opened["tokens"], window.closed["tokens"]) if window.closed else None,
             "shapes": w["shapes"],
             "alloc_retries_in_window": w["alloc_retries"],
+            "machine": w.get("machine") or {},
             "phases_s": {"warmup": span(self.phase_times["train_begin"], w["open_at"]),
                          "measure": span(w["open_at"], w["close_at"]),
                          "profile_and_rest": span(w["close_at"], self.phase_times["train_end"])},

@@ -57,9 +57,17 @@ class Throughput(Section):
     pad_fraction: Optional[float] = None
     world_size: int = 1  # the counts above are summed over every rank: the job's throughput
     real_tokens_per_s_per_gpu: Optional[float] = None
+    real_tokens_per_s_low: Optional[float] = None  # 95% interval (batch means of the step times: src/stats.py)
+    real_tokens_per_s_high: Optional[float] = None
+
+    def real_tok_text(self) -> str:
+        """'22,339 (21,100-23,600)' or '22,339 (no interval)'."""
+        if self.real_tokens_per_s_low is None:
+            return f"{_fmt(self.real_tokens_per_s)} (no interval)"
+        return f"{_fmt(self.real_tokens_per_s)} ({_fmt(self.real_tokens_per_s_low)}-{_fmt(self.real_tokens_per_s_high)})"
 
     def line(self) -> str:
-        return (f"{_fmt(self.samples_per_s, ',.1f')} samples/s | {_fmt(self.real_tokens_per_s)} real tok/s | "
+        return (f"{_fmt(self.samples_per_s, ',.1f')} samples/s | {self.real_tok_text()} real tok/s | "
                 f"{_fmt(self.tokens_per_s)} all tok/s | pad {_fmt(self.pad_fraction, '.1%')}"
                 + (f" | {self.world_size} ranks: {_fmt(self.real_tokens_per_s_per_gpu)} real tok/s each"
                    if (self.world_size or 1) > 1 else ""))
@@ -75,12 +83,17 @@ class StepTime(Section):
     warmup_steps: Optional[int] = None
     wall_mean: Optional[float] = None  # the window's wall clock per step: checks the events' sum
     values: list = field(default_factory=list)
+    ci_low: Optional[float] = None  # 95% interval of the mean from batch means (steps are autocorrelated)
+    ci_high: Optional[float] = None
+    ci_batches: Optional[int] = None  # batch means behind it; None: too few timed steps for an interval
 
     def wandb_summary(self) -> dict:
-        return {f"perf/step_time_{k}_s": getattr(self, k) for k in ("mean", "p50", "p90", "stdev")}
+        return {f"perf/step_time_{k}_s": getattr(self, k) for k in ("mean", "p50", "p90", "stdev", "ci_low", "ci_high")}
 
     def line(self) -> str:
-        return (f"{self.mean:.4f} s (p50 {self.p50:.4f}, p90 {self.p90:.4f}, stdev {self.stdev:.4f}, "
+        ci = (f"95% {self.ci_low:.4f}-{self.ci_high:.4f} from {self.ci_batches} batch means"
+              if self.ci_low is not None else "no interval: too few timed steps")
+        return (f"{self.mean:.4f} s ({ci}; p50 {self.p50:.4f}, p90 {self.p90:.4f}, stdev {self.stdev:.4f}, "
                 f"n={self.n} after {self.warmup_steps} warm-up)")
 
 
@@ -212,8 +225,23 @@ class Verdict(Section):
         return f"{self.bottleneck}-bound{', memory-saturated' if self.saturated else ''}: " + "; ".join(self.reasons)
 
 
+@dataclass
+class Flags(Section):
+    """Why this job's figure may not settle a comparison: each reason is one short clause."""
+    reasons: list = field(default_factory=list)
+    load_per_cpu: Optional[float] = None  # 1-minute load average over CPUs, the higher of the window's edges
+    other_gpu_processes: Optional[int] = None  # NVML: compute processes on this GPU besides the run's own
+
+    def wandb_summary(self) -> dict:
+        return {"flags/count": len(self.reasons), "flags/reasons": "; ".join(self.reasons)}
+
+    def line(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else "none"
+
+
 SECTIONS = {"flops": Flops, "loss": Loss, "throughput": Throughput, "step_time_s": StepTime, "breakdown_s": Breakdown,
-            "host_s": HostTime, "tokens": Tokens, "shapes": Shapes, "compile": Compile, "verdict": Verdict}
+            "host_s": HostTime, "tokens": Tokens, "shapes": Shapes, "compile": Compile, "verdict": Verdict,
+            "flags": Flags}
 
 
 @dataclass
@@ -248,6 +276,7 @@ class Report:
     stopped_when_stable: bool = UNSET
     compile: Compile = UNSET
     verdict: Verdict = UNSET
+    flags: Flags = UNSET
 
     def get(self, name: str):
         """A field, or None where the run never reached it."""
@@ -328,6 +357,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
     if r.get("verdict"):
         rows.append(("verdict", r.verdict.line()))
+    if r.get("flags") and r.flags.reasons:
+        rows.append(("flags", r.flags.line()))
     ev = (r.get("eval") or {}).get("final")
     if ev:
         shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second")) and isinstance(v, (int, float)))

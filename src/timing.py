@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import statistics
 import sys
 import time
@@ -172,7 +173,7 @@ class Window:
         self.gc.stop()
 
     def _reading(self) -> dict:
-        return {"graphs": compiled_graphs(), "tokens": self.counter.snapshot(),
+        return {"graphs": compiled_graphs(), "tokens": self.counter.snapshot(), "machine": machine_load(self.cuda),
                 # a host-side read of the allocator's counters: no device sync
                 "retries": torch.cuda.memory_stats().get("num_alloc_retries", 0) if self.cuda else 0,
                 "gc": (self.gc.seconds, self.gc.count), "wall": self._synced_now()}
@@ -194,7 +195,27 @@ class Window:
                 "graphs": b["graphs"] - a["graphs"] if b else None,
                 "open_at": a["wall"] if a else None, "close_at": b["wall"] if b else None,
                 "wall_s": b["wall"] - a["wall"] if b else None,
+                "machine": {k: max((r["machine"][k] for r in (a, b) if r and r["machine"][k] is not None), default=None)
+                            for k in ("load_per_cpu", "other_gpu_processes")},
                 "shapes": {"distinct_in_window": len(shapes_window), "new_in_window": len(shapes_window - shapes_before)}}
+
+
+def machine_load(cuda: bool) -> dict:
+    """Is anything else competing for this machine? The 1-minute load average per CPU (the run's own threads
+    included) and, on a GPU, the other compute processes NVML lists on this device. Read at the window's
+    edges only: /proc/loadavg and one NVML query cost microseconds, and never sync the device."""
+    out = {"load_per_cpu": os.getloadavg()[0] / (os.cpu_count() or 1), "other_gpu_processes": None}
+    if cuda:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            procs = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device()))
+            mine = sum(p.pid == os.getpid() for p in procs)
+            out["other_gpu_processes"] = len(procs) - max(mine, 1 if procs else 0)  # a container may hide our pid
+        except Exception:  # no NVML: the flag is not raised rather than guessed
+            pass
+    return out
 
 
 def union_seconds(spans) -> float:

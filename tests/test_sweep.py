@@ -8,7 +8,7 @@ import torch
 
 from hydra_plugins.trainsweep.batch_search import plan
 from hydra_plugins.trainsweep.launcher import job_gpus
-from src import summary
+from src import plots, summary
 from tests.conftest import CONF, QUICK, cli, compose, read_report
 
 
@@ -145,5 +145,5 @@ def test_summary_shows_the_memory_models_prediction_beside_the_measured_peak(tmp
         r["memory_predicted_gb"] = {"peak_allocated": gb}
     df = summary.table(reports)
     assert dict(zip(df["batch"], df["predicted_alloc_gb"])) == {4: 10.0, 8: 20.0, 16: 35.0}
-    paths = summary.plots(df, tmp_path)
+    paths = plots.plots(df, tmp_path)
     assert (tmp_path / "memory_vs_batch.png") in paths and (tmp_path / "memory_vs_batch.png").stat().st_size > 5000

@@ -1,0 +1,120 @@
+"""How sure a measured figure is, and whether two of them differ.
+
+Step times are autocorrelated (a slow step is followed by slow ones while the host is busy, a clock ramps, a
+cache warms), so stdev/sqrt(n) claims far more certainty than the run has. Batch means: cut the timed steps
+into b consecutive batches, average each, and treat the b batch means as the independent samples; their
+spread carries the correlation within a batch. With b = floor(sqrt(n)) batches of n // b steps (the usual
+choice) the interval's coverage holds for the drift GPU runs show. A Student t quantile with b - 1 degrees
+of freedom turns the spread into a 95% interval.
+
+Comparing two jobs: throughputs are ratios of means, so the comparison is on the log scale, where the two
+relative standard errors add in quadrature. "A beats B" needs the whole interval of A/B above 1 + MIN_EFFECT:
+separate processes on one card drift by a few percent between runs (host-bound GPU steps drifted +-20% within
+one run), which no within-run interval sees. Anything less is a tie, said with its interval.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist, fmean, stdev
+
+CONFIDENCE = 0.95
+MIN_BATCHES = 4  # fewer batch means than this give no interval worth printing
+MIN_EFFECT = 0.03  # ratios within 3% are a tie even when the intervals are tight: between-run drift
+WIDE = 0.10  # a half-width above 10% of the mean flags the job: its figure can't settle a close call
+
+
+def t_quantile(dof: float, confidence: float = CONFIDENCE) -> float:
+    """Two-sided Student t quantile: exact for 1 and 2 degrees of freedom, else Abramowitz & Stegun 26.7.5
+    (within 0.2% of the exact value from 3 up)."""
+    p = 0.5 + confidence / 2
+    if dof == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if dof == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    z = NormalDist().inv_cdf(p)
+    v = dof
+    return (z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+            + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its 95% interval, from `batches` batch means (or repeats) of the values."""
+    mean: float
+    low: float
+    high: float
+    batches: int
+
+    @property
+    def half_width(self) -> float:
+        """Relative: (high - low) / 2 / mean."""
+        return (self.high - self.low) / 2 / self.mean if self.mean else math.inf
+
+    @property
+    def rel_se(self) -> float:
+        """The mean's relative standard error (the half-width over the t quantile)."""
+        return self.half_width / t_quantile(self.batches - 1)
+
+    def inverse(self, scale: float = 1.0) -> "Interval":
+        """The interval of scale / x: a step time's interval carried to a throughput."""
+        return Interval(scale / self.mean, scale / self.high, scale / self.low if self.low > 0 else math.inf,
+                        self.batches)
+
+
+def batch_means(values: list[float], batches: int | None = None) -> Interval | None:
+    """The mean of `values` (in order of time) with its 95% batch-means interval; None when there are fewer
+    than MIN_BATCHES batches to be had (a short run states no interval rather than a false one)."""
+    n = len(values)
+    b = batches or math.isqrt(n)
+    if b < MIN_BATCHES or n < b:
+        return None
+    size = n // b
+    means = [fmean(values[i * size:(i + 1) * size]) for i in range(b)]  # the remainder's oldest steps are dropped
+    return of_samples(means, mean=fmean(values[: b * size]))
+
+
+def of_samples(samples: list[float], mean: float | None = None) -> Interval | None:
+    """A 95% t interval from independent samples (batch means, or one figure per repeat of a job)."""
+    b = len(samples)
+    if b < 2:
+        return None
+    m = fmean(samples) if mean is None else mean
+    half = t_quantile(b - 1) * stdev(samples) / math.sqrt(b)
+    return Interval(m, m - half, m + half, b)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ratio: float  # a / b
+    low: float
+    high: float
+
+    @property
+    def tie(self) -> bool:
+        """A win needs the whole interval beyond MIN_EFFECT: confident the gain outlasts between-run drift."""
+        return self.low <= 1 + MIN_EFFECT and self.high >= 1 / (1 + MIN_EFFECT)
+
+    def text(self, a: str, b: str) -> str:
+        """'A beats B by 1.23x (1.15-1.31)', or the tie with its interval."""
+        if self.ratio < 1:
+            return Comparison(1 / self.ratio, 1 / self.high, 1 / self.low).text(b, a)
+        spread = f"{self.ratio:.2f}x, {self.low:.2f}-{self.high:.2f}" if math.isfinite(self.high) else \
+            f"{self.ratio:.2f}x, no interval"
+        if not self.tie:
+            return f"{a} beats {b} by {self.ratio:.2f}x ({self.low:.2f}-{self.high:.2f})"
+        why = "within noise" if self.low <= 1 <= self.high else f"could be under the {MIN_EFFECT:.0%} runs drift apart"
+        return f"{a} and {b} tie ({spread}: {why})"
+
+
+def compare(a: Interval | None, b: Interval | None, a_mean: float, b_mean: float) -> Comparison:
+    """A/B with a 95% interval on the log scale; without an interval on either side the ratio has none
+    (and counts as a tie: nothing says it isn't noise)."""
+    ratio = a_mean / b_mean
+    if a is None or b is None:
+        return Comparison(ratio, 0.0, math.inf)
+    se = math.hypot(a.rel_se, b.rel_se)
+    dof = min(a.batches, b.batches) - 1  # conservative: the smaller side's degrees of freedom
+    k = math.exp(t_quantile(dof) * se)
+    return Comparison(ratio, ratio / k, ratio * k)

@@ -1,0 +1,97 @@
+"""Intervals from autocorrelated step times, and comparisons that call a tie a tie."""
+import math
+import random
+from statistics import fmean, stdev
+
+import pytest
+
+from src.stats import MIN_EFFECT, Interval, batch_means, compare, of_samples, t_quantile
+
+
+def steps(mean: float, noise: float, n: int, rho: float = 0.8, seed: int = 0) -> list[float]:
+    """Step times around `mean` with AR(1) noise of relative size `noise` (rho: how much a step's excess
+    carries into the next, as host contention and clock drift do)."""
+    rng = random.Random(seed)
+    x, out = 0.0, []
+    for _ in range(n):
+        x = rho * x + math.sqrt(1 - rho**2) * rng.gauss(0, noise)
+        out.append(mean * (1 + x))
+    return out
+
+
+@pytest.mark.parametrize("dof, exact", [(1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (9, 2.262), (29, 2.045)])
+def test_t_quantile_matches_the_table(dof, exact):
+    assert t_quantile(dof) == pytest.approx(exact, rel=0.002)
+
+
+def test_batch_means_covers_the_true_mean_where_the_naive_interval_does_not():
+    hits = naive = 0
+    for seed in range(300):
+        values = steps(0.2, 0.1, 100, rho=0.8, seed=seed)
+        ci = batch_means(values)
+        hits += ci.low <= 0.2 <= ci.high
+        half = 1.96 * stdev(values) / math.sqrt(len(values))
+        naive += fmean(values) - half <= 0.2 <= fmean(values) + half
+    assert 0.85 <= hits / 300 <= 0.99  # about 95% (batches of 10 still hold some correlation at rho 0.8)
+    assert naive / 300 < 0.75  # stdev/sqrt(n) is far too sure of itself on correlated steps
+
+
+def test_a_short_run_states_no_interval():
+    assert batch_means([0.1] * 15) is None  # 3 batches: too few
+    ci = batch_means([0.1, 0.12] * 8)
+    assert ci is not None and ci.batches == 4 and ci.low <= 0.11 <= ci.high
+
+
+def test_an_interval_carries_to_a_throughput():
+    ci = Interval(0.5, 0.4, 0.625, 10).inverse(1000)  # 1000 tokens per step
+    assert (ci.mean, ci.low, ci.high) == (2000, 1600, 2500)
+
+
+def _job(mean_step: float, seed: int, n: int = 64, noise: float = 0.05) -> tuple[Interval, float]:
+    """A constructed job: its throughput interval and mean (1000 tokens per step)."""
+    ci = batch_means(steps(mean_step, noise, n, seed=seed)).inverse(1000)
+    return ci, ci.mean
+
+
+def test_a_true_1_3x_difference_is_called_with_its_interval():
+    called = covered = 0
+    for seed in range(100):
+        fast, slow = _job(0.1, seed=seed), _job(0.13, seed=seed + 100)
+        c = compare(fast[0], slow[0], fast[1], slow[1])
+        called += not c.tie
+        covered += c.low <= 1.3 <= c.high
+    assert called == 100 and covered >= 85  # always a win; the interval holds the true 1.3 about 95% of runs
+    assert c.text("bs 16", "bs 8").startswith("bs 16 beats bs 8 by 1.")
+
+
+def test_a_2_percent_difference_is_a_tie():
+    wins = 0
+    for seed in range(100):
+        a, b = _job(0.100, seed=seed), _job(0.102, seed=seed + 100)
+        c = compare(a[0], b[0], a[1], b[1])
+        wins += not c.tie
+    assert wins <= 3  # a win needs the interval clear of the 3% drift; a true 2% almost never gets there
+    assert " tie (" in c.text("A", "B")
+
+
+def test_a_tight_but_tiny_difference_is_still_a_tie():
+    a, b = _job(0.100, seed=3, n=400, noise=0.001), _job(0.101, seed=4, n=400, noise=0.001)
+    c = compare(a[0], b[0], a[1], b[1])
+    assert not (c.low <= 1 <= c.high) and c.tie  # separable within the runs, under the between-run drift
+    assert f"under the {MIN_EFFECT:.0%}" in c.text("A", "B")
+
+
+def test_the_slower_side_is_named_second_whichever_order_it_came_in():
+    fast, slow = _job(0.1, seed=5), _job(0.13, seed=6)
+    assert compare(slow[0], fast[0], slow[1], fast[1]).text("slow", "fast").startswith("fast beats slow by 1.")
+
+
+def test_without_an_interval_a_ratio_is_never_a_win():
+    c = compare(None, None, 2000.0, 1000.0)
+    assert c.tie and "no interval" in c.text("A", "B")
+
+
+def test_repeats_give_an_interval_from_their_spread():
+    ci = of_samples([100.0, 104.0, 96.0])
+    assert ci.mean == 100 and ci.batches == 3 and ci.low < 96 and ci.high > 104
+    assert of_samples([100.0]) is None
