@@ -50,6 +50,12 @@ def check_choices(overrides: list[str]) -> None:
                 raise ConfigError(m.group(1), value, "allowed: " + ", ".join(choices.__members__))
 
 
+def sweeper_keys(args: list[str]) -> list[str]:
+    """`sweep.repeats=3` -> `hydra.sweeper.repeats=3`: `sweep` is the group of saved sweeps, so Hydra would
+    take the key for one of its nodes; the repeats belong to the sweeper (hydra_plugins/trainsweep/repeating.py)."""
+    return [f"hydra.sweeper.{a.split('.', 1)[1]}" if a.startswith("sweep.repeats=") else a for a in args]
+
+
 def hydra_argv(argv: list[str]) -> list[str]:
     """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
     try:
@@ -57,4 +63,4 @@ def hydra_argv(argv: list[str]) -> list[str]:
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)
-    return quote_numeric_choices(argv)
+    return quote_numeric_choices(sweeper_keys(argv))

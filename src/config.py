@@ -357,8 +357,8 @@ class MeasureConfig:
     peak_tflops: Optional[float] = None  # override the card's peak for MFU
     predict_memory: bool = True  # GPU: trace a 1-2 layer copy before training and predict the peak (seconds)
     stop_when_stable: bool = False  # end training once the mean step time is known to rel_error (sweeps)
-    rel_error: float = 0.02  # standard error of the mean step time / mean, for stop_when_stable
-    min_steps: int = 10  # timed steps before stop_when_stable may stop
+    rel_error: float = 0.03  # stop_when_stable: the 95% interval's half-width / mean step time to stop at
+    min_steps: int = 20  # timed steps before stop_when_stable may stop (an interval needs a few batch means)
     enabled: bool = True
 
     @staticmethod
@@ -463,6 +463,7 @@ class Config:
     device: Device = Device.auto
     rerun: bool = False  # true: recompute a run whose directory already holds a finished report
     resume: bool = False  # true: continue the interrupted run in hydra.run.dir from its last checkpoint
+    repeat: int = 0  # which repeat of a sweep job (hydra_plugins/trainsweep/repeating.py); the run ignores it
 
 
 def validate(cfg: DictConfig, cuda_available: bool) -> None:

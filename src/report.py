@@ -385,13 +385,14 @@ def format_summary(r: Report) -> str:
 
 
 if __name__ == "__main__":
-    # python -m src.report DIR: a run directory's summary, or a sweep directory's ranked table and plots.
+    # python -m src.report DIR: a run directory's summary, or a sweep directory's ranked table and plots;
+    # python -m src.report REPORTS.jsonl: the same table and plots beside a file of collected reports.
     import sys
     from pathlib import Path
 
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    if target is None or not target.is_dir():
-        print("usage: python -m src.report RUN_OR_SWEEP_DIR", file=sys.stderr)
+    if target is None or not (target.is_dir() or target.suffix == ".jsonl" and target.is_file()):
+        print("usage: python -m src.report RUN_OR_SWEEP_DIR | REPORTS.jsonl", file=sys.stderr)
         sys.exit(2)
     if (target / "report.json").exists():
         from src.report_files import read

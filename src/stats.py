@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from statistics import NormalDist, fmean, stdev
 
 CONFIDENCE = 0.95
-MIN_BATCHES = 4  # fewer batch means than this give no interval worth printing
+MIN_BATCHES = 3  # fewer batch means than this give no interval worth printing (2 degrees of freedom: t = 4.3)
 MIN_EFFECT = 0.03  # ratios within 3% are a tie even when the intervals are tight: between-run drift
 WIDE = 0.10  # a half-width above 10% of the mean flags the job: its figure can't settle a close call
 
@@ -71,8 +71,8 @@ def batch_means(values: list[float], batches: int | None = None) -> Interval | N
     if b < MIN_BATCHES or n < b:
         return None
     size = n // b
-    means = [fmean(values[i * size:(i + 1) * size]) for i in range(b)]  # the remainder's oldest steps are dropped
-    return of_samples(means, mean=fmean(values[: b * size]))
+    means = [fmean(values[i * size:(i + 1) * size]) for i in range(b)]  # the last n % b steps only in the mean
+    return of_samples(means, mean=fmean(values))
 
 
 def of_samples(samples: list[float], mean: float | None = None) -> Interval | None:

@@ -12,19 +12,43 @@ from pathlib import Path
 import pandas as pd
 from hydra.experimental.callback import Callback
 
+from src import stats
 from src.plots import loss_curves, plots
 from src.report import PHASES, Report
 
 log = logging.getLogger(__name__)
 
 
-def load_reports(sweep_dir: Path) -> list[dict]:
+def load_reports(sweep: Path) -> list[dict]:
+    """The job reports of a sweep directory (*/report.json), or of a JSONL file of labelled reports (what a
+    GPU call brings back: scripts/collect.py). Reports written before the intervals and flags existed get
+    them from their own timed steps."""
+    sweep = Path(sweep)
+    if sweep.is_file():
+        lines = [json.loads(line) for line in sweep.read_text().splitlines() if line.strip()]
+        found = [(r.pop("label", None) or f"job{i}", r) for i, r in enumerate(lines)]
+    else:
+        found = [(p.parent.name, json.loads(p.read_text())) for p in sorted(sweep.glob("*/report.json"))]
     reports = []
-    for path in sorted(Path(sweep_dir).glob("*/report.json")):
-        report = json.loads(path.read_text())
-        report["job"] = path.parent.name
-        reports.append(report)
+    for job, report in found:
+        report["job"] = job
+        reports.append(with_intervals(report))
     return reports
+
+
+def with_intervals(report: dict) -> dict:
+    """A finished report without intervals or flags (older than them): both computed from its step times."""
+    if report.get("status") != "ok" or "flags" in report or not (report.get("step_time_s") or {}).get("values"):
+        return report
+    from src import analysis
+    from src.report import Compile, Shapes, StepTime, Throughput
+
+    step, th = StepTime.from_dict(report["step_time_s"]), Throughput.from_dict(report["throughput"])
+    analysis.with_interval(step, th)
+    stop_rule = ((report.get("config") or {}).get("measure") or {}).get("stop_when_stable", False)
+    flags = analysis.flags(step, Shapes.from_dict(report.get("shapes") or {}), Compile.from_dict(report.get("compile") or {}),
+                           {}, stop_rule, bool(report.get("stopped_when_stable")))
+    return {**report, "step_time_s": step.to_dict(), "throughput": th.to_dict(), "flags": flags.to_dict()}
 
 
 def _overrides(report: dict) -> dict:
@@ -40,7 +64,9 @@ def _varying(reports: list[dict]) -> list[str]:
 
 # summary column -> the report field it shows (report.Report.flat's names); every other measured number
 # follows under its own `section.field` name, so a new report field reaches summary.csv by itself
-COLUMNS = {"real_tok_s": "throughput.real_tokens_per_s", "samples_s": "throughput.samples_per_s",
+COLUMNS = {"real_tok_s": "throughput.real_tokens_per_s", "real_tok_s_low": "throughput.real_tokens_per_s_low",
+           "real_tok_s_high": "throughput.real_tokens_per_s_high", "ci_batches": "step_time_s.ci_batches",
+           "samples_s": "throughput.samples_per_s",
            "pad_fraction": "throughput.pad_fraction", "step_s": "step_time_s.mean", "step_p90_s": "step_time_s.p90",
            "steps_timed": "step_time_s.n", "mfu": "flops.mfu",
            "peak_alloc_gb": "memory_gb.peak_allocated", "peak_reserved_gb": "memory_gb.peak_reserved",
@@ -48,9 +74,9 @@ COLUMNS = {"real_tok_s": "throughput.real_tokens_per_s", "samples_s": "throughpu
            "alloc_retries": "memory_gb.alloc_retries_in_window", **{f"{p}_s": f"breakdown_s.{p}" for p in PHASES}}
 
 
-def table(reports: list[dict]) -> pd.DataFrame:
+def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
     """One row per job (report.json's contents plus its "job" directory), ranked: finished jobs by real
-    tokens/s, then failed ones."""
+    tokens/s, then failed ones. A job run several times (sweep.repeats) is one row unless `combine` is off."""
     rows = []
     keys = _varying(reports)
     for d in reports:
@@ -68,6 +94,8 @@ def table(reports: list[dict]) -> pd.DataFrame:
                "predicted_alloc_gb": (r.get("memory_predicted_gb") or {}).get("peak_allocated"),  # before step 1
                "saturated": verdict.saturated if verdict else None, "bottleneck": verdict.bottleneck if verdict else None,
                "build_s": timing.get("build"), "train_s": timing.get("train"),
+               "flags": "; ".join(r.flags.reasons) if r.get("flags") else "",
+               "model": r.config.get("model", {}).get("name"), "repeat": given.get("repeat", "0"),
                "device": (r.get("env") or {}).get("device_name"), "error": (r.error or "")[:200]}
         shown = set(COLUMNS.values())
         row.update({path: value for path, value in flat.items() if path not in shown})
@@ -75,17 +103,74 @@ def table(reports: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
+    if combine and (df["repeat"] != "0").any():
+        df = combine_repeats(df)
     df["_ok"] = df["status"] == "ok"
     df = df.sort_values(["_ok", "real_tok_s"], ascending=[False, False], na_position="last").drop(columns="_ok")
-    df.insert(0, "rank", range(1, len(df) + 1))
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    df.insert(0, "rank", tiers(df))
+    return df
+
+
+def combine_repeats(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per job of a sweep run with `sweep.repeats`: the mean over its repeats, and an interval from
+    their spread (each repeat a separate process at a different time: the drift between runs is in it)."""
+    rows = []
+    for label, group in df.groupby(df["job"].str.replace(r"(^|, )repeat=\d+", "", regex=True).str.strip(", "),
+                                   sort=False):
+        ok = group[group["status"] == "ok"]
+        row = (ok if not ok.empty else group).iloc[0].to_dict()
+        numeric = ok.select_dtypes("number").mean() if not ok.empty else {}
+        row.update({k: v for k, v in dict(numeric).items() if k not in ("batch", "grad_accum", "effective_batch")})
+        ci = stats.of_samples(list(ok["real_tok_s"].dropna())) if len(ok) > 1 else None
+        row.update(job=label or row["job"], repeat=f"{len(ok)} of {len(group)}",
+                   real_tok_s_low=ci.low if ci else None, real_tok_s_high=ci.high if ci else None,
+                   ci_batches=ci.batches if ci else None,
+                   status="ok" if len(ok) == len(group) else ("ok" if not ok.empty else group["status"].iloc[0]),
+                   flags="; ".join(dict.fromkeys(f for fl in group["flags"] if fl for f in fl.split("; ")
+                                                 if not (ci and f.startswith("no interval")))))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def interval(row) -> stats.Interval | None:
+    """A table row's throughput interval (None where the job had too few steps for one)."""
+    if pd.isna(row.get("real_tok_s_low")) or pd.isna(row.get("ci_batches")):
+        return None
+    return stats.Interval(row["real_tok_s"], row["real_tok_s_low"], row["real_tok_s_high"], int(row["ci_batches"]))
+
+
+def comparison(a, b) -> stats.Comparison:
+    return stats.compare(interval(a), interval(b), a["real_tok_s"], b["real_tok_s"])
+
+
+def tiers(df: pd.DataFrame) -> list[int]:
+    """Ranks that call a tie a tie: a finished job shares the rank of the fastest job of its tier while the two
+    can't be told apart (src/stats.py); failed jobs rank after, one each."""
+    ranks, leader = [], None
+    for i, row in df.iterrows():
+        if row["status"] != "ok" or pd.isna(row["real_tok_s"]):
+            ranks.append(i + 1)
+            continue
+        if leader is None or not comparison(df.loc[leader], row).tie:
+            leader = i
+        ranks.append(leader + 1)
+    return ranks
 
 
 def _label(row) -> str:
     return f"bs {row['batch']} x ga {row['grad_accum']}"
 
 
+def _rate(row) -> str:
+    """'25,869 (25,680-26,062)' real tokens/s, or '... (no interval)'."""
+    if interval(row) is None:
+        return f"{row['real_tok_s']:,.0f} (no interval)"
+    return f"{row['real_tok_s']:,.0f} ({row['real_tok_s_low']:,.0f}-{row['real_tok_s_high']:,.0f})"
+
+
 def recommend(df: pd.DataFrame) -> list[str]:
+    """The answer in a few lines; every comparison carries its interval or says tie."""
     ok = df[df["status"] == "ok"].dropna(subset=["real_tok_s"])
     if ok.empty:
         return ["no job finished: nothing to recommend"]
@@ -93,21 +178,28 @@ def recommend(df: pd.DataFrame) -> list[str]:
     fit = ok[ok["saturated"] != True]  # noqa: E712 (None: unknown, e.g. on the CPU)
     best = (fit if not fit.empty else ok).iloc[0]
     lines.append(f"fastest {'non-saturated ' if not fit.empty else ''}config: {best['job']} "
-                 f"({_label(best)}), {best['real_tok_s']:,.0f} real tokens/s")
+                 f"({_label(best)}), {_rate(best)} real tokens/s")
+    tied = [r for _, r in (fit if not fit.empty else ok).iloc[1:].iterrows() if comparison(best, r).tie]
+    if tied:
+        lines.append("tied with it (within noise or under the 3% runs drift apart): "
+                     + ", ".join(f"{r['job']} ({_rate(r)})" for r in tied))
     if fit.empty:
         lines.append("every finished job saturated memory: try a smaller micro-batch or gradient checkpointing")
     elif ok.iloc[0]["job"] != best["job"]:
         top = ok.iloc[0]
-        lines.append(f"{top['job']} ran {top['real_tok_s'] / best['real_tok_s']:.2f}x faster but saturated memory "
-                     "(allocator retries or >92% reserved): one longer batch away from OOM")
+        lines.append(f"{top['job']}: {comparison(top, best).text('it', 'the fastest fitting one')}, but saturated "
+                     "memory (allocator retries or >92% reserved): one longer batch away from OOM")
     for eff, group in ok.groupby("effective_batch"):
         if len(group) < 2:
             continue
-        first, others = group.iloc[0], group.iloc[1:]
+        first = group.iloc[0]
         # jobs of one batch shape that differ elsewhere (padding, a ladder rung) are named by their overrides
         name = _label if not group.duplicated(["batch", "grad_accum"]).any() else (lambda r: r["job"])
-        beats = ", ".join(f"{name(o)} by {first['real_tok_s'] / o['real_tok_s']:.2f}x" for _, o in others.iterrows())
-        lines.append(f"for effective batch {eff}: {name(first)} beats {beats}")
+        versus = "; ".join(comparison(first, o).text(name(first), name(o)) for _, o in group.iloc[1:].iterrows())
+        lines.append(f"for effective batch {eff}: {versus}")
+    flagged = df[(df["status"] == "ok") & (df["flags"].fillna("") != "")] if "flags" in df else df.iloc[:0]
+    for _, r in flagged.iterrows():
+        lines.append(f"flagged {r['job']}: {r['flags']}")
     failed = df[df["status"] != "ok"]
     if not failed.empty:
         lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
@@ -115,10 +207,14 @@ def recommend(df: pd.DataFrame) -> list[str]:
 
 
 def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
-    cols = ["rank", "job", "status", "batch", "grad_accum", "effective_batch", "real_tok_s", "samples_s",
-            "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck"]
+    cols = ["rank", "job", "status", "batch", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
+            "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck", "flags"]
     fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
            "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}"}
+    df = df.assign(real_tok_s_95=[f"{r['real_tok_s_low']:,.0f}-{r['real_tok_s_high']:,.0f}" if interval(r) else "-"
+                                  for _, r in df.iterrows()])
+    if "flags" in df:
+        df["flags"] = df["flags"].fillna("").replace("", "-")
     shown = df[[c for c in cols if c in df]].copy()
     for col, f in fmt.items():
         if col in shown:
@@ -127,15 +223,18 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
     body = "".join("| " + " | ".join("-" if v is None or pd.isna(v) else str(v) for v in row) + " |\n"
                    for row in shown.itertuples(index=False))
     device = df["device"].dropna().iloc[0] if df["device"].notna().any() else "unknown device"
+    legend = ("Real tokens/s with its 95% interval (batch means of the timed steps; with `sweep.repeats`, the "
+              "spread of the repeats). Jobs that can't be told apart (intervals overlapping, or under the 3% runs "
+              "drift apart) share a rank; flags say why a figure may not settle a close call.\n\n")
     return (f"# Sweep summary\n\n`{sweep_dir}`, {len(df)} jobs on {device}\n\n"
-            + "".join(f"- {line}\n" for line in lines) + "\n" + header + body)
+            + "".join(f"- {line}\n" for line in lines) + "\n" + legend + header + body)
 
 
 def write(sweep_dir: Path, cfg=None) -> str:
-    """summary.csv, summary.md and plots in the sweep directory (and a W&B summary run when the sweep's
-    config logs to W&B); returns the markdown."""
-    sweep_dir = Path(sweep_dir)
+    """summary.csv, summary.md and plots in the sweep directory, or beside a JSONL file of its reports (and
+    a W&B summary run when the sweep's config logs to W&B); returns the markdown."""
     reports = load_reports(sweep_dir)
+    sweep_dir = Path(sweep_dir).parent if Path(sweep_dir).is_file() else Path(sweep_dir)
     df = table(reports)
     if df.empty:
         return f"no job reports under {sweep_dir}"
@@ -143,7 +242,8 @@ def write(sweep_dir: Path, cfg=None) -> str:
     df.to_csv(sweep_dir / "summary.csv", index=False)
     md = _markdown(df, lines, sweep_dir)
     (sweep_dir / "summary.md").write_text(md)
-    images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, df, sweep_dir)] if p]
+    runs = table(reports, combine=False) if (df["repeat"] != "0").any() else df  # every run's own curve
+    images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, runs, sweep_dir)] if p]
     if cfg is not None and cfg.logger.name == "wandb":
         from src.loggers import log_sweep
 

@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from src import stats
 from src.report import PHASES  # the breakdown section's fields: one definition
 
 log = logging.getLogger(__name__)
@@ -271,14 +272,15 @@ class BusyProfiler:
 
 
 class StopRule:
-    """The mean step time is known well enough once its standard error is under `rel_error` of it, over at
-    least `min_steps` steps (and two: one step has no spread)."""
+    """The mean step time is known well enough once its 95% batch-means interval (src/stats.py: steps are
+    autocorrelated, so stdev/sqrt(n) would stop far too early) is within `rel_error` of it either side, over
+    at least `min_steps` timed steps."""
 
     def __init__(self, rel_error: float, min_steps: int):
         self.rel_error, self.min_steps = rel_error, min_steps
 
     def met(self, times: list[float]) -> bool:
-        n = len(times)
-        if n < max(self.min_steps, 2):
+        if len(times) < self.min_steps:
             return False
-        return statistics.stdev(times) / n ** 0.5 < self.rel_error * statistics.fmean(times)
+        ci = stats.batch_means(times)
+        return ci is not None and ci.half_width < self.rel_error

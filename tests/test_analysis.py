@@ -1,8 +1,8 @@
 """The report's derived numbers (src/analysis.py): throughput, MFU, the verdict, the typed sections they fill."""
 import pytest
 
-from src.analysis import mfu, throughput, verdict
-from src.report import Breakdown, CpuMemory, Flops, GpuMemory, Report, StepTime, Throughput
+from src.analysis import flags, mfu, throughput, verdict, with_interval
+from src.report import Breakdown, Compile, CpuMemory, Flops, GpuMemory, Report, Shapes, StepTime, Throughput
 
 
 def test_throughput_is_tokens_per_step_over_seconds_per_step():
@@ -62,3 +62,49 @@ def test_a_new_section_field_reaches_the_flat_view_and_wandb_by_itself():
     assert flat["throughput.real_tokens_per_s"] == 5.0 and flat["memory_gb.peak_allocated"] == 3.0
     wb = rep.wandb_summary()
     assert wb["perf/real_tokens_per_s"] == 5.0 and wb["mem/peak_allocated"] == 3.0 and wb["status"] == "ok"
+
+
+def _timed(values):
+    return StepTime(mean=sum(values) / len(values), n=len(values), values=values)
+
+
+def test_a_step_times_interval_carries_to_the_throughput():
+    step = _timed([0.10, 0.11, 0.09, 0.10] * 8)
+    th = Throughput(real_tokens_per_s=1000 / step.mean)  # 1000 real tokens a step
+    with_interval(step, th)
+    assert step.ci_low < step.mean < step.ci_high and step.ci_batches == 5
+    assert th.real_tokens_per_s_low == pytest.approx(1000 / step.ci_high)
+    assert th.real_tokens_per_s_high == pytest.approx(1000 / step.ci_low)
+
+
+def test_too_few_timed_steps_give_no_interval_and_a_flag():
+    step, th = _timed([0.1] * 5), Throughput(real_tokens_per_s=100.0)
+    with_interval(step, th)
+    assert step.ci_low is None and th.real_tokens_per_s_low is None
+    assert flags(step, Shapes(), Compile(), {}, False, False).reasons == ["no interval: 5 timed steps (needs 9)"]
+
+
+@pytest.mark.parametrize("case, reason", [
+    ({"values": [0.1] * 20 + [0.3] * 20}, "wide interval: +-"),  # a drift mid-run
+    ({"stop_rule": True}, "ran out of steps before the mean was stable"),
+    ({"shapes": Shapes(distinct_in_window=9, new_in_window=4)}, "4 new batch shapes inside the timed window"),
+    ({"compile_": Compile(graphs=3, graphs_in_window=2)}, "2 compiles inside the timed window"),
+    ({"machine": {"load_per_cpu": 2.5}}, "busy host: load 2.5 per CPU"),
+    ({"machine": {"load_per_cpu": 0.3, "other_gpu_processes": 1}}, "1 other processes on the GPU"),
+])
+def test_each_reason_to_doubt_a_figure_is_flagged(case, reason):
+    values = case.pop("values", [0.100, 0.101, 0.099] * 10)
+    step = _timed(values)
+    with_interval(step, Throughput())
+    args = {"shapes": Shapes(), "compile_": Compile(graphs_in_window=0), "machine": {}, "stop_rule": False,
+            "stopped_when_stable": False, **case}
+    got = flags(step, **args)
+    assert len(got.reasons) == 1 and got.reasons[0].startswith(reason), got.reasons
+
+
+def test_a_steady_run_on_a_quiet_machine_has_no_flags():
+    step = _timed([0.100, 0.101, 0.099] * 10)
+    with_interval(step, Throughput())
+    got = flags(step, Shapes(distinct_in_window=1), Compile(graphs_in_window=0), {"load_per_cpu": 0.4,
+                "other_gpu_processes": 0}, True, True)
+    assert got.reasons == [] and got.load_per_cpu == 0.4

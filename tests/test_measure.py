@@ -1,6 +1,7 @@
 """Measurement on the CPU: token counting three ways, warm-up exclusion, the window's arithmetic, stopping
 when stable, and each part of the meter alone (the verdict's rules are in tests/test_analysis.py)."""
 import gc
+import statistics
 import time
 
 import pytest
@@ -240,15 +241,18 @@ def test_window_that_training_stopped_inside_ends_at_train_end():
     assert window.closed is not None and window.results()["wall_s"] >= 0
 
 
-def test_stop_rule_needs_the_standard_error_under_rel_error_of_the_mean():
-    rule = StopRule(rel_error=0.05, min_steps=5)
-    assert not any(rule.met([0.2] * n) for n in range(5))  # no spread, but fewer than min_steps
-    assert rule.met([0.2] * 5)
-    # Alternating 1 and 3 s: mean 2, stdev sqrt(n/(n-1)), so stdev/sqrt(n) = 1/sqrt(n-1) < 0.05 * 2 once n > 101.
-    times = [1.0, 3.0] * 60
-    assert not rule.met(times[:100]) and rule.met(times[:102])
-    assert not StopRule(rel_error=0.05, min_steps=200).met(times[:102])
-    assert not StopRule(rel_error=0.05, min_steps=1).met([0.2])  # one step has no spread
+def test_stop_rule_needs_the_batch_means_interval_within_rel_error_of_the_mean():
+    rule = StopRule(rel_error=0.05, min_steps=9)
+    assert not any(rule.met([0.2] * n) for n in range(9))  # no spread, but fewer than min_steps
+    assert rule.met([0.2] * 9)
+    # Correlated steps (a slow step is followed by slow ones): stdev/sqrt(n) is sure of the mean far too early
+    from tests.test_stats import steps
+
+    times = steps(0.2, 0.1, 1000, rho=0.9, seed=0)
+    naive = next(n for n in range(9, 1000) if statistics.stdev(times[:n]) / n ** 0.5 < 0.05 * statistics.fmean(times[:n]))
+    assert naive < 20 and not rule.met(times[:naive])
+    assert rule.met(times)
+    assert not StopRule(rel_error=0.05, min_steps=2000).met(times)
 
 
 def test_busy_time_is_the_union_of_kernel_intervals():

@@ -48,7 +48,7 @@ def test_summary_ranks_finished_jobs_and_draws_plots(oom_sweep):
     sweep_dir, _, proc = oom_sweep
     df = pd.read_csv(sweep_dir / "summary.csv")
     ok = df[df["status"] == "ok"]
-    assert list(ok["rank"]) == [1, 2, 3, 4]
+    assert list(ok["rank"]) == sorted(ok["rank"]) and ok["rank"].iloc[0] == 1  # ties share a rank
     assert list(ok["real_tok_s"]) == sorted(ok["real_tok_s"], reverse=True)
     assert set(df[df["status"] != "ok"]["status"]) == {"oom"}
     md = (sweep_dir / "summary.md").read_text()
@@ -77,11 +77,14 @@ def test_a_job_whose_process_dies_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert "process failed" in crashed[0]["error"]
 
 
-def _report(job, size, accum, rate, status="ok", saturated=False, device="NVIDIA H100 80GB HBM3"):
+def _report(job, size, accum, rate, status="ok", saturated=False, device="NVIDIA H100 80GB HBM3", ci=0.02):
+    """A constructed report: `rate` real tokens/s with a 95% interval of +-ci (16 batch means)."""
+    th = {"real_tokens_per_s": rate, "real_tokens_per_s_low": rate * (1 - ci), "real_tokens_per_s_high": rate * (1 + ci)} \
+        if rate else {}
     return {"job": job, "status": status, "overrides": [f"batch.size={size}", f"batch.grad_accum={accum}"],
             "config": {"batch": {"size": size, "grad_accum": accum}},
-            "throughput": {"real_tokens_per_s": rate} if rate else {}, "env": {"device_name": device},
-            "verdict": {"saturated": saturated, "bottleneck": "compute"}, "step_time_s": {"mean": 1.0},
+            "throughput": th, "env": {"device_name": device},
+            "verdict": {"saturated": saturated, "bottleneck": "compute"}, "step_time_s": {"mean": 1.0, "ci_batches": 16},
             "memory_gb": {"peak_reserved": size, "capacity": 80.0}, "breakdown_s": {"compute": 0.9, "data": 0.1}}
 
 
@@ -89,11 +92,33 @@ def test_recommendation_names_the_fastest_fitting_config_and_the_best_split():
     df = summary.table([_report("a", 8, 4, 1000), _report("b", 16, 2, 1300), _report("c", 32, 1, 1500, saturated=True),
                         _report("d", 64, 1, None, status="oom")])
     lines = summary.recommend(df)
-    assert lines[0].startswith("fastest non-saturated config: batch.size=16, batch.grad_accum=2")
-    assert "1.15x faster but saturated memory" in lines[1]
-    assert "for effective batch 32: bs 32 x ga 1 beats bs 16 x ga 2 by 1.15x, bs 8 x ga 4 by 1.50x" in lines
+    assert lines[0] == "fastest non-saturated config: batch.size=16, batch.grad_accum=2 (bs 16 x ga 2), " \
+                       "1,300 (1,274-1,326) real tokens/s"
+    assert lines[1].startswith("batch.size=32, batch.grad_accum=1: it beats the fastest fitting one by 1.15x (1.")
+    assert "but saturated memory" in lines[1]
+    assert any(line.startswith("for effective batch 32: bs 32 x ga 1 beats bs 16 x ga 2 by 1.15x (1.")
+               and "; bs 32 x ga 1 beats bs 8 x ga 4 by 1.50x (1." in line for line in lines)
     assert lines[-1].startswith("did not finish:") and "(oom)" in lines[-1]
-    assert list(df["status"]) == ["ok", "ok", "ok", "oom"]
+    assert list(df["status"]) == ["ok", "ok", "ok", "oom"] and list(df["rank"]) == [1, 2, 3, 4]
+
+
+def test_jobs_that_cannot_be_told_apart_share_a_rank_and_the_recommendation_says_tie():
+    df = summary.table([_report("a", 8, 2, 1000), _report("b", 16, 1, 1020), _report("c", 4, 4, 1400),
+                        _report("d", 2, 8, 700, ci=0.5), _report("e", 8, 1, 1390)])
+    assert list(df["batch"]) == [4, 8, 16, 8, 2] and list(df["rank"]) == [1, 1, 3, 3, 3]  # d: too noisy to rank below
+    lines = summary.recommend(df)
+    assert lines[1] == "tied with it (within noise or under the 3% runs drift apart): " \
+                       "batch.size=8, batch.grad_accum=1 (1,390 (1,362-1,418))"
+    line = next(x for x in lines if x.startswith("for effective batch 16:"))
+    assert "bs 4 x ga 4 beats bs 16 x ga 1 by 1.37x (1.3" in line and "bs 4 x ga 4 beats bs 2 x ga 8 by 2.00x (1.2" in line
+
+
+def test_a_job_without_an_interval_never_wins_a_comparison():
+    no_ci = _report("a", 8, 1, 2000)
+    no_ci["throughput"] = {"real_tokens_per_s": 2000}
+    df = summary.table([no_ci, _report("b", 4, 2, 1000)])
+    assert list(df["rank"]) == [1, 1]
+    assert any("tie (2.00x, no interval" in x for x in summary.recommend(df))
 
 
 def test_plan_of_the_batch_search():
@@ -147,3 +172,39 @@ def test_summary_shows_the_memory_models_prediction_beside_the_measured_peak(tmp
     assert dict(zip(df["batch"], df["predicted_alloc_gb"])) == {4: 10.0, 8: 20.0, 16: 35.0}
     paths = plots.plots(df, tmp_path)
     assert (tmp_path / "memory_vs_batch.png") in paths and (tmp_path / "memory_vs_batch.png").stat().st_size > 5000
+
+
+def test_repeats_run_in_rounds_and_repeat_zero_is_the_plain_job():
+    from hydra_plugins.trainsweep.repeating import rounds
+
+    assert rounds([["batch=2"], ["batch=4"]], 2) == [["batch=2"], ["batch=4"], ["batch=2", "repeat=1"],
+                                                      ["batch=4", "repeat=1"]]
+    assert rounds([["a=1"]], 1) == [["a=1"]]
+
+
+def test_a_repeated_sweep_interleaves_its_jobs_and_ranks_each_on_its_repeats(tmp_path):
+    proc = cli("-m", "batch=2,4", "sweep.repeats=2", *QUICK, "logger=none", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = (proc.stdout + proc.stderr).splitlines()
+    started = [line.split(" : ")[1] for line in lines if "\t#" in line and "real tok/s" not in line and ": ok" not in line]
+    assert [("repeat=1" in s, "batch='2'" in s) for s in started] == [(False, True), (False, False), (True, True),
+                                                                       (True, False)]  # A B A B
+    finished = [line for line in lines if ": ok, " in line and "real tok/s" in line]
+    assert len(finished) == 4  # one line per finished job while the sweep runs
+    assert len(list(tmp_path.glob("*/report.json"))) == 4
+    assert all((d / "job.log").resolve().is_file() for d in tmp_path.iterdir() if (d / "report.json").exists())
+    df = pd.read_csv(tmp_path / "summary.csv")
+    assert sorted(df["batch"]) == [2, 4] and set(df["repeat"]) == {"2 of 2"} and set(df["ci_batches"]) == {2}
+    assert (df["real_tok_s_low"] < df["real_tok_s"]).all() and (df["real_tok_s"] < df["real_tok_s_high"]).all()
+
+
+def test_the_summary_reads_a_jsonl_of_collected_reports_and_gives_old_reports_their_intervals(tmp_path):
+    old = _report("x", 8, 1, 1000.0)
+    old.pop("job")
+    old["label"] = "bs8"
+    old["step_time_s"] = {"mean": 0.1, "n": 12, "values": [0.1, 0.11, 0.09] * 4}
+    old["throughput"] = {"real_tokens_per_s": 1000.0}
+    (tmp_path / "reports.jsonl").write_text(json.dumps(old) + "\n")
+    md = summary.write(tmp_path / "reports.jsonl")
+    assert (tmp_path / "summary.csv").exists() and "1,000 (" in md
+    assert summary.load_reports(tmp_path / "reports.jsonl")[0]["job"] == "bs8"

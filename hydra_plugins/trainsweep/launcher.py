@@ -45,6 +45,27 @@ def job_gpus(params: dict) -> dict:
     return {"gpus_per_node": len([x for x in env.split(",") if x.strip()]), "setup": setup}
 
 
+def link_log(job_dir: Path) -> None:
+    """job_dir/job.log -> the job's output, which submitit keeps under the sweep's .submitit/<id>/."""
+    logs = sorted((job_dir.parent / ".submitit").glob("*/*_log.out"), key=lambda p: p.stat().st_mtime)
+    link = job_dir / "job.log"
+    if logs and job_dir.is_dir():
+        link.unlink(missing_ok=True)
+        link.symlink_to(os.path.relpath(logs[-1], job_dir))
+
+
+def job_line(job_dir: Path) -> str:
+    """One line per finished job while the sweep runs: status, real tokens/s with its interval, flags."""
+    from src.report_files import read
+
+    rep = read(job_dir / "report.json")
+    if rep is None:
+        return "no report"
+    th, flags = rep.get("throughput"), rep.get("flags")
+    rate = f", {th.real_tok_text()} real tok/s" if th and th.real_tokens_per_s else ""
+    return f"{rep.status}{rate}" + (f"; flagged: {flags.line()}" if flags and flags.reasons else "")
+
+
 class IsolatedLauncher(LocalLauncher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from src.report_files import finished, record_failure
@@ -67,6 +88,8 @@ class IsolatedLauncher(LocalLauncher):
                 for ret in super().launch([overrides], idx):
                     ret.working_dir = str(job_dir)  # where the job wrote (jobs don't chdir)
                     returns.append(ret)
+                link_log(job_dir)
+                log.info(f"\t#{idx} : {' '.join(overrides)}: {job_line(job_dir)}")
             except Exception as exc:  # the job's process died before it could write its own report
                 log.error(f"\t#{idx} : {' '.join(overrides)}: the job's process failed: {exc}")
                 config = OmegaConf.to_container(job_cfg, resolve=False)
