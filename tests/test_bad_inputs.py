@@ -154,3 +154,15 @@ def test_wandb_online_without_a_network_gives_up_in_its_time_box(tmp_path, monke
     assert time.perf_counter() - start < 30  # wandb's own time-out is 90 s
     assert "waiting up to 3 s for the W&B server" in caplog.text
     assert "no answer from the W&B server within 3 s; logger.mode=offline logs locally" in caplog.text
+
+
+def test_wandb_init_is_time_boxed_by_default(tmp_path, monkeypatch):
+    import wandb
+
+    from src.loggers import _init
+
+    seen = {}
+    monkeypatch.delenv("WANDB_INIT_TIMEOUT", raising=False)
+    monkeypatch.setattr(wandb, "init", lambda **kwargs: seen.update(kwargs))
+    _init(compose(*QUICK, "logger=wandb", "logger.mode=online"), tmp_path)
+    assert seen["settings"].init_timeout == 30  # wandb's own default waits 90 s
