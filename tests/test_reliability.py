@@ -106,12 +106,13 @@ def test_a_rerun_sweep_runs_its_failed_and_changed_jobs_again(tmp_path):
 
 
 # -- 2. a killed sweep takes its jobs with it ----------------------------------------------------------------
-def test_a_killed_sweep_takes_its_running_job_with_it(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_sweep_takes_its_running_job_with_it(sig, tmp_path):
     sweep = subprocess.Popen([sys.executable, "-m", "src.run", "-m", "batch=4,8", *SLOW, f"hydra.sweep.dir={tmp_path}"],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_for(lambda: any(tmp_path.glob("*/config.yaml")))  # the first job's process is running
-        os.kill(sweep.pid, signal.SIGKILL)  # the sweep alone, as `kill -9 PID` or the OOM killer would
+        os.kill(sweep.pid, sig)  # the sweep alone, as `kill PID`, `kill -9 PID` or the OOM killer would
         sweep.wait()
         deadline = time.time() + 20
         while _running_in_group(sweep.pid) and time.time() < deadline:
