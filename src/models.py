@@ -50,7 +50,8 @@ def _unloadable(path: str, exc: Exception) -> str:
     if model_type and model_type not in CONFIG_MAPPING_NAMES:
         return (f"{conf}: model_type {model_type!r} is unknown to transformers {transformers.__version__} "
                 "(newer transformers, or model.trust_remote_code=true if the directory ships its code)")
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else 'could not load its config'}"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else 'could not load its config'}"
 
 
 def quantize_4bit(model: torch.nn.Module, peft_cfg) -> None:

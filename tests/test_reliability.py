@@ -191,8 +191,8 @@ def test_a_full_disk_prints_the_summary_and_keeps_the_earlier_report(tmp_path):
     earlier = json.dumps({"status": "ok", "config": {}, "config_hash": "an earlier config"})
     (tmp_path / "report.json").write_text(earlier)
     # dataloader=basic: workers pass batches through shared-memory files, which the limit would stop too
-    proc = subprocess.run([sys.executable, "-m", "src.run", *QUICK, "dataloader=basic", f"hydra.run.dir={tmp_path}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, preexec_fn=_file_size_limit(8000))
+    proc = subprocess.run([sys.executable, "-m", "src.run", *QUICK, "dataloader=basic", f"hydra.run.dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=_file_size_limit(8000))
     assert proc.returncode == 1
     assert "trainsweep report:" in proc.stdout and "throughput" in proc.stdout  # the numbers reached the screen
     assert f"report not saved: {tmp_path / 'report.json'}: [Errno 27] File too large" in proc.stderr
