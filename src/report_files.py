@@ -66,7 +66,7 @@ def finished(out_dir: Path, config_hash: str) -> tuple[Report | None, str]:
         return None, ("its report.json is unreadable" if path.exists() else "")
     if report.status not in FINISHED:
         return None, f"its earlier run ended {report.status}"
-    if report.config_hash != config_hash:
+    if report.get("config_hash") != config_hash:
         return None, "its config or code changed since its report"
     return report, ""
 
