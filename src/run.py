@@ -100,6 +100,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
 
         from src import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
 
+        t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
         debug.crash_if_asked(cfg)
         res = env.setup(cfg)
