@@ -10,6 +10,7 @@ config, so the checks are staticmethods that `validate` calls with the composed 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -88,8 +89,26 @@ class ModelConfig:
             looks_local = m.name_or_path.startswith((".", "/", "~")) or os.path.sep in m.name_or_path.strip("/")
             if looks_local and not os.path.isfile(os.path.join(os.path.expanduser(m.name_or_path), "config.json")):
                 raise ConfigError("model.name_or_path", m.name_or_path, "no config.json there; give a Hugging Face model directory")
+            if looks_local:
+                ModelConfig.check_directory(os.path.expanduser(m.name_or_path))
         elif not m.arch:
             raise ConfigError("model.arch", "{}", "pretrained=false builds from the architecture: give model.arch")
+
+    @staticmethod
+    def check_directory(path: str) -> None:
+        """What from_pretrained would fail on seconds later, with a 40-line traceback: config.json that is not
+        JSON, and no weights. (A model_type transformers doesn't know is found when it loads: models.hf_config.)"""
+        conf = os.path.join(path, "config.json")
+        try:
+            with open(conf) as f:
+                json.load(f)
+        except ValueError as exc:
+            raise ConfigError("model.name_or_path", path, f"{conf} is not valid JSON ({exc})") from None
+        weights = [n for n in os.listdir(path) if n.endswith((".safetensors", ".bin", ".index.json", ".pth", ".pt"))
+                   and n != "training_args.bin"]
+        if not weights:
+            raise ConfigError("model.name_or_path", path, "no weights there (model.safetensors, pytorch_model.bin "
+                                                          "or a sharded index); pretrained=false builds from model.arch")
 
 
 Task = Choice("Task", "classification causal_lm seq2seq")

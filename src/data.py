@@ -200,6 +200,7 @@ def prepare(cfg, conf, out_dir) -> Prepared:
     import json
 
     from src import files
+    from src.report_files import atomic_write
 
     tokenizer = load_tokenizer(cfg)
     if tokenizer is None and cfg.data.source == "files":
@@ -209,7 +210,7 @@ def prepare(cfg, conf, out_dir) -> Prepared:
         for_model["pad_token_id"] = tokenizer.pad_token_id
     train, evals, info = build_datasets(cfg, conf, tokenizer, for_model.get("pad_token_id", conf.pad_token_id))
     if info.get("label2id"):  # the names behind the ids, kept with the run and in the model's config
-        (out_dir / "labels.json").write_text(json.dumps(info["label2id"], ensure_ascii=False, indent=1))
+        atomic_write(out_dir / "labels.json", json.dumps(info["label2id"], ensure_ascii=False, indent=1))
         for_model["label2id"] = info["label2id"]
         for_model["id2label"] = {i: name for name, i in info["label2id"].items()}
     return Prepared(tokenizer, train, evals, {"lengths": length_stats(train), **info}, for_model)

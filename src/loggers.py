@@ -22,15 +22,24 @@ TRAINER_KEYS = {"loss": "loss", "learning_rate": "lr", "grad_norm": "grad_norm"}
 
 
 def _init(cfg, out_dir: Path, **kwargs):
-    """wandb.init, or None with one warning when wandb is missing or can't start."""
+    """wandb.init, or None with one warning when wandb is missing or can't start. Online, it gets
+    WANDB_INIT_TIMEOUT seconds (default 30; wandb's own is 90) to reach the server: without a network the
+    run starts that much later, not a minute and a half."""
+    mode = os.environ.get("WANDB_MODE", cfg.logger.mode)
+    timeout = float(os.environ.get("WANDB_INIT_TIMEOUT", 30))
     try:
         import wandb
 
         os.environ.setdefault("WANDB_SILENT", "true")
-        return wandb.init(project=cfg.logger.project, entity=cfg.logger.entity, dir=str(out_dir),
-                          mode=os.environ.get("WANDB_MODE", cfg.logger.mode), reinit="create_new", **kwargs)
-    except Exception as exc:  # not installed, no disk, bad credentials online: log nothing, lose nothing
-        log.warning("wandb logging is off for this run: %s: %s", type(exc).__name__, exc)
+        if mode == "online":
+            log.info("wandb: waiting up to %.0f s for the W&B server (WANDB_INIT_TIMEOUT)", timeout)
+        return wandb.init(project=cfg.logger.project, entity=cfg.logger.entity, dir=str(out_dir), mode=mode,
+                          reinit="create_new", settings=wandb.Settings(init_timeout=timeout), **kwargs)
+    except Exception as exc:  # not installed, no disk, bad credentials or no network online: log nothing, lose nothing
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        hint = f" (no answer from the W&B server within {timeout:.0f} s; logger.mode=offline logs locally)" \
+            if mode == "online" else ""
+        log.warning("wandb logging is off for this run: %s: %s%s", type(exc).__name__, first, hint)
         return None
 
 

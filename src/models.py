@@ -25,13 +25,33 @@ PEFT_TASK = {"classification": "SEQ_CLS", "causal_lm": "CAUSAL_LM", "seq2seq": "
 def hf_config(cfg) -> PretrainedConfig:
     m = cfg.model
     if m.pretrained or m.model_type == "auto":
-        conf = AutoConfig.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+        try:
+            conf = AutoConfig.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+        except (OSError, ValueError, KeyError) as exc:  # transformers' answer is a 30-line traceback
+            raise ConfigError("model.name_or_path", m.name_or_path, _unloadable(m.name_or_path, exc)) from None
     else:
         conf = AutoConfig.for_model(m.model_type, **OmegaConf.to_container(m.arch, resolve=True))
     if cfg.task.name == "classification":
         conf.num_labels = cfg.task.num_labels
     conf.use_cache = False  # the KV cache is for generation; in training it only costs memory
     return conf
+
+
+def _unloadable(path: str, exc: Exception) -> str:
+    """Why a model directory's config won't load, in one line."""
+    import json
+    import os
+
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    conf = os.path.join(os.path.expanduser(path), "config.json")
+    model_type = json.load(open(conf)).get("model_type") if os.path.isfile(conf) else None
+    if model_type and model_type not in CONFIG_MAPPING_NAMES:
+        return (f"{conf}: model_type {model_type!r} is unknown to transformers {transformers.__version__} "
+                "(newer transformers, or model.trust_remote_code=true if the directory ships its code)")
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else 'could not load its config'}"
 
 
 def quantize_4bit(model: torch.nn.Module, peft_cfg) -> None:

@@ -252,6 +252,7 @@ class Report:
     error: Optional[str] = None
     overrides: list = field(default_factory=list)
     config: dict = field(default_factory=dict)
+    config_hash: Optional[str] = UNSET  # the config and code version a rerun must match to skip it (src/report_files.py)
     resolved: dict = UNSET
     env: dict = UNSET
     data: dict = UNSET

@@ -1,14 +1,25 @@
 """A run's report on disk: report.json and report.md, written atomically; read back, typed, by the sweep
-launcher, the batch search and a rerun that skips finished work."""
+launcher, the batch search and a rerun that skips finished work. Also what decides "finished" (a result of
+the same config and code) and the lock that keeps a second writer out of a run directory."""
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
 import json
 import os
+import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 from src.report import Report, summary_rows
 
-FINISHED = ("ok", "oom", "error", "config_error", "failed_checks")
+# Results, which a rerun keeps. error, config_error and failed_checks run again (a fix may be what changed),
+# and so does a directory whose process died before writing a report.
+FINISHED = ("ok", "oom")
+LOCK = "run.lock"  # held while a process writes the directory (its pid inside, for the refusal's message)
+BUSY_EXIT = 75  # sysexits' EX_TEMPFAIL: another run holds the directory; try again when it is done
+NOT_HASHED = ("rerun", "resume")  # how to run, not what: a resumed run is the same run
 
 
 def read(path: Path) -> Report | None:
@@ -18,30 +29,117 @@ def read(path: Path) -> Report | None:
         return None
 
 
-def finished(out_dir: Path) -> Report | None:
-    """The report of a run that already finished in this directory (ok or failed), else None."""
-    report = read(Path(out_dir) / "report.json")
-    return report if report is not None and report.status in FINISHED else None
+@functools.lru_cache(maxsize=1)
+def code_version() -> str | None:
+    """The git commit of this code ("+dirty" with uncommitted changes to tracked files), or None outside git."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        def git(*args):
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                                  check=True).stdout.strip()
+        commit = git("rev-parse", "HEAD")
+        return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
-def record_failure(out_dir: Path, overrides: list[str], exc: BaseException, config: dict) -> Report:
-    """A report for a job whose process died before writing its own."""
+def config_hash(cfg) -> str:
+    """What a finished report must match to be skipped: the resolved config (a DictConfig; a `hydra` node and
+    NOT_HASHED keys left out) and the code version. The launcher and the job compute it alike."""
+    from omegaconf import OmegaConf
+
+    cfg = cfg.copy()
+    OmegaConf.set_readonly(cfg, False)
+    OmegaConf.set_struct(cfg, False)
+    for key in ("hydra", *NOT_HASHED):
+        cfg.pop(key, None)
+    text = json.dumps([OmegaConf.to_container(cfg, resolve=True), code_version()], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def finished(out_dir: Path, config_hash: str) -> tuple[Report | None, str]:
+    """(the report, "") when this directory holds a finished run of this config and code, else (None, why
+    it runs: "" when there is no report at all)."""
+    path = Path(out_dir) / "report.json"
+    report = read(path)
+    if report is None:
+        return None, ("its report.json is unreadable" if path.exists() else "")
+    if report.status not in FINISHED:
+        return None, f"its earlier run ended {report.status}"
+    if report.get("config_hash") != config_hash:
+        return None, "its config or code changed since its report"
+    return report, ""
+
+
+class Busy(Exception):
+    """Another process holds the run directory's lock."""
+
+
+@contextmanager
+def lock(out_dir: Path):
+    """Hold the run directory against a second writer (Busy, at once, if another holds it). An flock: the
+    kernel drops it when its holder dies however it dies, so a killed run never leaves the directory stuck."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    f = open(out_dir / LOCK, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "?"
+        f.close()
+        raise Busy(f"{out_dir} is in use by another run (pid {holder}); it was left alone") from None
+    try:
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        yield
+    finally:
+        f.close()  # releases the lock
+
+
+def locked(out_dir: Path) -> bool:
+    """Whether another process holds the directory now (the launcher asks before starting a job there)."""
+    try:
+        with lock(out_dir):
+            return False
+    except Busy:
+        return True
+
+
+def record_failure(out_dir: Path, overrides: list[str], exc: BaseException, config: dict,
+                   config_hash: str | None = None) -> Report:
+    """A report for a job whose process died before writing its own; nothing is written while another
+    process holds the directory (its report is its own)."""
     report = Report(status="error", error=f"the job's process failed: {type(exc).__name__}: {exc}"[:2000],
-                    overrides=overrides, config=config)
-    write(Path(out_dir), report)
+                    overrides=overrides, config=config, config_hash=config_hash)
+    try:
+        with lock(out_dir):
+            write(Path(out_dir), report)
+    except Busy:
+        pass
     return report
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a reader never sees half a file
-    tmp.write_text(text)
-    tmp.replace(path)
+def atomic_write(path: Path, text: str) -> None:
+    """Write a file a reader trusts: it sees the old file or the whole new one, never a part (a full disk
+    or a kill mid-write leaves the old file and no temporary behind)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # the data is on disk before the name points at it
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write(out_dir: Path, report: Report) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / "report.json", json.dumps(report.to_dict(), indent=2, default=str))
+    atomic_write(out_dir / "report.json", json.dumps(report.to_dict(), indent=2, default=str))
     md = ["# trainsweep run", "", f"`{out_dir}`", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v.replace('|', '/')} |" for k, v in summary_rows(report)]
-    _atomic_write(out_dir / "report.md", "\n".join(md) + "\n")
-
+    atomic_write(out_dir / "report.md", "\n".join(md) + "\n")

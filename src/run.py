@@ -7,11 +7,13 @@ measure, report.
 """
 from __future__ import annotations
 
+import glob
 import logging
 import sys
 import time
 import traceback
 import warnings
+from contextlib import ExitStack
 from pathlib import Path
 
 import hydra
@@ -37,37 +39,69 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
-    from src.report_files import finished
+    from src import report_files
 
-    earlier = finished(out_dir)
-    if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
-        print(f"{out_dir}: finished earlier ({earlier.status}); rerun=true recomputes it")
-        return earlier.real_tokens_per_s
-    group = Path(hydra_cfg.sweep.dir).name if in_sweep else None  # a sweep's jobs share a W&B group
-    report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task), group=group)
+    with ExitStack() as held:
+        if distributed.is_main():  # rank 0 writes the directory; torchrun's other ranks share it
+            try:
+                held.enter_context(report_files.lock(out_dir))
+            except report_files.Busy as exc:  # a second writer would mix its files with the first's
+                print(f"not started: {exc}", file=sys.stderr)
+                if in_sweep:
+                    return None
+                sys.exit(report_files.BUSY_EXIT)
+        earlier, why = report_files.finished(out_dir, report_files.config_hash(cfg))
+        if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
+            print(f"{out_dir}: finished earlier ({earlier.status}); rerun=true recomputes it")
+            return earlier.real_tokens_per_s
+        if why:
+            print(f"{out_dir}: {why}: running it again")
+        group = Path(hydra_cfg.sweep.dir).name if in_sweep else None  # a sweep's jobs share a W&B group
+        report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task), group=group)
     if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
         sys.exit(2 if report["status"] == "config_error" else 1)
     return (report.get("throughput") or {}).get("real_tokens_per_s")
 
 
-def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
-    """Train and measure one config; returns what report.json holds."""
-    # Heavy imports after composition: `--help`, `--cfg job` and config errors answer at once.
+def _cuda_available() -> bool:
+    """torch.cuda.is_available(), without importing torch (seconds) where no GPU device exists: the config's
+    checks then answer before any heavy import."""
+    if sys.platform == "linux" and not any(glob.glob(p) for p in ("/dev/nvidia[0-9]*", "/dev/dxg", "/dev/kfd")):
+        return False
     import torch
 
-    from src import (analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, report,
-                     report_files, train)
+    return torch.cuda.is_available()
+
+
+def _is_oom(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")  # imported by then, unless the run failed before its imports
+    return torch is not None and isinstance(exc, torch.OutOfMemoryError)
+
+
+def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
+    """Train and measure one config; returns what report.json holds."""
+    from src import report, report_files
 
     t_start = time.perf_counter()
     writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
     out_dir.mkdir(parents=True, exist_ok=True)
     if writer:
-        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
-    rep = report.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True))
+        report_files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    rep = report.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
+                        config_hash=report_files.config_hash(cfg))
     logs = None
     try:
-        validate(cfg, torch.cuda.is_available())
+        # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
+        validate(cfg, _cuda_available())
+        from src.checkpoints import last_checkpoint
+
+        resume_from = last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
+        import torch  # noqa: F401  (heavy imports after the checks)
+
+        from src import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
+
+        t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
+        env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
         debug.crash_if_asked(cfg)
         res = env.setup(cfg)
         rep.resolved, rep.env = env.describe(res), env.info(res.device)
@@ -105,18 +139,19 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if failed and (cfg.mode == "diagnose" or cfg.diagnostics.stop_on_fail):
             rep.status, rep.error = "failed_checks", "failed: " + ", ".join(failed)
         elif cfg.mode == "train":
-            rep.resumed_from = train.last_checkpoint(out_dir) if cfg.resume else None
+            rep.resumed_from = resume_from
             t_built = time.perf_counter()
             trainer.train(resume_from_checkpoint=rep.resumed_from)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         rep.status, rep.error = "config_error", str(exc)
-    except torch.OutOfMemoryError as exc:
-        log.error("out of memory: %s", str(exc).splitlines()[0])
-        rep.status, rep.error = "oom", str(exc).splitlines()[0]
     except Exception as exc:  # recorded, so a sweep keeps going; the traceback goes to the job's log
-        log.error("run failed:\n%s", traceback.format_exc())
-        rep.status, rep.error = "error", f"{type(exc).__name__}: {exc}"
+        if _is_oom(exc):
+            log.error("out of memory: %s", str(exc).splitlines()[0])
+            rep.status, rep.error = "oom", str(exc).splitlines()[0]
+        else:
+            log.error("run failed:\n%s", traceback.format_exc())
+            rep.status, rep.error = "error", f"{type(exc).__name__}: {exc}"
     if rep.status == "ok" and cfg.mode == "train":
         rep.timing_s["train"] = time.perf_counter() - t_built
         analysis.analyse(cfg, rep, meter, trainer, res.device)
@@ -125,8 +160,16 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if logs is not None:
         logs.finish(rep, trainer.state.log_history if rep.status == "ok" else [])
     if writer:
-        report_files.write(out_dir, rep)
-        print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}")
+        # The summary first: if the disk is full, the numbers are still on screen (and in the job's log).
+        try:
+            print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}", flush=True)
+        except OSError:  # stdout gone (a closed pipe or terminal): the report below still lands
+            pass
+        try:
+            report_files.write(out_dir, rep)
+        except OSError as exc:  # atomic: any earlier report.json is left whole, and no partial file
+            print(f"report not saved: {out_dir / 'report.json'}: {exc}", file=sys.stderr)
+            rep.status, rep.error = "error", f"report.json not written: {exc}"
     return rep.to_dict()
 
 

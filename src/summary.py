@@ -15,6 +15,7 @@ from hydra.experimental.callback import Callback
 from src import stats
 from src.plots import loss_curves, plots
 from src.report import PHASES, Report
+from src.report_files import atomic_write  # a reader sees the old file or the new one, never a part
 
 log = logging.getLogger(__name__)
 
@@ -239,9 +240,9 @@ def write(sweep_dir: Path, cfg=None) -> str:
     if df.empty:
         return f"no job reports under {sweep_dir}"
     lines = recommend(df)
-    df.to_csv(sweep_dir / "summary.csv", index=False)
+    atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
     md = _markdown(df, lines, sweep_dir)
-    (sweep_dir / "summary.md").write_text(md)
+    atomic_write(sweep_dir / "summary.md", md)
     runs = table(reports, combine=False) if (df["repeat"] != "0").any() else df  # every run's own curve
     images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, runs, sweep_dir)] if p]
     if cfg is not None and cfg.logger.name == "wandb":

@@ -92,22 +92,6 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     return len(layers)
 
 
-def last_checkpoint(out_dir: Path) -> str:
-    """The newest complete checkpoint of an interrupted run in this directory (resume=true). A job killed
-    while saving leaves a checkpoint without trainer_state.json (the Trainer writes it last): skip it."""
-    from src.config import ConfigError
-
-    folder = out_dir / "checkpoints"
-    found = sorted(folder.glob("checkpoint-*[0-9]"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
-    complete = [p for p in found if (p / "trainer_state.json").is_file()]
-    if not complete:
-        raise ConfigError("resume", True, f"no complete checkpoint in {folder}: point hydra.run.dir at the interrupted "
-                                          "run's directory (it needs trainer.save_steps > 0)")
-    if complete[-1] != found[-1]:
-        log.warning("skipping %s: incomplete (the job died while saving it)", found[-1].name)
-    return str(complete[-1])
-
-
 def checkpointing(enabled: bool, reentrant: bool = False) -> dict:
     """transformers 5.2x renamed gradient_checkpointing to activation_checkpointing; 5.17 knows only the old name."""
     if not enabled:

@@ -29,7 +29,7 @@ def test_torchrun_two_ranks_train_one_job_with_one_report(tmp_path):
     th = rep["throughput"]
     assert th["world_size"] == 2 and th["real_tokens_per_s_per_gpu"] == pytest.approx(th["real_tokens_per_s"] / 2)
     assert th["samples_per_s"] == pytest.approx(16 / rep["step_time_s"]["mean"])  # both ranks' rows per step
-    assert sorted(p.name for p in run_dir.iterdir() if p.is_file()) == ["config.yaml", "report.json", "report.md", "run.log"]
+    assert sorted(p.name for p in run_dir.iterdir() if p.is_file()) == ["config.yaml", "report.json", "report.md", "run.lock", "run.log"]
     assert "x 2 ranks (ddp) = 16 per step" in (run_dir / "report.md").read_text()
 
 

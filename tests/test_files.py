@@ -170,7 +170,7 @@ def test_resume_without_a_checkpoint_is_a_config_error(tmp_path):
 
 
 def test_resume_skips_a_checkpoint_the_kill_left_incomplete(tmp_path):
-    from src.train import last_checkpoint
+    from src.checkpoints import last_checkpoint
 
     for step, complete in ((5, True), (10, True), (15, False)):
         ckpt = tmp_path / "checkpoints" / f"checkpoint-{step}"

@@ -8,7 +8,7 @@ from src.report import Report, Throughput
 from src.run import run
 from tests.conftest import QUICK, compose, read_report
 
-TOP = ["status", "error", "overrides", "config", "resolved", "env", "data", "params", "memory_predicted_gb", "flops",
+TOP = ["status", "error", "overrides", "config", "config_hash", "resolved", "env", "data", "params", "memory_predicted_gb", "flops",
        "timing_s", "diagnostics", "resumed_from", "memory_gb", "eval", "loss", "throughput", "step_time_s",
        "breakdown_s", "host_s", "gpu_busy_fraction", "tokens", "shapes", "stopped_when_stable", "compile", "verdict"]
 SECTIONS = {
@@ -46,7 +46,7 @@ def test_a_finished_runs_report_keeps_its_keys_in_order(tmp_path):
 def test_a_config_errors_report_keeps_its_keys(tmp_path):
     run(compose(*QUICK, "data.max_length=0"), tmp_path)
     rep = read_report(tmp_path)
-    assert rep["status"] == "config_error" and list(rep) == ["status", "error", "overrides", "config", "timing_s"]
+    assert rep["status"] == "config_error" and list(rep) == ["status", "error", "overrides", "config", "config_hash", "timing_s"]
 
 
 def test_a_new_section_field_reaches_the_json_the_sweep_table_and_wandb_by_itself():

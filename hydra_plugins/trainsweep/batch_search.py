@@ -56,7 +56,7 @@ class BatchSearchSweeper(Sweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         from src.report import Report
-        from src.report_files import finished
+        from src.report_files import atomic_write, read
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -66,7 +66,7 @@ class BatchSearchSweeper(Sweeper):
             overrides = list(arguments) + [f"batch.size={size}", f"batch.grad_accum={accum}"]
             [ret] = self.launcher.launch([overrides], initial_job_idx=idx)
             job_dir = Path(ret.hydra_cfg.hydra.runtime.output_dir) if ret.hydra_cfg else Path(ret.working_dir)
-            report = finished(job_dir) or Report(status="error")
+            report = read(job_dir / "report.json") or Report(status="error")  # this job's, fresh or finished earlier
             rate = report.real_tokens_per_s
             saturated = bool(report.get("verdict") and report.verdict.saturated)
             path.append({"batch": size, "grad_accum": accum, "status": report.status,
@@ -85,7 +85,7 @@ class BatchSearchSweeper(Sweeper):
                 stop = f"{misses} sizes in a row gained less than {self.min_gain:.0%} over batch {best['batch']}"
                 break
         answer = {"best": best, "stopped_because": stop, "path": path, "effective_batch": self.effective_batch}
-        (sweep_dir / "search.json").write_text(json.dumps(answer, indent=2))
+        atomic_write(sweep_dir / "search.json", json.dumps(answer, indent=2))
         if best:
             log.info(f"batch search: micro-batch {best['batch']} x grad_accum {best['grad_accum']} is fastest, "
                      f"{best['real_tokens_per_s']:,.0f} real tokens/s (stopped: {stop})")

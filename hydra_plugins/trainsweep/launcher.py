@@ -2,12 +2,18 @@
 
 Each job runs in its own process, so memory peaks, the CUDA context and OOM state never leak into the
 next job, and no two jobs compete for the GPU they are timing (submitit_local would start them all at
-once). A job whose directory already holds a finished report is not run again (`rerun=true` forces it);
-a job whose process dies (killed, out of host memory, a CUDA fault) is recorded as failed and the sweep
-goes on.
+once). A job whose directory holds a finished report of the same config and code (status ok or oom) is not
+run again (`rerun=true` forces it); every other job runs: failed, changed, never finished. A job whose
+process dies (killed, out of host memory, a CUDA fault) is recorded as failed and the sweep goes on. A job
+dies with its sweep (submitit_local's jobs would outlive it), and a directory another process holds is
+left alone.
 """
 import logging
 import os
+import select
+import signal
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -66,10 +72,41 @@ def job_line(job_dir: Path) -> str:
     return f"{rep.status}{rate}" + (f"; flagged: {flags.line()}" if flags and flags.reasons else "")
 
 
-class IsolatedLauncher(LocalLauncher):
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from src.report_files import finished, record_failure
+def die_with(pid: int) -> None:
+    """Kill this process when process `pid` (the sweep) exits, however it exits: a SIGKILLed sweep can't stop
+    its jobs, and submitit_local's job controller is made to outlive it. SIGKILL, because submitit's job
+    process ignores SIGTERM (a cluster's warning of preemption). The job's report is then missing, so the
+    job runs again with the rerun sweep."""
+    def stop():
+        print(f"the sweep (pid {pid}) is gone: this job stops with it", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
 
+    def watch(fd):
+        select.select([fd], [], [])  # returns once the process has exited
+        stop()
+
+    try:
+        fd = os.pidfd_open(pid)  # a reused pid can't fool it, and an unreaped (zombie) sweep counts as gone
+    except ProcessLookupError:
+        stop()
+    except (AttributeError, OSError) as exc:  # not Linux >= 5.3
+        log.warning("this job can't watch its sweep (%s): it may outlive a killed sweep", exc)
+        return
+    threading.Thread(target=watch, args=(fd,), daemon=True, name="sweep-watch").start()
+
+
+class IsolatedLauncher(LocalLauncher):
+    sweep_pid = None  # set by launch(); travels to each job with this launcher (pickled)
+
+    def __call__(self, *args, **kwargs):  # in the job's process
+        if self.sweep_pid is not None:
+            die_with(self.sweep_pid)
+        return super().__call__(*args, **kwargs)
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from src import report_files
+
+        self.sweep_pid = os.getpid()
         if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
             self.params.update(job_gpus(self.params))
 
@@ -79,27 +116,36 @@ class IsolatedLauncher(LocalLauncher):
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
             job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
-            done = finished(job_dir)
+            name = f"\t#{idx} : {' '.join(overrides)}"
+            digest = report_files.config_hash(job_cfg)
+            done, why = report_files.finished(job_dir, digest)
             if done and not job_cfg.get("rerun", False):
-                log.info(f"\t#{idx} : {' '.join(overrides)}: finished earlier ({done.status}), skipped")
-                returns.append(self._completed(overrides, job_dir, done))
+                log.info(f"{name}: finished earlier ({done.status}), skipped")
+                returns.append(self._completed(overrides, job_dir, done.real_tokens_per_s))
                 continue
+            if report_files.locked(job_dir):  # another process writes there: its files stay its own
+                log.warning(f"{name}: {job_dir} is in use by another process, skipped")
+                returns.append(self._completed(overrides, job_dir, None))
+                continue
+            if why:
+                log.info(f"{name}: {why}, running it again")
             try:
                 for ret in super().launch([overrides], idx):
                     ret.working_dir = str(job_dir)  # where the job wrote (jobs don't chdir)
                     returns.append(ret)
                 link_log(job_dir)
-                log.info(f"\t#{idx} : {' '.join(overrides)}: {job_line(job_dir)}")
+                log.info(f"{name}: {job_line(job_dir)}")
             except Exception as exc:  # the job's process died before it could write its own report
-                log.error(f"\t#{idx} : {' '.join(overrides)}: the job's process failed: {exc}")
+                log.error(f"{name}: the job's process failed: {exc}")
                 config = OmegaConf.to_container(job_cfg, resolve=False)
                 config.pop("hydra", None)
-                returns.append(self._completed(overrides, job_dir, record_failure(job_dir, list(overrides), exc, config)))
+                report = report_files.record_failure(job_dir, list(overrides), exc, config, digest)
+                returns.append(self._completed(overrides, job_dir, report.real_tokens_per_s))
         return returns
 
     @staticmethod
-    def _completed(overrides, job_dir: Path, report) -> JobReturn:  # report: src.report.Report
+    def _completed(overrides, job_dir: Path, rate) -> JobReturn:
         # COMPLETED even for a failed job: the sweeper re-raises FAILED ones, which would end the sweep
         # before the rest ran and before its summary; the failure lives in the job's report instead.
         return JobReturn(overrides=list(overrides), working_dir=str(job_dir), status=JobStatus.COMPLETED,
-                         _return_value=report.real_tokens_per_s)
+                         _return_value=rate)
