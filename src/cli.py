@@ -51,16 +51,22 @@ def check_choices(overrides: list[str]) -> None:
 
 
 def sweeper_keys(args: list[str]) -> list[str]:
-    """`sweep.repeats=3` -> `hydra.sweeper.repeats=3`: `sweep` is the group of saved sweeps, so Hydra would
-    take the key for one of its nodes; the repeats belong to the sweeper (hydra_plugins/trainsweep/repeating.py)."""
-    return [f"hydra.sweeper.{a.split('.', 1)[1]}" if a.startswith("sweep.repeats=") else a for a in args]
+    """`sweep.repeats=3` -> `hydra.launcher.repeats=3`: `sweep` is the group of saved sweeps, so Hydra would
+    take the key for one of its nodes; the launcher runs the repeats (hydra_plugins/trainsweep/launcher.py),
+    under any sweeper a preset picks."""
+    for arg in args:
+        value = arg.partition("=")[2] if arg.startswith("sweep.repeats=") else "1"
+        if not value.isdigit() or int(value) < 1:
+            raise ConfigError("sweep.repeats", value, "must be a positive integer")
+    return [f"hydra.launcher.{a.split('.', 1)[1]}" if a.startswith("sweep.repeats=") else a for a in args]
 
 
 def hydra_argv(argv: list[str]) -> list[str]:
     """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
     try:
         check_choices(argv[1:])
+        argv = sweeper_keys(argv)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)
-    return quote_numeric_choices(sweeper_keys(argv))
+    return quote_numeric_choices(argv)

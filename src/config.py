@@ -482,7 +482,7 @@ class Config:
     device: Device = Device.auto
     rerun: bool = False  # true: recompute a run whose directory already holds a finished report
     resume: bool = False  # true: continue the interrupted run in hydra.run.dir from its last checkpoint
-    repeat: int = 0  # which repeat of a sweep job (hydra_plugins/trainsweep/repeating.py); the run ignores it
+    repeat: int = 0  # which repeat of a sweep job (sweep.repeats: hydra_plugins/trainsweep/launcher.py); the run ignores it
 
 
 def validate(cfg: DictConfig, cuda_available: bool) -> None:

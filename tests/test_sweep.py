@@ -175,11 +175,16 @@ def test_summary_shows_the_memory_models_prediction_beside_the_measured_peak(tmp
 
 
 def test_repeats_run_in_rounds_and_repeat_zero_is_the_plain_job():
-    from hydra_plugins.trainsweep.repeating import rounds
+    from hydra_plugins.trainsweep.launcher import rounds
 
     assert rounds([["batch=2"], ["batch=4"]], 2) == [["batch=2"], ["batch=4"], ["batch=2", "repeat=1"],
                                                       ["batch=4", "repeat=1"]]
     assert rounds([["a=1"]], 1) == [["a=1"]]
+
+
+def test_repeats_must_be_a_positive_integer(tmp_path):
+    proc = cli("-m", "batch=2,4", "sweep.repeats=0", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 2 and proc.stderr.strip() == "config error: sweep.repeats=0: must be a positive integer"
 
 
 def test_a_repeated_sweep_interleaves_its_jobs_and_ranks_each_on_its_repeats(tmp_path):

@@ -32,6 +32,7 @@ class IsolatedLauncherConf(LocalQueueConf):
     _target_: str = "hydra_plugins.trainsweep.launcher.IsolatedLauncher"
     timeout_min: int = 120  # a job still running after this is stopped and recorded as failed
     tasks_per_node: int = "${distributed.nproc_per_job}"  # type: ignore  # >1: each job one DDP/FSDP run of N processes
+    repeats: int = 1  # sweep.repeats=N: every job N times, in interleaved rounds (A B C A B C)
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="isolated", node=IsolatedLauncherConf,
@@ -49,6 +50,13 @@ def job_gpus(params: dict) -> dict:
         return {"gpus_per_node": torch.cuda.device_count()}
     setup = list(params.get("setup") or []) + [f"export CUDA_VISIBLE_DEVICES={env}"]
     return {"gpus_per_node": len([x for x in env.split(",") if x.strip()]), "setup": setup}
+
+
+def rounds(jobs: Sequence[Sequence[str]], repeats: int) -> list[list[str]]:
+    """Every job once per round, round after round, so a drift of the machine hits every job alike; repeat 0
+    is the plain job (its directory unchanged: a finished sweep gains repeats without recomputing), repeat
+    r > 0 adds the override repeat=r. The summary ranks each job on its repeats (src/summary.py)."""
+    return [list(job) + ([f"repeat={r}"] if r else []) for r in range(repeats) for job in jobs]
 
 
 def link_log(job_dir: Path) -> None:
@@ -98,6 +106,10 @@ def die_with(pid: int) -> None:
 class IsolatedLauncher(LocalLauncher):
     sweep_pid = None  # set by launch(); travels to each job with this launcher (pickled)
 
+    def __init__(self, repeats: int = 1, **params):
+        super().__init__(**params)
+        self.repeats = repeats  # src/cli.py refuses anything but a positive integer
+
     def __call__(self, *args, **kwargs):  # in the job's process
         if self.sweep_pid is not None:
             die_with(self.sweep_pid)
@@ -113,7 +125,7 @@ class IsolatedLauncher(LocalLauncher):
         with open_dict(self.config):  # a timestamped sweep dir must not be re-resolved in each job's process
             self.config.hydra.sweep.dir = str(self.config.hydra.sweep.dir)
         returns = []
-        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+        for idx, overrides in enumerate(rounds(job_overrides, self.repeats), start=initial_job_idx):
             job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
             name = f"\t#{idx} : {' '.join(overrides)}"
