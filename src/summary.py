@@ -88,7 +88,8 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
         world = (r.get("resolved") or {}).get("world_size") or 1  # a multi-process job's ranks each take a micro-batch
         flat = r.flat()
         verdict, timing = r.get("verdict"), r.get("timing_s") or {}
-        row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "grad_accum": accum,
+        tokens = r.config.get("batch", {}).get("tokens")  # padding-free: the micro-batch is a token budget
+        row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "batch_tokens": tokens, "grad_accum": accum,
                "effective_batch": size * accum * world if size and accum else None, "world_size": world,
                **{col: flat.get(path) for col, path in COLUMNS.items()},
                "gpu_busy": r.get("gpu_busy_fraction"),
@@ -160,6 +161,8 @@ def tiers(df: pd.DataFrame) -> list[int]:
 
 
 def _label(row) -> str:
+    if pd.notna(row.get("batch_tokens")):  # its `batch` (rows per micro-batch) doesn't apply to a packed run
+        return f"{int(row['batch_tokens']):,}-token packs x ga {row['grad_accum']}"
     return f"bs {row['batch']} x ga {row['grad_accum']}"
 
 
@@ -208,7 +211,7 @@ def recommend(df: pd.DataFrame) -> list[str]:
 
 
 def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
-    cols = ["rank", "job", "status", "batch", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
+    cols = ["rank", "job", "status", "batch", "batch_tokens", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
             "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck", "flags"]
     fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
            "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}"}
@@ -216,7 +219,7 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
                                   for _, r in df.iterrows()])
     if "flags" in df:
         df["flags"] = df["flags"].fillna("").replace("", "-")
-    shown = df[[c for c in cols if c in df]].copy()
+    shown = df[[c for c in cols if c in df and (c != "batch_tokens" or df[c].notna().any())]].copy()
     for col, f in fmt.items():
         if col in shown:
             shown[col] = shown[col].map(lambda x, f=f: "-" if pd.isna(x) else f.format(x))
