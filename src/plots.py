@@ -45,24 +45,29 @@ def throughput_figure(df: pd.DataFrame, where: str):
     fig, ax = _figure(6.5, 4.2)
     low, high = _column(df, "real_tok_s_low", "throughput.real_tokens_per_s_low"), \
         _column(df, "real_tok_s_high", "throughput.real_tokens_per_s_high")
+
+    def points(rows, **style):  # bars from the 95% interval; NaN (too few steps for one): no bar
+        y = rows["real_tok_s"]
+        yerr = [(y - low[rows.index]).clip(lower=0), (high[rows.index] - y).clip(lower=0)]
+        return ax.errorbar(rows["batch"], y, yerr=yerr, capsize=3, **style)
+
     ok = df[_ok(df)].dropna(subset=["batch", "real_tok_s"])
     for eff, group in ok.groupby("effective_batch"):
-        # several jobs of one shape (a padding or ladder sweep): the line joins the fastest at each micro-batch
+        # several jobs of one shape (a padding or ladder sweep): the line joins the fastest at each micro-batch,
+        # the others are open points named by their overrides
         line = group.sort_values("real_tok_s", ascending=False).drop_duplicates("batch").sort_values("batch")
-        y = line["real_tok_s"]
-        yerr = [(y - low[line.index]).clip(lower=0), (high[line.index] - y).clip(lower=0)]  # NaN: no bar
-        bars = ax.errorbar(line["batch"], y, yerr=yerr, marker="o", capsize=3, label=f"effective batch {_n(eff)}")
+        colour = points(line, marker="o", label=f"effective batch {_n(eff)}")[0].get_color()
         rest = group.drop(line.index)
         if not rest.empty:
-            ax.errorbar(rest["batch"], rest["real_tok_s"], yerr=[(rest["real_tok_s"] - low[rest.index]).clip(lower=0),
-                        (high[rest.index] - rest["real_tok_s"]).clip(lower=0)], fmt="o", mfc="none", capsize=3,
-                        color=bars[0].get_color())
+            points(rest, fmt="o", mfc="none", color=colour)
             for _, r in rest.iterrows():
-                ax.annotate(r["job"], (r["batch"], r["real_tok_s"]), fontsize=6, xytext=(4, -8), textcoords="offset points")
+                ax.annotate(r["job"], (r["batch"], r["real_tok_s"]), xytext=(4, -8), textcoords="offset points",
+                            fontsize=6)
     best = ok[ok["rank"] == 1] if "rank" in ok else ok.iloc[:0]
-    if not best.empty:  # ties share rank 1: each is marked
-        ax.scatter(best["batch"], best["real_tok_s"], marker="*", s=220, color="gold", edgecolor="black", zorder=4,
-                   label="best (rank 1" + (", tied)" if len(best) > 1 else ")"))
+    if not best.empty:  # ties share rank 1: each is marked; an open star keeps its line's point visible
+        ax.scatter(best["batch"], best["real_tok_s"], marker="*", s=380, facecolor="none", edgecolor="darkgoldenrod",
+                   linewidths=1.5, zorder=4,
+                   label="best (rank 1" + (f", {len(best)} tied)" if len(best) > 1 else ")"))
     _mark_failed(ax, df)
     if ok.empty:
         ax.text(0.5, 0.5, "no job finished", transform=ax.transAxes, ha="center", color="gray")
@@ -119,8 +124,10 @@ def memory_figure(df: pd.DataFrame, where: str):
     measured, predicted = _column(df, "peak_alloc_gb"), _column(df, "predicted_alloc_gb")
     both = df[measured.notna() & predicted.notna()].sort_values("batch")
     if not both.empty:  # the memory model's prediction (allocated, before step 1) against what was allocated
-        ax.plot(both["batch"], measured[both.index], marker=".", color="black", linewidth=0.8, label="allocated, measured")
-        ax.plot(both["batch"], predicted[both.index], linestyle=":", marker="+", color="gray", label="allocated, predicted")
+        ax.plot(both["batch"], measured[both.index], marker=".", color="black", linewidth=0.8,
+                label="allocated, measured")
+        ax.plot(both["batch"], predicted[both.index], linestyle=":", marker="+", color="gray",
+                label="allocated, predicted")
     capacity = _column(df, "capacity_gb").dropna()
     if not capacity.empty:
         ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
@@ -179,38 +186,37 @@ def breakdown_figure(df: pd.DataFrame, where: str):
 def loss_figure(reports: list[dict], df: pd.DataFrame):
     """Training loss against samples seen (step x effective batch), so jobs of different batch sizes line up
     where they have seen the same data; a padding-free sweep whose batch is a token budget uses tokens seen."""
-    rows = df.set_index("dir") if "dir" in df else pd.DataFrame()
-    runs = []
-    for r in reports:
-        curve, batch = (r.get("loss") or {}).get("curve"), (r.get("config") or {}).get("batch") or {}
-        if not curve:
-            continue
-        row = rows.loc[r["job"]] if r["job"] in rows.index else {}
-        world = row.get("world_size") if pd.notna(row.get("world_size", np.nan)) else 1
-        per_step = (batch["tokens"] if batch.get("tokens") else batch.get("size") or np.nan) * batch.get("grad_accum", 1) * world
-        runs.append((row.get("job", r["job"]), curve, bool(batch.get("tokens")), per_step,
-                     r["loss"].get("expected_initial")))
+    runs = [r for r in reports if (r.get("loss") or {}).get("curve")]
     if not runs:
         return None
-    kinds = {tokens for _, _, tokens, _, _ in runs}
+    labels = dict(zip(df["dir"], df["job"])) if {"dir", "job"} <= set(df) else {}
+    budgets = {bool(r["config"]["batch"].get("tokens")) for r in runs}
     # tokens and samples don't share an axis: a sweep mixing both is drawn against the optimizer step
-    xlabel = "optimizer step" if len(kinds) > 1 else ("tokens seen (padding-free: batch.tokens per micro-batch)"
-                                                         if kinds == {True} else "samples seen (step x effective batch)")
+    seen = "step" if len(budgets) > 1 else ("tokens" if budgets == {True} else "samples")
     fig, ax = _figure(6.5, 4)
-    for label, curve, _, per_step, _ in runs:
-        steps, losses = zip(*curve)
-        ax.plot(np.array(steps) * (per_step if len(kinds) == 1 else 1), losses, marker=".", label=label)
-    expected = runs[0][4]
+    for r in runs:
+        steps, losses = np.array(r["loss"]["curve"], dtype=float).T
+        ax.plot(steps * _per_step(r, seen), losses, marker=".", label=labels.get(r["job"], r["job"]))
+    expected = runs[0]["loss"].get("expected_initial")
     if expected:
         ax.axhline(expected, color="gray", linestyle="--", label=f"uniform guess {expected:.2f}")
     ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel({"step": "optimizer step", "samples": "samples seen (step x effective batch)",
+                   "tokens": "tokens seen (padding-free: batch.tokens per micro-batch)"}[seen])
     ax.set_ylabel("training loss")
     models = _names(pd.Series([((r.get("config") or {}).get("model") or {}).get("name") for r in reports]))
     devices = _names(pd.Series([(r.get("env") or {}).get("device_name") for r in reports]))
     ax.set_title(f"loss curves\n{_where(models, devices)}", fontsize=9)
     ax.legend(fontsize=7)
     return fig
+
+
+def _per_step(report: dict, seen: str) -> float:
+    """Samples or tokens one optimizer step takes in (every rank's micro-batches), or 1 to count steps."""
+    if seen == "step":
+        return 1
+    b, world = report["config"]["batch"], (report.get("resolved") or {}).get("world_size") or 1
+    return (b["tokens"] if seen == "tokens" else b["size"]) * b["grad_accum"] * world
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -278,7 +284,8 @@ def _percent():
 
 def _label(row) -> str:
     world = row.get("world_size", 1)
-    return f"bs {_n(row['batch'])} x ga {_n(row['grad_accum'])}" + (f" x {_n(world)} ranks" if world and world > 1 else "")
+    ranks = f" x {_n(world)} ranks" if world and world > 1 else ""
+    return f"bs {_n(row['batch'])} x ga {_n(row['grad_accum'])}{ranks}"
 
 
 def _job_labels(rows: pd.DataFrame) -> list[str]:

@@ -4,7 +4,6 @@ a CPU sweep) still give plots."""
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 
@@ -26,7 +25,7 @@ def _report(size, accum, rate, status="ok", ci=0.05, host=None, device=H100, mod
             "config": {"batch": {"size": size, "grad_accum": accum, "tokens": tokens}, "model": {"name": model}},
             "throughput": throughput, "env": {"device_name": device},
             "verdict": {"saturated": False, "bottleneck": "compute"},
-            "step_time_s": {"mean": 0.1 * size * accum} if rate else {},
+            "step_time_s": {"mean": 0.1 * size * accum, **({"ci_batches": 10} if ci else {})} if rate else {},
             "memory_gb": memory or {"peak_reserved": size, "capacity": 80.0},
             "breakdown_s": ({"data": 0.01 * size, "compute": 0.06 * size * accum, "optimizer": 0.02, "other": 0.01,
                              "host": host} if rate else {}),
@@ -34,8 +33,9 @@ def _report(size, accum, rate, status="ok", ci=0.05, host=None, device=H100, mod
 
 
 def _sweep(**kw):
-    """Effective batch 16 over three splits, effective batch 32 over two, and an out-of-memory batch 32."""
-    jobs = [(4, 4, 900), (8, 2, 1200), (16, 1, 1500), (8, 4, 1100), (16, 2, 1600), (32, 1, None)]
+    """Effective batch 16 over three splits, effective batch 32 over two (bs 16 x ga 2 the clear winner), and an
+    out-of-memory batch 32."""
+    jobs = [(4, 4, 900), (8, 2, 1200), (16, 1, 1500), (8, 4, 1100), (16, 2, 2000), (32, 1, None)]
     return [_report(s, a, r, status="ok" if r else "oom", **kw) for s, a, r in jobs]
 
 
@@ -73,10 +73,18 @@ def test_throughput_has_one_line_per_effective_batch_with_error_bars_best_and_fa
     assert len(bars) == 3 and len(bars[1]) == 0  # bs 8's interval is NaN: no bar
     assert np.allclose(bars[0], [[4, 855], [4, 945]]) and np.allclose(bars[2], [[16, 1425], [16, 1575]])
     best = next(c for c in ax.collections if c.get_label().startswith("best"))
-    assert best.get_offsets().tolist() == [[16, 1600]]  # rank 1: bs 16 x ga 2
+    assert best.get_offsets().tolist() == [[16, 2000]] and best.get_label() == "best (rank 1)"
     failed = next(c for c in ax.collections if c.get_label().startswith("did not finish"))
     assert failed.get_label() == "did not finish (oom)" and failed.get_offsets()[:, 0].tolist() == [32]
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "micro-batch size"
+
+
+def test_jobs_tied_for_rank_1_are_all_marked_best():
+    df = summary.table(_sweep())
+    df.loc[df["batch"].eq(16) & df["grad_accum"].eq(1), "rank"] = 1  # the ranking could not tell it from the best
+    best = next(c for c in plots.figures(df)["throughput_vs_batch"].axes[0].collections
+                if c.get_label().startswith("best"))
+    assert best.get_label() == "best (rank 1, 2 tied)" and sorted(best.get_offsets().tolist()) == [[16, 1500], [16, 2000]]
 
 
 def test_breakdown_shares_sum_to_one_per_job_sorted_by_batch_with_host_idle_and_step_time():
@@ -99,12 +107,17 @@ def test_breakdown_shares_sum_to_one_per_job_sorted_by_batch_with_host_idle_and_
                                                              "bs 16 x ga 1", "bs 16 x ga 2"]
 
 
-def test_breakdown_names_jobs_by_their_overrides_where_one_batch_shape_repeats():
+def test_jobs_of_one_batch_shape_are_named_by_their_overrides():
     reports = [_report(8, 1, 1000), _report(8, 1, 1100)]
     for r, padding in zip(reports, ("dynamic", "bucketed")):
         r["job"], r["overrides"] = padding, r["overrides"] + [f"padding={padding}"]
-    ax = plots.figures(summary.table(reports))["step_breakdown"].axes[0]
+    drawn = plots.figures(summary.table(reports))
+    ax = drawn["step_breakdown"].axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["padding=bucketed", "padding=dynamic"]
+    ax = drawn["throughput_vs_batch"].axes[0]  # the line takes the faster; the slower is an open, named point
+    line, other = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert line.get_label() == "effective batch 8" and list(line.lines[0].get_ydata()) == [1100]
+    assert list(other.lines[0].get_ydata()) == [1000] and [t.get_text() for t in ax.texts] == ["padding=dynamic"]
 
 
 def test_heatmap_text_is_white_on_dark_cells_and_black_on_light_ones_and_the_colorbar_says_what_it_is():
@@ -114,7 +127,7 @@ def test_heatmap_text_is_white_on_dark_cells_and_black_on_light_ones_and_the_col
     fig = plots.figures(df)["throughput_heatmap"]
     ax, colorbar = fig.axes
     colours = {t.get_text(): t.get_color() for t in ax.texts}
-    assert colours["900"] == "white" and colours["1,600"] == "black"  # slowest: darkest cell; fastest: brightest
+    assert colours["900"] == "white" and colours["2,000"] == "black"  # slowest: darkest cell; fastest: brightest
     assert colours["OOM"] not in ("white", "black")  # a failed cell is blank: its status in colour
     assert colorbar.get_ylabel() == "real tokens/s"
 
@@ -128,6 +141,8 @@ def test_loss_is_drawn_against_samples_seen_or_tokens_seen_for_a_token_budget():
     packed = [_report(4, 2, 900, tokens=2048)]
     ax = plots.loss_figure(packed, summary.table(packed)).axes[0]
     assert "tokens seen" in ax.get_xlabel() and list(ax.get_lines()[0].get_xdata()) == [4096, 8192, 12288]
+    mixed = reports + packed  # tokens and samples can't share an axis
+    assert plots.loss_figure(mixed, summary.table(mixed)).axes[0].get_xlabel() == "optimizer step"
 
 
 @pytest.mark.parametrize("case", ["one row", "all failed", "nan columns", "cpu sweep"])
