@@ -1,0 +1,174 @@
+"""A sweep's plots on constructed tables: what each figure draws (read off the Figure objects before they
+are saved), that titles name the model and the card, and that odd tables (one row, all failed, NaN columns,
+a CPU sweep) still give plots."""
+import math
+
+import numpy as np
+import pytest
+from matplotlib.container import BarContainer, ErrorbarContainer
+
+from src import plots, summary
+from src.report import PHASES
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _report(size, accum, rate, status="ok", ci=0.05, host=None, device=H100, model="t5-small", tokens=None,
+            memory=None, curve=None):
+    """A job's report.json as the summary reads it: `ci` the interval's half-width as a share (None: no interval)."""
+    throughput = {}
+    if rate:
+        throughput = {"real_tokens_per_s": rate, **({"real_tokens_per_s_low": rate * (1 - ci),
+                                                      "real_tokens_per_s_high": rate * (1 + ci)} if ci else {})}
+    return {"job": f"bs{size}_ga{accum}", "status": status,
+            "overrides": [f"batch.size={size}", f"batch.grad_accum={accum}"],
+            "config": {"batch": {"size": size, "grad_accum": accum, "tokens": tokens}, "model": {"name": model}},
+            "throughput": throughput, "env": {"device_name": device},
+            "verdict": {"saturated": False, "bottleneck": "compute"},
+            "step_time_s": {"mean": 0.1 * size * accum, **({"ci_batches": 10} if ci else {})} if rate else {},
+            "memory_gb": memory or {"peak_reserved": size, "capacity": 80.0},
+            "breakdown_s": ({"data": 0.01 * size, "compute": 0.06 * size * accum, "optimizer": 0.02, "other": 0.01,
+                             "host": host} if rate else {}),
+            "loss": {"curve": curve or [[1, 10.0], [2, 8.0], [3, 7.0]], "expected_initial": 10.4} if rate else {}}
+
+
+def _sweep(**kw):
+    """Effective batch 16 over three splits, effective batch 32 over two (bs 16 x ga 2 the clear winner), and an
+    out-of-memory batch 32."""
+    jobs = [(4, 4, 900), (8, 2, 1200), (16, 1, 1500), (8, 4, 1100), (16, 2, 2000), (32, 1, None)]
+    return [_report(s, a, r, status="ok" if r else "oom", **kw) for s, a, r in jobs]
+
+
+def test_every_plot_is_written_with_the_model_and_the_card_in_its_title(tmp_path):
+    reports = _sweep()
+    df = summary.table(reports)
+    paths = plots.plots(df, tmp_path, model="t5-small") + [plots.loss_curves(reports, df, tmp_path)]
+    names = {p.name for p in paths}
+    assert names == {"throughput_vs_batch.png", "throughput_heatmap.png", "memory_vs_batch.png",
+                     "step_breakdown.png", "loss_curves.png"}
+    assert all(p.stat().st_size > 5000 for p in paths)
+    figures = [*plots.figures(df, model="t5-small").values(), plots.loss_figure(reports, df)]
+    for fig in figures:
+        title = fig.axes[0].get_title()
+        assert "t5-small" in title and H100 in title, title
+
+
+def test_the_model_comes_from_the_tables_model_column_when_not_given():
+    df = summary.table(_sweep()).assign(model="bart-base")
+    assert all("bart-base on " + H100 in f.axes[0].get_title() for f in plots.figures(df).values())
+    assert "unknown model" in plots.figures(df.drop(columns="model"))["throughput_vs_batch"].axes[0].get_title()
+
+
+def test_throughput_has_one_line_per_effective_batch_with_error_bars_best_and_failed_marked():
+    reports = _sweep()
+    reports[1] = _report(8, 2, 1200, ci=None)  # no interval: its point gets no bar
+    df = summary.table(reports)
+    ax = plots.figures(df)["throughput_vs_batch"].axes[0]
+    lines = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [c.get_label() for c in lines] == ["effective batch 16", "effective batch 32"]
+    eff16, eff32 = lines
+    assert list(eff16.lines[0].get_xdata()) == [4, 8, 16] and list(eff32.lines[0].get_xdata()) == [8, 16]
+    assert list(eff16.lines[0].get_ydata()) == [900, 1200, 1500]
+    bars = eff16.lines[2][0].get_segments()  # one vertical bar per point: (x, low), (x, high)
+    assert len(bars) == 3 and len(bars[1]) == 0  # bs 8's interval is NaN: no bar
+    assert np.allclose(bars[0], [[4, 855], [4, 945]]) and np.allclose(bars[2], [[16, 1425], [16, 1575]])
+    best = next(c for c in ax.collections if c.get_label().startswith("best"))
+    assert best.get_offsets().tolist() == [[16, 2000]] and best.get_label() == "best (rank 1)"
+    failed = next(c for c in ax.collections if c.get_label().startswith("did not finish"))
+    assert failed.get_label() == "did not finish (oom)" and failed.get_offsets()[:, 0].tolist() == [32]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "micro-batch size"
+
+
+def test_jobs_tied_for_rank_1_are_all_marked_best():
+    df = summary.table(_sweep())
+    df.loc[df["batch"].eq(16) & df["grad_accum"].eq(1), "rank"] = 1  # the ranking could not tell it from the best
+    best = next(c for c in plots.figures(df)["throughput_vs_batch"].axes[0].collections
+                if c.get_label().startswith("best"))
+    assert best.get_label() == "best (rank 1, 2 tied)" and sorted(best.get_offsets().tolist()) == [[16, 1500], [16, 2000]]
+
+
+def test_breakdown_shares_sum_to_one_per_job_sorted_by_batch_with_host_idle_and_step_time():
+    df = summary.table(_sweep(host=0.02))
+    shares = plots.step_shares(df)
+    assert np.allclose(shares[list(PHASES)].sum(axis=1), 1.0)
+    assert list(zip(df.loc[shares.index, "batch"], df.loc[shares.index, "grad_accum"])) == \
+        [(4, 4), (8, 2), (8, 4), (16, 1), (16, 2)]
+    ax = plots.figures(df)["step_breakdown"].axes[0]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    phases, host = bars[:len(PHASES)], bars[-1]
+    assert [b.get_label() for b in phases] == list(PHASES)
+    heights = np.array([[p.get_height() for p in b.patches] for b in phases]).sum(axis=0)
+    assert np.allclose(heights, 1.0)
+    assert host.get_label() == "GPU idle, waiting for the host" and host.patches[0].get_hatch() == "//"
+    total = 0.01 * 4 + 0.06 * 16 + 0.03  # bs 4 x ga 4's phases
+    assert host.patches[0].get_height() == pytest.approx(0.02 / total)
+    assert [t.get_text() for t in ax.texts] == ["1.60 s", "1.60 s", "3.20 s", "1.60 s", "3.20 s"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["bs 4 x ga 4", "bs 8 x ga 2", "bs 8 x ga 4",
+                                                             "bs 16 x ga 1", "bs 16 x ga 2"]
+
+
+def test_jobs_of_one_batch_shape_are_named_by_their_overrides():
+    reports = [_report(8, 1, 1000), _report(8, 1, 1100)]
+    for r, padding in zip(reports, ("dynamic", "bucketed")):
+        r["job"], r["overrides"] = padding, r["overrides"] + [f"padding={padding}"]
+    drawn = plots.figures(summary.table(reports))
+    ax = drawn["step_breakdown"].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["padding=bucketed", "padding=dynamic"]
+    ax = drawn["throughput_vs_batch"].axes[0]  # the line takes the faster; the slower is an open, named point
+    line, other = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert line.get_label() == "effective batch 8" and list(line.lines[0].get_ydata()) == [1100]
+    assert list(other.lines[0].get_ydata()) == [1000] and [t.get_text() for t in ax.texts] == ["padding=dynamic"]
+
+
+def test_heatmap_text_is_white_on_dark_cells_and_black_on_light_ones_and_the_colorbar_says_what_it_is():
+    assert plots.text_colour((0.27, 0.0, 0.33, 1.0)) == "white"  # viridis' dark end
+    assert plots.text_colour((0.99, 0.91, 0.14, 1.0)) == "black"  # its yellow end
+    df = summary.table(_sweep())
+    fig = plots.figures(df)["throughput_heatmap"]
+    ax, colorbar = fig.axes
+    colours = {t.get_text(): t.get_color() for t in ax.texts}
+    assert colours["900"] == "white" and colours["2,000"] == "black"  # slowest: darkest cell; fastest: brightest
+    assert colours["OOM"] not in ("white", "black")  # a failed cell is blank: its status in colour
+    assert colorbar.get_ylabel() == "real tokens/s"
+
+
+def test_loss_is_drawn_against_samples_seen_or_tokens_seen_for_a_token_budget():
+    reports = [_report(4, 1, 900), _report(8, 2, 1000)]
+    df = summary.table(reports)
+    ax = plots.loss_figure(reports, df).axes[0]
+    assert ax.get_xlabel().startswith("samples seen")
+    assert {tuple(line.get_xdata()) for line in ax.get_lines()[:2]} == {(4, 8, 12), (16, 32, 48)}
+    packed = [_report(4, 2, 900, tokens=2048)]
+    ax = plots.loss_figure(packed, summary.table(packed)).axes[0]
+    assert "tokens seen" in ax.get_xlabel() and list(ax.get_lines()[0].get_xdata()) == [4096, 8192, 12288]
+    mixed = reports + packed  # tokens and samples can't share an axis
+    assert plots.loss_figure(mixed, summary.table(mixed)).axes[0].get_xlabel() == "optimizer step"
+
+
+@pytest.mark.parametrize("case", ["one row", "all failed", "nan columns", "cpu sweep"])
+def test_plots_survive_odd_tables(case, tmp_path):
+    if case == "one row":
+        reports = [_report(8, 1, 1000, ci=None)]
+    elif case == "all failed":
+        reports = [_report(s, 1, None, status=st) for s, st in ((8, "oom"), (16, "error"))]
+    elif case == "nan columns":
+        reports = _sweep(ci=None)
+    else:
+        reports = _sweep(device="cpu", memory={"peak_rss_gb": 1.5})
+    df = summary.table(reports)
+    if case == "nan columns":  # None where no job reached a field: object columns, as summary.table builds them
+        df = df.assign(step_s=math.nan, capacity_gb=None, peak_reserved_gb=None, optimizer_s=None,
+                       real_tok_s_low=None, real_tok_s_high=None).drop(columns="saturated")
+        assert df["optimizer_s"].dtype == object
+    paths = plots.plots(df, tmp_path) + [p for p in [plots.loss_curves(reports, df, tmp_path)] if p]
+    assert paths and all(p.stat().st_size > 3000 for p in paths)
+    names = {p.name for p in paths}
+    assert {"throughput_vs_batch.png", "throughput_heatmap.png", "memory_vs_batch.png"} <= names
+    if case == "all failed":
+        assert "step_breakdown.png" not in names and "loss_curves.png" not in names
+        ax = plots.figures(df)["throughput_vs_batch"].axes[0]
+        assert not [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    if case == "cpu sweep":
+        ax = plots.figures(df)["memory_vs_batch"].axes[0]
+        assert ax.get_legend_handles_labels()[1][0] == "rss, grad_accum 1"
+        assert "on cpu" in ax.get_title()
