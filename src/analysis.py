@@ -30,7 +30,9 @@ def with_interval(step: StepTime, th: Throughput) -> None:
     ci = stats.batch_means(step.values)
     if ci is None or not step.mean:
         return
-    step.ci_low, step.ci_high, step.ci_batches = ci.low, ci.high, ci.batches
+    # a mean step can't be shorter than the shortest step seen: the floor keeps a noisy interval's far end finite
+    step.ci_low, step.ci_high, step.ci_batches = max(ci.low, min(step.values)), ci.high, ci.batches
+    ci = stats.Interval(ci.mean, step.ci_low, ci.high, ci.batches)
     if th.real_tokens_per_s:
         rate = ci.inverse(th.real_tokens_per_s * step.mean)
         th.real_tokens_per_s_low, th.real_tokens_per_s_high = rate.low, rate.high

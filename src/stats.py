@@ -22,6 +22,7 @@ CONFIDENCE = 0.95
 MIN_BATCHES = 3  # fewer batch means than this give no interval worth printing (2 degrees of freedom: t = 4.3)
 MIN_EFFECT = 0.03  # ratios within 3% are a tie even when the intervals are tight: between-run drift
 WIDE = 0.10  # a half-width above 10% of the mean flags the job: its figure can't settle a close call
+NOISY = 2.0  # a ratio's interval spanning more than a factor 2 sizes nothing: only its lower end is claimed
 
 
 def t_quantile(dof: float, confidence: float = CONFIDENCE) -> float:
@@ -102,6 +103,9 @@ class Comparison:
             return Comparison(1 / self.ratio, 1 / self.high, 1 / self.low).text(b, a)
         spread = f"{self.ratio:.2f}x, {self.low:.2f}-{self.high:.2f}" if math.isfinite(self.high) else \
             f"{self.ratio:.2f}x, no interval"
+        if not self.tie and self.high / self.low > NOISY:
+            return (f"{a} beats {b} by at least {self.low:.2f}x (measured {self.ratio:.2f}x, interval "
+                    f"{self.low:.2f}-{self.high:.2f}: too noisy to say by how much)")
         if not self.tie:
             return f"{a} beats {b} by {self.ratio:.2f}x ({self.low:.2f}-{self.high:.2f})"
         why = "within noise" if self.low <= 1 <= self.high else f"could be under the {MIN_EFFECT:.0%} runs drift apart"

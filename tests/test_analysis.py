@@ -108,3 +108,10 @@ def test_a_steady_run_on_a_quiet_machine_has_no_flags():
     got = flags(step, Shapes(distinct_in_window=1), Compile(graphs_in_window=0), {"load_per_cpu": 0.4,
                 "other_gpu_processes": 0}, True, True)
     assert got.reasons == [] and got.load_per_cpu == 0.4
+
+
+def test_a_noisy_intervals_far_end_stays_finite():
+    step = _timed([0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.5, 0.01, 0.01])  # one stall among nine steps
+    th = Throughput(real_tokens_per_s=1000 / step.mean)
+    with_interval(step, th)
+    assert step.ci_low == 0.01 and th.real_tokens_per_s_high == pytest.approx(1000 / 0.01)

@@ -95,3 +95,10 @@ def test_repeats_give_an_interval_from_their_spread():
     ci = of_samples([100.0, 104.0, 96.0])
     assert ci.mean == 100 and ci.batches == 3 and ci.low < 96 and ci.high > 104
     assert of_samples([100.0]) is None
+
+
+def test_a_win_whose_interval_spans_more_than_2x_claims_only_its_lower_end():
+    from src.stats import Comparison
+
+    text = Comparison(5.33, 1.08, 26.39).text("bucketed", "longest")
+    assert text == "bucketed beats longest by at least 1.08x (measured 5.33x, interval 1.08-26.39: too noisy to say by how much)"
