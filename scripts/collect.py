@@ -14,7 +14,8 @@ with open(out_path, "a") as f:
 if "--line" in sys.argv[4:]:
     th, fl, mem, pred, step = (report.get(key) or {} for key in
                                ("throughput", "flops", "memory_gb", "memory_predicted_gb", "step_time_s"))
-    print(f"  {report['status']} real tok/s {th.get('real_tokens_per_s') or 0:,.0f}  MFU {fl.get('mfu') or 0:.1%}"
+    ci = f" ({th['real_tokens_per_s_low']:,.0f}-{th['real_tokens_per_s_high']:,.0f})" if th.get("real_tokens_per_s_low") else ""
+    print(f"  {report['status']} real tok/s {th.get('real_tokens_per_s') or 0:,.0f}{ci}  MFU {fl.get('mfu') or 0:.1%}"
           f"  step {step.get('mean')}  busy {report.get('gpu_busy_fraction')}  peak {mem.get('peak_allocated')}"
           f"  pred {pred.get('peak_allocated')}  compile {report.get('compile')}  timing {report.get('timing_s')}"
-          f"  {report.get('error') or ''}")
+          f"  flags {(report.get('flags') or {}).get('reasons')}  {report.get('error') or ''}")
