@@ -110,7 +110,8 @@ def test_jobs_that_cannot_be_told_apart_share_a_rank_and_the_recommendation_says
     assert lines[1] == "tied with it (within noise or under the 3% runs drift apart): " \
                        "batch.size=8, batch.grad_accum=1 (1,390 (1,362-1,418))"
     line = next(x for x in lines if x.startswith("for effective batch 16:"))
-    assert "bs 4 x ga 4 beats bs 16 x ga 1 by 1.37x (1.3" in line and "bs 4 x ga 4 beats bs 2 x ga 8 by 2.00x (1.2" in line
+    assert "bs 4 x ga 4 beats bs 16 x ga 1 by 1.37x (1.3" in line
+    assert "bs 4 x ga 4 beats bs 2 x ga 8 by at least 1.21x (measured 2.00x" in line  # d: +-50%, too noisy to size
 
 
 def test_a_job_without_an_interval_never_wins_a_comparison():
