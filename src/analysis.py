@@ -152,6 +152,12 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     if not cfg.measure.enabled:
         return
     step = StepTime.from_dict(m["step_time_s"])
+    if not step.n:  # a short run is a run: it trained, and says it can't be timed rather than guess a verdict
+        me = cfg.measure
+        profiled = f" + {me.profile_steps} profiled" if device == "cuda" else ""
+        rep.flags = Flags(reasons=[f"too few steps to measure: trainer.max_steps={cfg.trainer.max_steps} leaves no "
+                                   f"timed step after {me.warmup_steps} warm-up{profiled}"])
+        return
     th = throughput(m["tokens"], m["window_steps"], step.mean)
     th.world_size = world  # tokens and samples above are summed over every rank: the job's throughput
     th.real_tokens_per_s_per_gpu = th.real_tokens_per_s / world if th.real_tokens_per_s else None

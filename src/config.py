@@ -385,9 +385,6 @@ class MeasureConfig:
         me, max_steps = cfg.measure, cfg.trainer.max_steps
         if me.warmup_steps < 0 or me.profile_steps < 0:
             raise ConfigError("measure", f"{me.warmup_steps}/{me.profile_steps}", "warmup_steps and profile_steps must be >= 0")
-        if me.enabled and me.warmup_steps + (me.profile_steps if on_gpu else 0) >= max_steps:
-            raise ConfigError("measure.warmup_steps", me.warmup_steps,
-                              f"warm-up + profiled steps must leave timed steps in trainer.max_steps ({max_steps})")
 
 
 @dataclass

@@ -165,7 +165,8 @@ class Window:
         self.opened = self._reading()
 
     def close(self) -> None:
-        self.closed = self._reading()
+        if self.opened is not None:  # a run too short to time never opened its window
+            self.closed = self._reading()
 
     def finish(self) -> None:
         """At train end: a window that training stopped inside ends here."""

@@ -71,3 +71,10 @@ def test_local_model_directory_trains_with_its_weights_and_tokenizer(local_model
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = read_report(tmp_path)
     assert rep["status"] == "ok" and rep["data"]["lengths"]["rows"] == 40
+
+
+def test_a_short_run_trains_and_says_it_is_too_short_to_measure(tmp_path):
+    rep = run(compose(*QUICK, "trainer.max_steps=3", "measure.warmup_steps=5"), tmp_path)
+    assert rep["status"] == "ok" and rep["loss"]["final"] is not None
+    assert rep["flags"]["reasons"] == ["too few steps to measure: trainer.max_steps=3 leaves no timed step after 5 warm-up"]
+    assert "throughput" not in rep and "verdict" not in rep  # nothing measured, nothing guessed
