@@ -86,11 +86,13 @@ class ModelConfig:
         if m.model_type == "auto" or m.pretrained:
             if not m.name_or_path:
                 raise ConfigError("model.name_or_path", None, "set it to a local model directory (or a hub id)")
-            looks_local = m.name_or_path.startswith((".", "/", "~")) or os.path.sep in m.name_or_path.strip("/")
-            if looks_local and not os.path.isfile(os.path.join(os.path.expanduser(m.name_or_path), "config.json")):
-                raise ConfigError("model.name_or_path", m.name_or_path, "no config.json there; give a Hugging Face model directory")
-            if looks_local:
-                ModelConfig.check_directory(os.path.expanduser(m.name_or_path))
+            path = os.path.expanduser(m.name_or_path)
+            # a path, if it is written as one or exists; else a hub id ("Qwen/Qwen3-4B"), which from_pretrained
+            # finds in the local Hugging Face cache (models.hf_config says in one line when it can't)
+            if m.name_or_path.startswith((".", "/", "~")) or os.path.exists(path):
+                if not os.path.isfile(os.path.join(path, "config.json")):
+                    raise ConfigError("model.name_or_path", m.name_or_path, "no config.json there; give a Hugging Face model directory")
+                ModelConfig.check_directory(path)
         elif not m.arch:
             raise ConfigError("model.arch", "{}", "pretrained=false builds from the architecture: give model.arch")
 

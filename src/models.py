@@ -46,6 +46,12 @@ def _unloadable(path: str, exc: Exception) -> str:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     conf = os.path.join(os.path.expanduser(path), "config.json")
+    if not os.path.exists(os.path.expanduser(path)):  # a hub id: only the local cache can answer here
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (f"not a local directory, and neither the Hugging Face cache ({HF_HUB_CACHE}) nor the hub gave it "
+                f"({text[:160]}): download it once (`hf download {path}`) or give a local model directory")
     model_type = json.load(open(conf)).get("model_type") if os.path.isfile(conf) else None
     if model_type and model_type not in CONFIG_MAPPING_NAMES:
         return (f"{conf}: model_type {model_type!r} is unknown to transformers {transformers.__version__} "

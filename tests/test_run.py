@@ -78,3 +78,27 @@ def test_a_short_run_trains_and_says_it_is_too_short_to_measure(tmp_path):
     assert rep["status"] == "ok" and rep["loss"]["final"] is not None
     assert rep["flags"]["reasons"] == ["too few steps to measure: trainer.max_steps=3 leaves no timed step after 5 warm-up"]
     assert "throughput" not in rep and "verdict" not in rep  # nothing measured, nothing guessed
+
+
+def _hub_cache(home: Path, repo: str, model_dir: Path) -> None:
+    """`repo` in a Hugging Face cache under `home`, as `hf download` leaves it: a snapshot and refs/main."""
+    import shutil
+
+    cached = home / "hub" / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(model_dir, cached / "snapshots" / "abc123")
+    (cached / "refs").mkdir()
+    (cached / "refs" / "main").write_text("abc123")
+
+
+def test_a_hub_id_loads_from_the_local_cache_offline_and_a_missing_one_is_one_line(tmp_path, local_model_dir, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _hub_cache(tmp_path / "hf", "someorg/tiny-qwen3", local_model_dir)
+    args = ["model=auto", "model.pretrained=true", *QUICK, "task=causal_lm"]
+    ok = cli(*args, "model.name_or_path=someorg/tiny-qwen3", f"hydra.run.dir={tmp_path / 'ok'}")
+    assert ok.returncode == 0 and read_report(tmp_path / "ok")["status"] == "ok", ok.stderr[-2000:]
+    missing = cli(*args, "model.name_or_path=someorg/not-cached", f"hydra.run.dir={tmp_path / 'missing'}")
+    first = missing.stderr.strip().splitlines()[0]
+    assert missing.returncode == 2 and first.startswith(
+        "config error: model.name_or_path=someorg/not-cached: not a local directory, and neither the Hugging Face cache")
+    assert "hf download someorg/not-cached" in first
