@@ -50,22 +50,38 @@ def check_choices(overrides: list[str]) -> None:
                 raise ConfigError(m.group(1), value, "allowed: " + ", ".join(choices.__members__))
 
 
-def sweeper_keys(args: list[str]) -> list[str]:
-    """`sweep.repeats=3` -> `hydra.launcher.repeats=3`: `sweep` is the group of saved sweeps, so Hydra would
-    take the key for one of its nodes; the launcher runs the repeats (hydra_plugins/trainsweep/launcher.py),
-    under any sweeper a preset picks."""
+# The TrainingArguments names people already type, for the knobs trainsweep owns
+HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch.size",
+            "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps"}
+
+
+def rewrite(args: list[str]) -> list[str]:
+    """Keys as a user types them, as Hydra needs them:
+    - `sweep.repeats=3` -> `hydra.launcher.repeats=3` (`sweep` is the group of saved sweeps; the launcher
+      runs the repeats, under any sweeper a preset picks);
+    - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
+    - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
+      dict of pass-through TrainingArguments fields; src/train.py checks the names)."""
+    out = []
     for arg in args:
-        value = arg.partition("=")[2] if arg.startswith("sweep.repeats=") else "1"
-        if not value.isdigit() or int(value) < 1:
-            raise ConfigError("sweep.repeats", value, "must be a positive integer")
-    return [f"hydra.launcher.{a.split('.', 1)[1]}" if a.startswith("sweep.repeats=") else a for a in args]
+        key, eq, value = arg.partition("=")
+        if key == "sweep.repeats":
+            if not value.isdigit() or int(value) < 1:
+                raise ConfigError("sweep.repeats", value, "must be a positive integer")
+            arg = f"hydra.launcher.repeats={value}"
+        elif eq and key in HF_NAMES:
+            arg = f"{HF_NAMES[key]}={value}"
+        elif eq and key.startswith("trainer.args."):
+            arg = "++" + arg
+        out.append(arg)
+    return out
 
 
 def hydra_argv(argv: list[str]) -> list[str]:
     """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
     try:
         check_choices(argv[1:])
-        argv = sweeper_keys(argv)
+        argv = argv[:1] + rewrite(argv[1:])
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -346,6 +346,7 @@ class TrainerConfig:
     save_steps: int = 0  # 0: no checkpoints
     save_total_limit: int = 2  # checkpoints kept (each holds the trainable weights and optimizer state)
     seed: int = 0
+    args: Dict[str, Any] = field(default_factory=dict)  # any other TrainingArguments field, passed as given (src/train.py)
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
@@ -517,8 +518,8 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from src.cli import check_choices, quote_numeric_choices  # here: src.cli imports this module
+    from src.cli import check_choices, quote_numeric_choices, rewrite  # here: src.cli imports this module
 
     check_choices(overrides)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return hydra_compose("config", overrides=quote_numeric_choices(list(overrides)))
+        return hydra_compose("config", overrides=quote_numeric_choices(rewrite(list(overrides))))

@@ -8,11 +8,39 @@ from pathlib import Path
 import torch
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainerCallback, TrainingArguments
 
+from src.cli import HF_NAMES
+from src.config import ConfigError
 from src.env import Resolved
 from src.measure import TokenCounter
 from src.packing import PACK_STATS
 
 log = logging.getLogger(__name__)
+
+
+# TrainingArguments fields trainsweep sets from its own keys, which the report reads: trainer.args may not set
+# them, and the Hugging Face names on the command line become these keys (src/cli.py)
+OWN_KEYS = {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
+            "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
+            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger"}
+
+
+def check_args(cfg) -> dict:
+    """trainer.args as keyword arguments: each a TrainingArguments field (the closest one suggested otherwise),
+    none of the fields trainsweep sets from its own keys."""
+    import dataclasses
+    import difflib
+
+    args_class = Seq2SeqTrainingArguments if cfg.task.name == "seq2seq" else TrainingArguments
+    known = {f.name for f in dataclasses.fields(args_class)}
+    given = dict(cfg.trainer.args or {})
+    for key, value in given.items():
+        if key in OWN_KEYS:
+            raise ConfigError(f"trainer.args.{key}", value, f"trainsweep sets it: use {OWN_KEYS[key]}")
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            raise ConfigError(f"trainer.args.{key}", value, f"not a {args_class.__name__} field"
+                              + (f"; did you mean trainer.args.{near[0]}?" if near else ""))
+    return given
 
 
 def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
@@ -21,7 +49,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
     workers = min(dl.num_workers, os.cpu_count() or 1)
     args_class = Seq2SeqTrainingArguments if cfg.task.name == "seq2seq" else TrainingArguments
     whole_model_compile = tr.torch_compile and tr.compile_scope == "model"  # regional: compile_regions, before the Trainer
-    return args_class(
+    ours = dict(
         output_dir=str(out_dir / "checkpoints"),
         per_device_train_batch_size=1 if cfg.batch.tokens else cfg.batch.size,  # a token budget: one pack per micro-batch
         per_device_eval_batch_size=cfg.batch.size,
@@ -66,6 +94,11 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
             "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
     )
+    given = check_args(cfg)
+    try:  # trainer.args last: the user's TrainingArguments names win over trainsweep's derived settings
+        return args_class(**{**ours, **given})
+    except ValueError as exc:  # TrainingArguments' own check of a value (an unknown scheduler name, ...)
+        raise ConfigError("trainer.args", dict(cfg.trainer.args), str(exc).strip().splitlines()[0]) from None
 
 
 def liger_kernels(task: str) -> dict | None:
@@ -81,8 +114,6 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     share their code, so the first one's graph serves all the others: the cold start is one layer's compile,
     and the rest of the model (embeddings, head, loss) runs eagerly. Returns the number of compiled layers."""
     from transformers.modeling_layers import GradientCheckpointingLayer
-
-    from src.config import ConfigError
 
     layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
     if not layers:

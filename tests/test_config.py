@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 from src import config, models
 from src.cli import choice_type, quote_numeric_choices
 from src.config import Config, ConfigError, validate
-from tests.conftest import CONF, cli, compose
+from tests.conftest import CONF, QUICK, cli, compose
 
 GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep", "rung"))  # rung: composed by tests/test_experiments.py
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
@@ -321,3 +321,38 @@ def test_dataclass_defaults_are_what_the_default_config_gets():
     assert {k for k, v in defaults.items() if v != "???"} <= set(composed)
     drift = {k: (v, composed[k]) for k, v in defaults.items() if v != "???" and k not in OPTION_VALUES and composed[k] != v}
     assert drift == {}, "dataclass default vs conf/*.yaml"
+
+
+def test_the_names_hugging_face_users_type_reach_trainsweeps_keys():
+    cfg = compose("learning_rate=3e-4", "per_device_train_batch_size=16", "gradient_accumulation_steps=4", "max_steps=9")
+    assert (cfg.trainer.lr, cfg.batch.size, cfg.batch.grad_accum, cfg.trainer.max_steps) == (3e-4, 16, 4, 9)
+
+
+def test_any_trainingarguments_field_passes_through_trainer_args(tmp_path):
+    from src import env, train
+
+    cfg = compose("trainer.args.lr_scheduler_type=cosine", "trainer.args.adam_beta2=0.95")
+    args = train.training_args(cfg, env.resolve(cfg), tmp_path)
+    assert args.lr_scheduler_type == "cosine" and args.adam_beta2 == 0.95
+    assert args.learning_rate == cfg.trainer.lr  # trainsweep's own settings stay
+
+
+@pytest.mark.parametrize("override, message", [
+    ("trainer.args.adam_epsilonn=1e-06", "trainer.args.adam_epsilonn=1e-06: not a TrainingArguments field; did you mean trainer.args.adam_epsilon?"),
+    ("trainer.args.learning_rate=0.1", "trainer.args.learning_rate=0.1: trainsweep sets it: use trainer.lr"),
+    ("trainer.args.lr_scheduler_type=cosinee", "trainer.args={'lr_scheduler_type': 'cosinee'}: "),
+])
+def test_a_bad_trainer_arg_is_one_config_error(override, message, tmp_path):
+    from src import env, train
+
+    cfg = compose(override)
+    with pytest.raises(ConfigError) as err:
+        train.training_args(cfg, env.resolve(cfg), tmp_path)
+    assert str(err.value).startswith(message)
+
+
+def test_a_bad_trainer_arg_on_the_command_line_is_one_line_and_exit_2(tmp_path):
+    proc = cli("trainer.args.adam_epsilonn=1e-06", *QUICK, f"hydra.run.dir={tmp_path}")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[0] == \
+        "config error: trainer.args.adam_epsilonn=1e-06: not a TrainingArguments field; did you mean trainer.args.adam_epsilon?"
