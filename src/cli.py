@@ -61,7 +61,8 @@ def rewrite(args: list[str]) -> list[str]:
       runs the repeats, under any sweeper a preset picks);
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
     - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
-      dict of pass-through TrainingArguments fields; src/train.py checks the names)."""
+      dict of pass-through TrainingArguments fields; src/train.py checks the names);
+    - `batch=12` -> `batch.size=12` where conf/batch has no 12.yaml."""
     out = []
     for arg in args:
         key, eq, value = arg.partition("=")
@@ -73,6 +74,9 @@ def rewrite(args: list[str]) -> list[str]:
             arg = f"{HF_NAMES[key]}={value}"
         elif eq and key.startswith("trainer.args."):
             arg = "++" + arg
+        elif key == "batch" and all(v.isdigit() for v in value.split(",")) and \
+                not all(os.path.isfile(os.path.join(CONF_DIR, "batch", f"{v}.yaml")) for v in value.split(",")):
+            arg = f"batch.size={value}"  # any micro-batch, not only the sizes with a YAML (each is size N, grad_accum 1)
         out.append(arg)
     return out
 
@@ -81,6 +85,10 @@ def hydra_argv(argv: list[str]) -> list[str]:
     """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
     try:
         check_choices(argv[1:])
+        multirun = any(a in ("-m", "--multirun") for a in argv[1:])
+        preset = next((a for a in argv[1:] if a.startswith("sweep=")), None)
+        if preset and not multirun:  # without -m Hydra would quietly run one job of it
+            raise ConfigError("sweep", preset.partition("=")[2], f"a saved sweep runs with -m: python -m src.run -m {preset}")
         argv = argv[:1] + rewrite(argv[1:])
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)

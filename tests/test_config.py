@@ -356,3 +356,15 @@ def test_a_bad_trainer_arg_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[0] == \
         "config error: trainer.args.adam_epsilonn=1e-06: not a TrainingArguments field; did you mean trainer.args.adam_epsilon?"
+
+
+def test_any_positive_micro_batch_works_not_only_the_sizes_with_a_yaml():
+    assert (compose("batch=12").batch.size, compose("batch=12").batch.grad_accum) == (12, 1)
+    assert compose("batch=16").batch.size == 16  # a size with a YAML still takes it
+
+
+def test_a_saved_sweep_without_multirun_says_it_needs_m(tmp_path):
+    proc = cli("sweep=padding", f"hydra.run.dir={tmp_path}")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "config error: sweep=padding: a saved sweep runs with -m: python -m src.run -m sweep=padding"
+    assert not list(tmp_path.iterdir())  # nothing ran
