@@ -55,6 +55,10 @@ HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch
             "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps"}
 
 
+RENAMED = {("padding", "bucketed"): "padding=grouped (length-grouped sampling; padding=buckets also pads to "
+                                   "multiples of 64 for a few fixed shapes)"}
+
+
 def rewrite(args: list[str]) -> list[str]:
     """Keys as a user types them, as Hydra needs them:
     - `sweep.repeats=3` -> `hydra.launcher.repeats=3` (`sweep` is the group of saved sweeps; the launcher
@@ -66,6 +70,8 @@ def rewrite(args: list[str]) -> list[str]:
     out = []
     for arg in args:
         key, eq, value = arg.partition("=")
+        if (key, value) in RENAMED or (key == "padding.strategy" and ("padding", value) in RENAMED):
+            raise ConfigError(key, value, "renamed: " + RENAMED["padding", value])
         if key == "sweep.repeats":
             if not value.isdigit() or int(value) < 1:
                 raise ConfigError("sweep.repeats", value, "must be a positive integer")

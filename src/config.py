@@ -169,7 +169,7 @@ class DataConfig:
             raise ConfigError("data.length_min", d.length_min, f"must be <= data.length_max ({d.length_max})")
 
 
-PaddingStrategy = Choice("PaddingStrategy", "max_length longest dynamic bucketed packed")  # packed: padding-free
+PaddingStrategy = Choice("PaddingStrategy", "max_length longest dynamic grouped packed")  # packed: padding-free
 PaddingSide = Choice("PaddingSide", "right left")
 PACKED_TASKS = ("classification", "causal_lm")  # the tasks padding=packed takes
 

@@ -72,7 +72,7 @@ def pad_fraction(lengths: np.ndarray, strategy: str, batch: int, max_length: int
         widths = np.concatenate([np.full(len(c), c.max()) for c in np.array_split(lengths, max(1, math.ceil(len(lengths) / chunk)))])
     else:
         order = rng.permutation(len(lengths))
-        if strategy == "bucketed":  # like LengthGroupedSampler: sort within mega-batches of 50 batches
+        if strategy == "grouped":  # like LengthGroupedSampler: sort within mega-batches of 50 batches
             mega = 50 * batch
             order = np.concatenate([o[np.argsort(-lengths[o])] for o in np.array_split(order, max(1, math.ceil(len(order) / mega)))])
         shuffled = lengths[order]
@@ -99,7 +99,7 @@ def data_checks(cfg, train_ds) -> list[dict]:
                       f"<= 5% of rows at data.max_length ({d.max_length})",
                       f"raise data.max_length (now {d.max_length}): the ends of these rows are cut" if truncated > 0.05 else ""))
     p = cfg.padding
-    strategies = ["max_length", "longest", "dynamic", "bucketed"] + (["packed"] if task in PACKED_TASKS else [])
+    strategies = ["max_length", "longest", "dynamic", "grouped"] + (["packed"] if task in PACKED_TASKS else [])
     waste = {s: pad_fraction(lengths, s, cfg.batch.size, d.max_length, p.pad_to_multiple_of, p.chunk_size,
                              tokens=cfg.batch.tokens) for s in strategies}
     chosen, best = waste[p.strategy], min(waste.values())

@@ -79,7 +79,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         dataloader_pin_memory=dl.pin_memory and cuda,
         dataloader_prefetch_factor=dl.prefetch_factor if workers else None,
         dataloader_persistent_workers=dl.persistent_workers and workers > 0,
-        train_sampling_strategy="group_by_length" if cfg.padding.strategy == "bucketed" else "random",
+        train_sampling_strategy="group_by_length" if cfg.padding.strategy == "grouped" else "random",
         length_column_name="length",
         remove_unused_columns=False,  # our collator picks the columns; signature inspection is not needed
         use_cpu=not cuda,

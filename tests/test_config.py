@@ -154,7 +154,7 @@ CHOICES = _choice_fields()
 # What each closed set takes: the values validate() used to allow, in its order (its messages list them so).
 CLOSED_SETS = {
     "model.init.head_init": "default zero scaled", "task.name": "classification causal_lm seq2seq",
-    "data.source": "synthetic files", "padding.strategy": "max_length longest dynamic bucketed packed",
+    "data.source": "synthetic files", "padding.strategy": "max_length longest dynamic grouped packed",
     "padding.side": "right left", "precision.weights_dtype": "float32 bfloat16 float16 auto",
     "precision.amp": "none bf16 fp16 auto", "peft.method": "none lora qlora", "peft.adapter_dtype": "float32 auto",
     "attention.implementation": "auto eager sdpa varlen flex_attention flash_attention_2",
@@ -185,7 +185,7 @@ def test_a_choice_takes_each_of_its_values_and_refuses_others_while_composing(ke
 
 
 @pytest.mark.parametrize("args,message", [
-    (["padding.strategy=bogus"], "config error: padding.strategy=bogus: allowed: max_length, longest, dynamic, bucketed, packed"),
+    (["padding.strategy=bogus"], "config error: padding.strategy=bogus: allowed: max_length, longest, dynamic, grouped, packed"),
     (["trainer.compile_scope=whole"], "config error: trainer.compile_scope=whole: allowed: regional, model"),
     (["-m", "trainer.compile_mode=default,fast"],  # a sweep: refused before any job runs
      "config error: trainer.compile_mode=fast: allowed: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs"),
@@ -368,3 +368,9 @@ def test_a_saved_sweep_without_multirun_says_it_needs_m(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == "config error: sweep=padding: a saved sweep runs with -m: python -m src.run -m sweep=padding"
     assert not list(tmp_path.iterdir())  # nothing ran
+
+
+def test_the_old_name_of_length_grouped_padding_says_its_new_name(tmp_path):
+    proc = cli("padding=bucketed", f"hydra.run.dir={tmp_path}")
+    assert proc.returncode == 2 and proc.stderr.strip().startswith(
+        "config error: padding=bucketed: renamed: padding=grouped (length-grouped sampling; padding=buckets")

@@ -86,7 +86,7 @@ def test_left_padding_warns_for_causal_lm_training(tok_setup):
 # -- data ---------------------------------------------------------------------------------------------
 def test_data_checks_pass_and_fail():
     # Length grouping sorts within mega-batches of 50 batches: it needs a data set larger than one batch.
-    cfg, _, conf, ds, *_ = _build("padding=bucketed", rows=256)
+    cfg, _, conf, ds, *_ = _build("padding=grouped", rows=256)
     checks = diagnose.data_checks(cfg, ds)
     assert [_status(checks, n) for n in ("data.labels_in_range", "data.truncation", "data.padding_waste")] == ["pass"] * 3
     waste = [c for c in checks if c["check"] == "data.padding_waste"][0]
@@ -105,7 +105,7 @@ def test_pad_fraction_of_each_strategy():
     lengths = np.array([10, 20, 30, 40])
     assert diagnose.pad_fraction(lengths, "max_length", 2, 50, None) == pytest.approx(1 - 100 / 200)
     assert diagnose.pad_fraction(lengths, "longest", 2, 50, None, chunk=2) == pytest.approx(1 - 100 / (20 * 2 + 40 * 2))
-    assert diagnose.pad_fraction(lengths, "bucketed", 2, 50, None) == pytest.approx(1 - 100 / (40 * 2 + 20 * 2))
+    assert diagnose.pad_fraction(lengths, "grouped", 2, 50, None) == pytest.approx(1 - 100 / (40 * 2 + 20 * 2))
     # packed, batch.size rows a row: [10, 20] and [30, 40] padded up to multiples of 64
     assert diagnose.pad_fraction(lengths, "packed", 2, 50, None) == pytest.approx(1 - 100 / (64 + 128))
     # packed at a token budget: only the packs' unfilled tails

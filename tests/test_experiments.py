@@ -62,7 +62,7 @@ def test_the_ladder_changes_one_factor_per_rung():
     picked = [(c.padding.strategy, c.dataloader.name, c.env.name, c.batch.size) for c in rungs]
     assert picked == [("longest", "basic", "default", 8), ("max_length", "basic", "default", 8),
                       ("max_length", "tuned", "default", 8), ("max_length", "tuned", "tuned", 8),
-                      ("bucketed", "tuned", "tuned", 16)]
+                      ("grouped", "tuned", "tuned", 16)]
     assert all(c.task.num_labels == 280 and c.data.max_length == 320 for c in rungs)
 
 

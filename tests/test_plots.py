@@ -109,11 +109,11 @@ def test_breakdown_shares_sum_to_one_per_job_sorted_by_batch_with_host_idle_and_
 
 def test_jobs_of_one_batch_shape_are_named_by_their_overrides():
     reports = [_report(8, 1, 1000), _report(8, 1, 1100)]
-    for r, padding in zip(reports, ("dynamic", "bucketed")):
+    for r, padding in zip(reports, ("dynamic", "grouped")):
         r["job"], r["overrides"] = padding, r["overrides"] + [f"padding={padding}"]
     drawn = plots.figures(summary.table(reports))
     ax = drawn["step_breakdown"].axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["padding=bucketed", "padding=dynamic"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["padding=grouped", "padding=dynamic"]
     ax = drawn["throughput_vs_batch"].axes[0]  # the line takes the faster; the slower is an open, named point
     line, other = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert line.get_label() == "effective batch 8" and list(line.lines[0].get_ydata()) == [1100]
