@@ -87,8 +87,38 @@ def rewrite(args: list[str]) -> list[str]:
     return out
 
 
+def _first_comment(path: str) -> str:
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") and not line.startswith("# @package"):
+                return line.lstrip("# ").rstrip()
+    return ""
+
+
+def help_text() -> str:
+    """`--help`: every group with its options, each with the first line of its YAML's comment (what it does
+    to speed or memory), numeric options in numeric order. The full composed config is `--cfg job`."""
+    lines = ["python -m src.run [GROUP=OPTION ...] [key=value ...]      one run",
+             "python -m src.run -m GROUP=A,B key=x,y ...               a sweep: every combination, one process each",
+             "python -m src.run --cfg job [overrides]                  the composed config, key by key", ""]
+    for group in sorted(g for g in os.listdir(CONF_DIR) if os.path.isdir(os.path.join(CONF_DIR, g)) and g != "hydra"):
+        names = [f[:-5] for f in os.listdir(os.path.join(CONF_DIR, group)) if f.endswith(".yaml")]
+        names.sort(key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
+        lines.append(f"{group}:")
+        width = max(map(len, names))
+        for name in names:
+            about = _first_comment(os.path.join(CONF_DIR, group, f"{name}.yaml"))
+            lines.append(f"  {name:<{width}}  {about[:110]}")
+        lines.append("")
+    lines.append("Any key: trainer.max_steps=200, data.max_length=256, trainer.args.<TrainingArguments field>=...")
+    return "\n".join(lines)
+
+
 def hydra_argv(argv: list[str]) -> list[str]:
     """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
+    if any(a in ("--help", "-h") for a in argv[1:]):  # Hydra's own would print the whole composed config
+        print(help_text())
+        sys.exit(0)
     try:
         check_choices(argv[1:])
         multirun = any(a in ("-m", "--multirun") for a in argv[1:])

@@ -374,3 +374,13 @@ def test_the_old_name_of_length_grouped_padding_says_its_new_name(tmp_path):
     proc = cli("padding=bucketed", f"hydra.run.dir={tmp_path}")
     assert proc.returncode == 2 and proc.stderr.strip().startswith(
         "config error: padding=bucketed: renamed: padding=grouped (length-grouped sampling; padding=buckets")
+
+
+def test_help_lists_each_groups_options_with_what_they_do_in_numeric_order():
+    proc = cli("--help")
+    assert proc.returncode == 0 and "== Config ==" not in proc.stdout  # not Hydra's whole-config dump
+    batch = [line.split()[0] for line in proc.stdout.split("batch:\n")[1].split("\n\n")[0].splitlines()]
+    assert batch == ["1", "2", "4", "8", "16", "32", "64", "128"]
+    assert "  grouped     Dynamic padding with length-grouped sampling" in proc.stdout
+    groups = {f.parent.name for f in CONF.glob("*/*.yaml") if f.parent.name != "hydra"}
+    assert all(f"\n{g}:\n" in "\n" + proc.stdout for g in groups)
