@@ -44,7 +44,7 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
     reasons = []
     if step.ci_low is None:
         reasons.append(f"no interval: {step.n} timed steps (needs {stats.MIN_BATCHES**2})")
-    elif (half := (step.ci_high - step.ci_low) / 2 / step.mean) > stats.WIDE:
+    elif (half := stats.Interval(step.mean, step.ci_low, step.ci_high, step.ci_batches).half_width) > stats.WIDE:
         reasons.append(f"wide interval: +-{half:.0%} of the mean (over {stats.WIDE:.0%})")
     if stop_rule and not stopped_when_stable:
         reasons.append("ran out of steps before the mean was stable")

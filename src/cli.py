@@ -1,5 +1,6 @@
-"""What the command line needs before Hydra parses it: numeric group choices quoted, and a value outside a
-closed set (a Choice field of the schema) refused in one line."""
+"""What the command line needs before Hydra parses it: `--help` as a list of options, a value outside a closed
+set (a Choice field of the schema) or a renamed option refused in one line, the names users type rewritten to
+the keys Hydra knows, and numeric group choices quoted."""
 from __future__ import annotations
 
 import dataclasses
@@ -70,8 +71,9 @@ def rewrite(args: list[str]) -> list[str]:
     out = []
     for arg in args:
         key, eq, value = arg.partition("=")
-        if (key, value) in RENAMED or (key == "padding.strategy" and ("padding", value) in RENAMED):
-            raise ConfigError(key, value, "renamed: " + RENAMED["padding", value])
+        old = (key.removesuffix(".strategy") if key == "padding.strategy" else key, value)
+        if old in RENAMED:
+            raise ConfigError(key, value, "renamed: " + RENAMED[old])
         if key == "sweep.repeats":
             if not value.isdigit() or int(value) < 1:
                 raise ConfigError("sweep.repeats", value, "must be a positive integer")

@@ -128,7 +128,7 @@ def combine_repeats(df: pd.DataFrame) -> pd.DataFrame:
         row.update(job=label or row["job"], repeat=f"{len(ok)} of {len(group)}",
                    real_tok_s_low=ci.low if ci else None, real_tok_s_high=ci.high if ci else None,
                    ci_batches=ci.batches if ci else None,
-                   status="ok" if len(ok) == len(group) else ("ok" if not ok.empty else group["status"].iloc[0]),
+                   status="ok" if not ok.empty else group["status"].iloc[0],
                    flags="; ".join(dict.fromkeys(f for fl in group["flags"] if fl for f in fl.split("; ")
                                                  if not (ci and f.startswith("no interval")))))
         rows.append(row)
@@ -166,11 +166,14 @@ def _label(row) -> str:
     return f"bs {row['batch']} x ga {row['grad_accum']}"
 
 
+def _span(row) -> str | None:
+    """'25,647-26,096', the row's 95% interval of real tokens/s, or None."""
+    return f"{row['real_tok_s_low']:,.0f}-{row['real_tok_s_high']:,.0f}" if interval(row) else None
+
+
 def _rate(row) -> str:
-    """'25,869 (25,680-26,062)' real tokens/s, or '... (no interval)'."""
-    if interval(row) is None:
-        return f"{row['real_tok_s']:,.0f} (no interval)"
-    return f"{row['real_tok_s']:,.0f} ({row['real_tok_s_low']:,.0f}-{row['real_tok_s_high']:,.0f})"
+    """'25,869 (25,647-26,096)' real tokens/s, or '... (no interval)'."""
+    return f"{row['real_tok_s']:,.0f} ({_span(row) or 'no interval'})"
 
 
 def recommend(df: pd.DataFrame) -> list[str]:
@@ -185,7 +188,7 @@ def recommend(df: pd.DataFrame) -> list[str]:
                  f"({_label(best)}), {_rate(best)} real tokens/s")
     tied = [r for _, r in (fit if not fit.empty else ok).iloc[1:].iterrows() if comparison(best, r).tie]
     if tied:
-        lines.append("tied with it (within noise or under the 3% runs drift apart): "
+        lines.append(f"tied with it (within noise or under the {stats.MIN_EFFECT:.0%} runs drift apart): "
                      + ", ".join(f"{r['job']} ({_rate(r)})" for r in tied))
     if fit.empty:
         lines.append("every finished job saturated memory: try a smaller micro-batch or gradient checkpointing")
@@ -215,8 +218,7 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
             "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck", "flags"]
     fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
            "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}"}
-    df = df.assign(real_tok_s_95=[f"{r['real_tok_s_low']:,.0f}-{r['real_tok_s_high']:,.0f}" if interval(r) else "-"
-                                  for _, r in df.iterrows()])
+    df = df.assign(real_tok_s_95=[_span(r) or "-" for _, r in df.iterrows()])
     if "flags" in df:
         df["flags"] = df["flags"].fillna("").replace("", "-")
     shown = df[[c for c in cols if c in df and (c != "batch_tokens" or df[c].notna().any())]].copy()
@@ -228,8 +230,9 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
                    for row in shown.itertuples(index=False))
     device = df["device"].dropna().iloc[0] if df["device"].notna().any() else "unknown device"
     legend = ("Real tokens/s with its 95% interval (batch means of the timed steps; with `sweep.repeats`, the "
-              "spread of the repeats). Jobs that can't be told apart (intervals overlapping, or under the 3% runs "
-              "drift apart) share a rank; flags say why a figure may not settle a close call.\n\n")
+              f"spread of the repeats). Jobs that can't be told apart (intervals overlapping, or under the "
+              f"{stats.MIN_EFFECT:.0%} runs drift apart) share a rank; flags say why a figure may not settle a close "
+              "call.\n\n")
     return (f"# Sweep summary\n\n`{sweep_dir}`, {len(df)} jobs on {device}\n\n"
             + "".join(f"- {line}\n" for line in lines) + "\n" + legend + header + body)
 
