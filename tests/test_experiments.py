@@ -57,13 +57,45 @@ def test_every_job_of_an_experiment_composes_and_validates_for_a_gpu(experiment)
             assert "bitsandbytes" in str(exc), (overrides, exc)
 
 
+def _leaves(cfg, prefix=""):
+    from omegaconf import OmegaConf
+    flat = {}
+    for key, value in OmegaConf.to_container(cfg, resolve=True).items():
+        if isinstance(value, dict):
+            flat.update(_leaves(OmegaConf.create(value), f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+# What each rung adds to the one before: one of the report's fixes, then one trainsweep lever at a time
+LADDER = [
+    ("twelve_x_0_before", None),
+    ("twelve_x_1_padding", {"padding.strategy"}),
+    ("twelve_x_2_dataloader", {"dataloader.num_workers", "dataloader.pin_memory", "dataloader.prefetch_factor",
+                               "dataloader.persistent_workers"}),
+    ("twelve_x_3_env", {"env.tf32", "env.cudnn_benchmark", "env.sdp_backends", "env.alloc_conf",
+                        "attention.implementation"}),
+    ("twelve_x_4_bf16", {"precision.weights_dtype", "precision.amp", "precision.tf32"}),
+    ("twelve_x_5_no_checkpointing", {"trainer.gradient_checkpointing"}),
+    ("twelve_x_6_bs16", {"batch.size", "batch.grad_accum"}),
+    ("twelve_x_7_compile", {"trainer.torch_compile"}),
+    ("twelve_x_8_padding_free", {"padding.strategy", "batch.tokens"}),
+]
+
+
 def test_the_ladder_changes_one_factor_per_rung():
-    rungs = [compose(*job) for job in jobs("twelve_x_slowdown")]
-    picked = [(c.padding.strategy, c.dataloader.name, c.env.name, c.batch.size) for c in rungs]
-    assert picked == [("longest", "basic", "default", 8), ("max_length", "basic", "default", 8),
-                      ("max_length", "tuned", "default", 8), ("max_length", "tuned", "tuned", 8),
-                      ("grouped", "tuned", "tuned", 16)]
-    assert all(c.task.num_labels == 280 and c.data.max_length == 320 for c in rungs)
+    combos = jobs("twelve_x_slowdown")
+    assert [job[-1] for job in combos] == [f"+rung={name}" for name, _ in LADDER]
+    rungs = [_leaves(compose(*job)) for job in combos]
+    for (name, added), before, after in zip(LADDER[1:], rungs, rungs[1:]):
+        changed = {k for k in after if after[k] != before.get(k) and not k.endswith(".name")}
+        assert changed == added, (name, changed ^ added)
+    first = rungs[0]
+    assert (first["precision.weights_dtype"], first["attention.implementation"], first["trainer.gradient_checkpointing"],
+            first["padding.strategy"], first["batch.size"], first["batch.grad_accum"]) == (
+        "float32", "eager", True, "longest", 8, 2)
+    assert all(r["task.num_labels"] == 280 and r["data.max_length"] == 320 for r in rungs)
 
 
 @pytest.mark.parametrize("experiment, narrow", [

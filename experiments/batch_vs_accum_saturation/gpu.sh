@@ -3,14 +3,27 @@
 # compute, checkpointing, a 24 GB memory cap)? (experiments/batch_vs_accum_saturation/README.md) The
 # experiment's own sweep; `bf16` runs the same jobs in bf16 compute without the cap, off the saturated regime.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --qlora: bitsandbytes).
-#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16]
-# Results: $OUT/saturation[_bf16]_reports.jsonl, summary.{md,csv}, plots, saturation[_bf16].log.
+#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest]
+# `largest`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes, QLoRA (bf16 compute) + checkpointing under the 24 GB cap,
+# micro-batch doubled from 4 until a job saturates or fails (the batch_search sweeper); each job's report holds
+# the memory model's prediction beside the measured peak.
+# Results: $OUT/<name>_reports.jsonl, summary.{md,csv}, plots, <name>.log.
 set -uo pipefail
 case "${1:-}" in
   "")   name=saturation args="" ;;
   bf16) name=saturation_bf16 args="precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null" ;;
-  *) echo "usage: $0 [bf16]"; exit 2 ;;
+  largest) name=largest ;;
+  *) echo "usage: $0 [bf16|largest]"; exit 2 ;;
 esac
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/$name.log REPORTS=$OUT/${name}_reports.jsonl
-sweep $name experiment=batch_vs_accum_saturation $args logger=none
+if [ "$name" = largest ]; then
+  # memory is the question: a few steps reach the peak; the search stops at the first saturated or failed size
+  for model in solar-10.7b polyglot-ko-12.8b; do
+    sweep "largest_$model" sweep=batch_search model=$model peft=qlora precision=bf16 peft.compute_dtype=bfloat16 \
+      trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 trainer.max_steps=14 measure.warmup_steps=4 \
+      'hydra.sweeper.sizes=[4,8,16,32,64]' hydra.sweeper.patience=10 logger=none
+  done
+else
+  sweep $name experiment=batch_vs_accum_saturation $args logger=none
+fi
