@@ -83,6 +83,22 @@ def quantize_4bit(model: torch.nn.Module, peft_cfg) -> None:
     model.is_loaded_in_4bit = True  # peft reads it to wrap Linear4bit layers with its 4-bit LoRA
 
 
+def _check_bf16_build_fits(conf: PretrainedConfig, auto_class, weights_dtype: torch.dtype, cfg) -> None:
+    """A random-init QLoRA model is built at full width on the GPU before it is quantised: refuse in one line,
+    before allocating, where those weights alone overrun the memory cap (SOLAR-10.7B's 21.5 GB under a 24 GB
+    cap ran out of memory in the build on an H200, before any batch was tried)."""
+    cap = cfg.gpu.memory_cap_gb
+    if not cap:
+        return
+    with torch.device("meta"):
+        params = sum(p.numel() for p in auto_class.from_config(conf).parameters())
+    need_gb = params * weights_dtype.itemsize / 2**30
+    if need_gb > 0.8 * cap:
+        raise ConfigError("gpu.memory_cap_gb", cap, f"a random-init QLoRA {cfg.model.name} is built in {str(weights_dtype).removeprefix('torch.')} "
+                          f"on the GPU before quantising ({need_gb:.1f} GB of weights): give real weights "
+                          f"(model.pretrained=true quantises while loading) or a cap above {need_gb / 0.8:.0f} GB")
+
+
 def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     m, method = cfg.model, cfg.peft.method
     auto_class = AUTO_CLASS[cfg.task.name]
@@ -103,6 +119,8 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
         model = auto_class.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, **kwargs)
     else:
         torch.manual_seed(cfg.trainer.seed)
+        if method == "qlora":
+            _check_bf16_build_fits(conf, auto_class, res.weights_dtype, cfg)
         with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
             model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
         if method == "qlora":

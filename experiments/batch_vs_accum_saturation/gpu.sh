@@ -3,7 +3,9 @@
 # compute, checkpointing, a 24 GB memory cap)? (experiments/batch_vs_accum_saturation/README.md) The
 # experiment's own sweep; `bf16` runs the same jobs in bf16 compute without the cap, off the saturated regime.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --qlora: bitsandbytes).
-#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest]
+#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest|claims]
+# `claims`: the jobs the report's claims need, in one call: fp32 compute bs 8, bs 16, bs 8 x ga 2 under the cap,
+# then bs 8 and 16 in bf16 compute without it (30 steps each; `python -m src.report` makes the summary).
 # `largest`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes, QLoRA (bf16 compute) + checkpointing under the 24 GB cap,
 # micro-batch doubled from 4 until a job saturates or fails (the batch_search sweeper); each job's report holds
 # the memory model's prediction beside the measured peak.
@@ -13,11 +15,19 @@ case "${1:-}" in
   "")   name=saturation args="" ;;
   bf16) name=saturation_bf16 args="precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null" ;;
   largest) name=largest ;;
+  claims) name=claims ;;
   *) echo "usage: $0 [bf16|largest]"; exit 2 ;;
 esac
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/$name.log REPORTS=$OUT/${name}_reports.jsonl
-if [ "$name" = largest ]; then
+if [ "$name" = claims ]; then
+  COMMON="experiment=batch_vs_accum_saturation logger=none trainer.max_steps=30 measure.warmup_steps=5 measure.stop_when_stable=true"
+  run fp32_b8 batch.size=8
+  run fp32_b16 batch.size=16
+  run fp32_b8_ga2 batch.size=8 batch.grad_accum=2
+  run bf16_b8 batch.size=8 precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null
+  run bf16_b16 batch.size=16 precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null
+elif [ "$name" = largest ]; then
   # memory is the question: a few steps reach the peak; the search stops at the first saturated or failed size
   for model in solar-10.7b polyglot-ko-12.8b; do
     sweep "largest_$model" sweep=batch_search model=$model peft=qlora precision=bf16 peft.compute_dtype=bfloat16 \

@@ -4,8 +4,8 @@
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh) and .gpu (the plain-Trainer anchor,
 # ../shared/anchors/hf_trainer_baseline.py copied to .gpu/).
 #   bash experiments/twelve_x_slowdown/gpu.sh loaders   # the dataloader study: workers, pinning, persistence, prefetch
-#   bash experiments/twelve_x_slowdown/gpu.sh ladder A  # the plain-Trainer anchor, then rungs 0-4
-#   bash experiments/twelve_x_slowdown/gpu.sh ladder B  # rungs 5-8
+#   bash experiments/twelve_x_slowdown/gpu.sh ladder A  # the plain-Trainer anchor, then rungs 0-3 (fp32: ~2 minutes each)
+#   bash experiments/twelve_x_slowdown/gpu.sh ladder B  # the best plain-Trainer anchor, then rungs 4-8
 # Results: $OUT/<mode>_reports.jsonl (one labelled report per run, collected as each ends), <mode>.log.
 set -uo pipefail
 source scripts/gpu_setup.sh || exit 1
@@ -39,9 +39,10 @@ case $mode in
     if [ "${2:-A}" = A ]; then
       # The plain HF Trainer at the seed's "before" (fp32, eager, checkpointing, pad 320, bs 8 x ga 2), same call
       timeout 240 python3 .gpu/hf_trainer_baseline.py full seed_before 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
-      rungs="0_before 1_padding 2_dataloader 3_env 4_bf16"
-    else
-      rungs="5_no_checkpointing 6_bs16 7_compile 8_padding_free"
+      rungs="0_before 1_padding 2_dataloader 3_env"
+    else  # and the best plain-Trainer config (bf16 sdpa, bs 32, length-grouped) in this call
+      timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b32_group 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
+      rungs="4_bf16 5_no_checkpointing 6_bs16 7_compile 8_padding_free"
     fi
     for r in $rungs; do run "rung_$r" "+rung=twelve_x_$r"; done
     ;;
