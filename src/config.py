@@ -345,6 +345,7 @@ class TrainerConfig:
     generation_num_beams: int = 1
     save_steps: int = 0  # 0: no checkpoints
     save_total_limit: int = 2  # checkpoints kept (each holds the trainable weights and optimizer state)
+    save_final: bool = True  # after training: the adapter (PEFT) or the whole model, and the tokenizer, in <run dir>/final
     seed: int = 0
     args: Dict[str, Any] = field(default_factory=dict)  # any other TrainingArguments field, passed as given (src/train.py)
 
