@@ -79,6 +79,7 @@ class ModelConfig:
     trust_remote_code: bool = False
     lr: float = 1e-4  # a learning rate that suits this model under LoRA; trainer.lr defaults to it
     init: InitConfig = field(default_factory=InitConfig)
+    allow_large_on_cpu: bool = False  # true: build a model over 1B parameters on the CPU anyway (tens of GB of RAM, minutes a step)
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:

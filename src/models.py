@@ -37,6 +37,41 @@ def hf_config(cfg) -> PretrainedConfig:
     return conf
 
 
+# Over this a CPU run is tens of GB of RAM and minutes before its first step (Qwen3-4B: 20 GB, two silent minutes)
+CPU_MAX_PARAMS = 1e9
+
+
+def parameter_count(cfg, conf: PretrainedConfig) -> int:
+    """The model's parameters from its config alone: built on the meta device (no memory, no init; ~1 s for 4B)."""
+    with torch.device("meta"):
+        model = AUTO_CLASS[cfg.task.name].from_config(conf, trust_remote_code=cfg.model.trust_remote_code)
+    return parameter_counts(model)["total"]
+
+
+def check_cpu_size(cfg, res: Resolved, conf: PretrainedConfig) -> None:
+    """Refuse, before building it, a model over CPU_MAX_PARAMS that would be built on the CPU: one line with its
+    size, the RAM it would take and the ways out, instead of minutes of silence and a full memory."""
+    if res.device != "cpu" or cfg.model.allow_large_on_cpu:
+        return
+    try:
+        n = parameter_count(cfg, conf)
+    except Exception as exc:  # an architecture that won't build on the meta device: the guard never stops a run
+        log.debug("no parameter count before building: %s", exc)
+        return
+    if n <= CPU_MAX_PARAMS:
+        return
+    size = torch.empty((), dtype=res.weights_dtype).element_size()
+    dtype = str(res.weights_dtype).replace("torch.", "")
+    full = cfg.peft.method == "none"  # a full fine-tune adds gradients and AdamW's two moments, each the weights' size
+    ram = n * size * (4 if full else 1) / 2**30
+    what = f"{dtype} weights, gradients and AdamW state" if full else f"{dtype} weights"
+    shrink = "a smaller model" if cfg.model.pretrained or cfg.model.model_type == "auto" else \
+        "shrink it (model.arch.num_hidden_layers=2)"
+    raise ConfigError("model", cfg.model.name, f"{n / 1e9:.1f}B parameters on the CPU would take ~{ram:.0f} GB of RAM "
+                      f"({what}, before activations) and minutes a step: {shrink}, use a GPU, "
+                      "or model.allow_large_on_cpu=true to run it anyway")
+
+
 def _unloadable(path: str, exc: Exception) -> str:
     """Why a model directory's config won't load, in one line."""
     import json

@@ -123,6 +123,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         res = env.setup(cfg)
         rep.resolved, rep.env = env.describe(res), env.info(res.device)
         conf = models.hf_config(cfg)
+        models.check_cpu_size(cfg, res, conf)  # before the data and the model: a 4B model on a CPU answers in seconds
         prep = data.prepare(cfg, conf, out_dir)
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info

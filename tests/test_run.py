@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from src import env, models
+from src.config import ConfigError
 from src.run import run
 from tests.conftest import QUICK, cli, compose, read_report
 from tests.test_config import CPU_REFUSES, GPU_ONLY_PACKAGE, NEEDS, OPTIONS
@@ -193,3 +194,32 @@ def test_a_save_that_fails_keeps_the_measured_report_and_marks_the_run_an_error(
     rep = run(compose(*QUICK), tmp_path)
     assert rep["status"] == "error" and rep["error"].startswith(f"final model not saved to {tmp_path / 'final'}: OSError")
     assert read_report(tmp_path)["throughput"]["real_tokens_per_s"] > 0 and "saved" not in rep
+
+
+def test_a_model_over_a_billion_parameters_on_the_cpu_is_refused_before_it_is_built(tmp_path):
+    started = time.perf_counter()
+    proc = cli("model=qwen3", "logger=none", f"hydra.run.dir={tmp_path}")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "config error: model=qwen3-4b: 4.0B parameters on the CPU would take ~15 GB of RAM (float32 weights, before "
+        "activations) and minutes a step: shrink it (model.arch.num_hidden_layers=2), use a GPU, or "
+        "model.allow_large_on_cpu=true to run it anyway")
+    rep = read_report(tmp_path)
+    assert rep["status"] == "config_error" and "params" not in rep and "data" not in rep  # neither model nor data built
+    assert time.perf_counter() - started < 60  # building it takes minutes and 15 GB here
+
+
+def test_the_cpu_size_guard_passes_a_shrunk_model_the_override_and_a_gpu():
+    def check(*overrides, device="cpu"):
+        cfg = compose("model=qwen3", *overrides)
+        res = env.resolve(cfg)
+        res.device = device
+        models.check_cpu_size(cfg, res, models.hf_config(cfg))
+
+    with pytest.raises(ConfigError, match="~60 GB of RAM .float32 weights, gradients and AdamW state"):
+        check("peft=none")
+    shrunk = compose("model=qwen3", "model.arch.num_hidden_layers=2")
+    assert 0.5e9 < models.parameter_count(shrunk, models.hf_config(shrunk)) < models.CPU_MAX_PARAMS  # Qwen3-4B's width
+    check("model.arch.num_hidden_layers=2")
+    check("model.allow_large_on_cpu=true")
+    check(device="cuda")
