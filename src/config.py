@@ -52,18 +52,20 @@ def _positive(key: str, value: Any) -> None:
         raise ConfigError(key, value, "must be a positive integer")
 
 
-HeadInit = Choice("HeadInit", "default zero scaled")
+HeadInit = Choice("HeadInit", "auto default zero scaled")
 
 
 @dataclass
 class InitConfig:
-    head_init: HeadInit = HeadInit.default  # default (initializer_range) | zero | scaled (std = 1 / the hidden-state norm)
+    # auto: zero for a random-init classifier without hidden_norm (its loss starts at ln(num_labels) at any width),
+    # the model's own otherwise | default (initializer_range) | zero | scaled (std = 1 / the hidden-state norm)
+    head_init: HeadInit = HeadInit.auto
     hidden_norm: Optional[float] = None  # set the final norm's gain so hidden states reach this L2 norm
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
         init = cfg.model.init
-        if init.head_init != "default" and cfg.task.name != "classification":
+        if init.head_init not in ("auto", "default") and cfg.task.name != "classification":
             raise ConfigError("model.init.head_init", init.head_init, "re-initialises a classification head; task is " + cfg.task.name)
         if init.hidden_norm is not None and init.hidden_norm <= 0:
             raise ConfigError("model.init.hidden_norm", init.hidden_norm, "must be > 0")
@@ -79,6 +81,7 @@ class ModelConfig:
     trust_remote_code: bool = False
     lr: float = 1e-4  # a learning rate that suits this model under LoRA; trainer.lr defaults to it
     init: InitConfig = field(default_factory=InitConfig)
+    allow_large_on_cpu: bool = False  # true: build a model over 1B parameters on the CPU anyway (tens of GB of RAM, minutes a step)
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
@@ -345,6 +348,7 @@ class TrainerConfig:
     generation_num_beams: int = 1
     save_steps: int = 0  # 0: no checkpoints
     save_total_limit: int = 2  # checkpoints kept (each holds the trainable weights and optimizer state)
+    save_final: bool = True  # after training: the adapter (PEFT) or the whole model, and the tokenizer, in <run dir>/final
     seed: int = 0
     args: Dict[str, Any] = field(default_factory=dict)  # any other TrainingArguments field, passed as given (src/train.py)
 

@@ -1,9 +1,10 @@
 """Preflight checks: the loss-69 class of bugs, caught before the first step.
 
-Each check is {check, status: pass|warn|fail, value, expected, hint}. The cheap ones run at the start of
+Each check is {check, status: pass|warn|fail|info, value, expected, hint}. The cheap ones run at the start of
 every run (one forward and backward on the first training batch, arithmetic on lengths and the config);
 `mode=diagnose` adds the expensive one (gradient-accumulation equivalence through the real Trainer) and
-trains nothing.
+trains nothing. `info` is a value measured and shown but not judged: a check whose verdict would be about the
+random init's scale rather than the weights a fine-tune starts from (random_weights).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 
 from src.config import PACKED_TASKS
+from src.models import random_weights
 
 
 def result(check: str, status: str, value, expected, hint: str = "") -> dict:
@@ -132,7 +134,8 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     width = cfg.task.num_labels if task == "classification" else conf.vocab_size
     head = _head(model, width)
     seen = {}
-    hook = head.register_forward_hook(lambda m, i, o: seen.update(inp=i[0].detach())) if head else None
+    hook = head.register_forward_hook(lambda m, i, o: seen.update(inp=i[0].detach(), inp_on_graph=i[0].requires_grad)) \
+        if head else None
     model.zero_grad(set_to_none=True)
     checkpointing = cfg.trainer.gradient_checkpointing
     if checkpointing:  # as the Trainer will, so the backward below meets the same graph
@@ -183,19 +186,30 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     top = max(norms, key=norms.get) if norms else None
     share = norms[top] ** 2 / total ** 2 if top and total else 0.0
     status = "fail" if clipped > 0.9 else "warn" if clipped > 0.5 else "pass"
+    hint = "" if status == "pass" else (
+        f"{clipped:.1%} of the step-1 gradient is clipped away; {share:.0%} of its squared norm is in {top}. "
+        "A constant clip factor cancels in AdamW, a varying one does not: fix the scale at its source "
+        "(the head's init, the loss scale) before raising max_grad_norm")
+    if random_weights(cfg):
+        # The gradient's scale is the random init's: the head's gradient is (p - y) h^T, and h at a fresh final
+        # norm has norm ~sqrt(hidden_size), whatever the user chose. Judging clipping on it would fail every wide
+        # random-init model (Qwen3-4B, bs 16 on an H200: 92-94% clipped) for a scale that real weights don't have.
+        status, hint = "info", (f"random weights: {clipped:.1%} of this step-1 gradient is clipped, but its scale is the "
+                                "random init's (hidden states of norm ~sqrt(hidden_size) at the head), not that of the "
+                                "weights a fine-tune starts from; judged with model.pretrained=true")
     out.append(result("train.grad_norm", status,
                       {"grad_norm": round(total, 3), "clipped_fraction": round(clipped, 4), "largest": top,
                        "largest_share_of_norm2": round(share, 3)},
-                      f"<= {clip} (trainer.max_grad_norm) or a few times it",
-                      "" if status == "pass" else
-                      f"{clipped:.1%} of the step-1 gradient is clipped away; {share:.0%} of its squared norm is in {top}. "
-                      "A constant clip factor cancels in AdamW, a varying one does not: fix the scale at its source "
-                      "(the head's init, the loss scale) before raising max_grad_norm"))
+                      f"<= {clip} (trainer.max_grad_norm) or a few times it", hint))
     if checkpointing and cfg.peft.method != "none":
         lora = [n for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
-        flowing = any(norms.get(n, 0.0) > 0 for n in lora)  # lora_B starts at zero: only B gets a gradient at step 1
+        got = sum(norms.get(n, 0.0) > 0 for n in lora)  # lora_B starts at zero: only B gets a gradient at step 1
+        # A cut graph leaves the head's input off the autograd graph. Counting LoRA gradients can't tell: a zero
+        # head (a random-init classifier's) passes no gradient back at step 1 through an intact graph either.
+        flowing = seen.get("inp_on_graph", got > 0)
         out.append(result("train.checkpointing_grads", "pass" if flowing else "fail",
-                          f"{sum(norms.get(n, 0.0) > 0 for n in lora)} of {len(lora)} LoRA tensors got a gradient", "LoRA weights get gradients",
+                          f"hidden states at the head {'on' if flowing else 'off'} the autograd graph; {got} of {len(lora)} "
+                          "LoRA tensors got a step-1 gradient", "LoRA weights get gradients",
                           "" if flowing else "reentrant checkpointing with frozen embeddings cuts the graph: no LoRA weight "
                           "learns. Set trainer.checkpoint_reentrant=false (or enable input grads)"))
     model.zero_grad(set_to_none=True)
@@ -379,5 +393,6 @@ def _preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, ex
 
 
 def summary(checks: list[dict]) -> str:
-    counts = {s: sum(c["status"] == s for c in checks) for s in ("pass", "warn", "fail")}
-    return f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"
+    counts = {s: sum(c["status"] == s for c in checks) for s in ("pass", "warn", "fail", "info")}
+    return f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail" + \
+        (f", {counts['info']} not judged (info)" if counts["info"] else "")

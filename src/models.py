@@ -37,6 +37,41 @@ def hf_config(cfg) -> PretrainedConfig:
     return conf
 
 
+# Over this a CPU run is tens of GB of RAM and minutes before its first step (Qwen3-4B: 20 GB, two silent minutes)
+CPU_MAX_PARAMS = 1e9
+
+
+def parameter_count(cfg, conf: PretrainedConfig) -> int:
+    """The model's parameters from its config alone: built on the meta device (no memory, no init; ~1 s for 4B)."""
+    with torch.device("meta"):
+        model = AUTO_CLASS[cfg.task.name].from_config(conf, trust_remote_code=cfg.model.trust_remote_code)
+    return parameter_counts(model)["total"]
+
+
+def check_cpu_size(cfg, res: Resolved, conf: PretrainedConfig) -> None:
+    """Refuse, before building it, a model over CPU_MAX_PARAMS that would be built on the CPU: one line with its
+    size, the RAM it would take and the ways out, instead of minutes of silence and a full memory."""
+    if res.device != "cpu" or cfg.model.allow_large_on_cpu:
+        return
+    try:
+        n = parameter_count(cfg, conf)
+    except Exception as exc:  # an architecture that won't build on the meta device: the guard never stops a run
+        log.debug("no parameter count before building: %s", exc)
+        return
+    if n <= CPU_MAX_PARAMS:
+        return
+    size = torch.empty((), dtype=res.weights_dtype).element_size()
+    dtype = str(res.weights_dtype).replace("torch.", "")
+    full = cfg.peft.method == "none"  # a full fine-tune adds gradients and AdamW's two moments, each the weights' size
+    ram = n * size * (4 if full else 1) / 2**30
+    what = f"{dtype} weights, gradients and AdamW state" if full else f"{dtype} weights"
+    shrink = "a smaller model" if cfg.model.pretrained or cfg.model.model_type == "auto" else \
+        "shrink it (model.arch.num_hidden_layers=2)"
+    raise ConfigError("model", cfg.model.name, f"{n / 1e9:.1f}B parameters on the CPU would take ~{ram:.0f} GB of RAM "
+                      f"({what}, before activations) and minutes a step: {shrink}, use a GPU, "
+                      "or model.allow_large_on_cpu=true to run it anyway")
+
+
 def _unloadable(path: str, exc: Exception) -> str:
     """Why a model directory's config won't load, in one line."""
     import json
@@ -125,7 +160,7 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
             model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
         if method == "qlora":
             quantize_4bit(model, cfg.peft)
-    apply_init(model, cfg.model.init)
+    apply_init(model, cfg.model.init, head_init(cfg))
     if method != "none":
         model = add_adapters(cfg, res, model)
     if cfg.padding.strategy == "packed" and cfg.task.name == "classification":
@@ -162,26 +197,45 @@ def _final_norm(model) -> torch.nn.Module:
     return norm
 
 
-def apply_init(model, init) -> None:
-    """Deliberate initial scales, for the loss-69 experiments. hidden_norm sets the final norm's gain so the
-    hidden states reach that L2 norm (a pretrained LM's scale rather than a random init's); head_init
-    re-initialises the classification head to zero, or to std 1/hidden-norm so its logits start with std ~1."""
+def random_weights(cfg) -> bool:
+    """Random-init weights at the init's own scale: no pretrained weights and no deliberately set hidden-state
+    scale (model.init.hidden_norm, which the loss-69 experiments set to a pretrained LM's)."""
+    m = cfg.model
+    return not (m.pretrained or m.model_type == "auto" or m.init.hidden_norm)
+
+
+def head_init(cfg) -> str:
+    """model.init.head_init with auto decided: a random-init classifier's head starts at zero, so every logit is 0
+    and the loss starts at ln(num_labels) whatever the width (at std 0.02 the logits' std grows with the hidden
+    size: ~1 at Qwen3-4B's). Real weights, or a pretrained scale emulated, keep theirs: the head may be a trained
+    one, and the loss-69 experiments show what a fresh one does there."""
+    if cfg.model.init.head_init != "auto":
+        return cfg.model.init.head_init
+    return "zero" if random_weights(cfg) and cfg.task.name == "classification" else "default"
+
+
+def apply_init(model, init, head: str) -> None:
+    """Initial scales. hidden_norm sets the final norm's gain so the hidden states reach that L2 norm (a pretrained
+    LM's scale rather than a random init's: the loss-69 experiments); `head` (head_init's choice) re-initialises the
+    classification head to zero, or to std 1/hidden-norm so its logits start with std ~1."""
     if init.hidden_norm:
         norm = _final_norm(model)
         with torch.no_grad():
             norm.weight.fill_(init.hidden_norm / math.sqrt(norm.weight.numel()))
-    if init.head_init == "default":
+    if head == "default":
         return
-    head = getattr(model, "score", None) or getattr(model, "classifier", None)
-    if not isinstance(head, torch.nn.Linear):
+    layer = getattr(model, "score", None) or getattr(model, "classifier", None)
+    if not isinstance(layer, torch.nn.Linear):
+        if init.head_init == "auto":  # a head of another shape (BART's dense + out_proj) keeps its own init
+            return
         raise ConfigError("model.init.head_init", init.head_init, f"no linear classification head in {type(model).__name__}")
     with torch.no_grad():
-        if init.head_init == "zero":
-            head.weight.zero_()
+        if head == "zero":
+            layer.weight.zero_()
         else:  # an RMSNorm's output has norm ~ ||gain||: scale the head to it
-            head.weight.normal_(0.0, 1.0 / float(_final_norm(model).weight.float().norm()))
-        if head.bias is not None:
-            head.bias.zero_()
+            layer.weight.normal_(0.0, 1.0 / float(_final_norm(model).weight.float().norm()))
+        if layer.bias is not None:
+            layer.bias.zero_()
 
 
 def parameter_counts(model: torch.nn.Module) -> dict:

@@ -213,6 +213,19 @@ class Loss(Section):
 
 
 @dataclass
+class Saved(Section):
+    """What the run kept after training (trainer.save_final): trainer.save_model's output and the tokenizer."""
+    path: Optional[str] = None  # <run dir>/final
+    kind: Optional[str] = None  # adapter (PEFT: adapter_model.safetensors + adapter_config.json) | model (the whole model)
+    tokenizer: bool = False  # the tokenizer beside it (synthetic data has none: it is token ids)
+    size_mb: Optional[float] = None  # on disk: what each job of a sweep costs
+
+    def line(self) -> str:
+        return (f"{self.kind}{' and tokenizer' if self.tokenizer else ''} in {self.path} ({_fmt(self.size_mb, ',.1f')} MB; "
+                f"{'PeftModel.from_pretrained(base, path)' if self.kind == 'adapter' else 'from_pretrained(path)'} loads it)")
+
+
+@dataclass
 class Verdict(Section):
     bottleneck: str = "compute"  # memory | data | host | compute
     saturated: bool = False
@@ -241,7 +254,7 @@ class Flags(Section):
 
 SECTIONS = {"flops": Flops, "loss": Loss, "throughput": Throughput, "step_time_s": StepTime, "breakdown_s": Breakdown,
             "host_s": HostTime, "tokens": Tokens, "shapes": Shapes, "compile": Compile, "verdict": Verdict,
-            "flags": Flags}
+            "flags": Flags, "saved": Saved}
 
 
 @dataclass
@@ -278,6 +291,7 @@ class Report:
     compile: Compile = UNSET
     verdict: Verdict = UNSET
     flags: Flags = UNSET
+    saved: Saved = UNSET  # trainer.save_final: where the trained adapter or model is
 
     def get(self, name: str):
         """A field, or None where the run never reached it."""
@@ -368,6 +382,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("resumed", f"from {r.resumed_from}"))
     if r.get("loss") and r.loss.initial is not None:
         rows.append(("loss", r.loss.line()))
+    if r.get("saved"):
+        rows.append(("saved", r.saved.line()))
     checks = r.get("diagnostics")
     if checks:
         from src.diagnose import summary

@@ -78,6 +78,23 @@ def _is_oom(exc: BaseException) -> bool:
     return torch is not None and isinstance(exc, torch.OutOfMemoryError)
 
 
+def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None:
+    """Save the trained adapter or model and the tokenizer to out_dir/final, after trainer.train has returned:
+    outside the timed window and the train time, timed on its own. A save that fails (a full disk) keeps the
+    measured report and marks the run an error, so a sweep runs it again."""
+    from src import report, train
+
+    t_save = time.perf_counter()
+    try:
+        saved = train.save_final(trainer, tokenizer, out_dir / "final", "model" if cfg.peft.method == "none" else "adapter")
+        if saved:
+            rep.saved = report.Saved(**saved)
+    except Exception as exc:
+        log.error("the trained model was not saved:\n%s", traceback.format_exc())
+        rep.status, rep.error = "error", f"final model not saved to {out_dir / 'final'}: {type(exc).__name__}: {exc}"
+    rep.timing_s["save"] = time.perf_counter() - t_save
+
+
 def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
     """Train and measure one config; returns what report.json holds."""
     from src import report, report_files
@@ -106,6 +123,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         res = env.setup(cfg)
         rep.resolved, rep.env = env.describe(res), env.info(res.device)
         conf = models.hf_config(cfg)
+        models.check_cpu_size(cfg, res, conf)  # before the data and the model: a 4B model on a CPU answers in seconds
         prep = data.prepare(cfg, conf, out_dir)
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info
@@ -155,6 +173,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if rep.status == "ok" and cfg.mode == "train":
         rep.timing_s["train"] = time.perf_counter() - t_built
         analysis.analyse(cfg, rep, meter, trainer, res.device)
+        if cfg.trainer.save_final:
+            keep_result(cfg, rep, trainer, prep.tokenizer, out_dir)
     rep.timing_s = rep.get("timing_s") or {}
     rep.timing_s["total"] = time.perf_counter() - t_start
     if logs is not None:

@@ -101,6 +101,23 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         raise ConfigError("trainer.args", dict(cfg.trainer.args), str(exc).strip().splitlines()[0]) from None
 
 
+def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
+    """The trained result, the ecosystem's way: trainer.save_model writes the adapter (adapter_config.json and
+    adapter_model.safetensors, which PeftModel.from_pretrained loads onto the base) or the whole model (which
+    from_pretrained loads). Every rank calls it, as FSDP's gather of the full weights needs; the Trainer writes
+    from the main process only. The tokenizer goes beside it, so the directory is all a user needs. Returns
+    what the report says about it, on the main rank."""
+    from src import distributed
+
+    trainer.save_model(str(final))
+    if not distributed.is_main():
+        return None
+    if tokenizer is not None:  # synthetic data is token ids: no tokenizer to keep
+        tokenizer.save_pretrained(str(final))
+    size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
+    return {"path": str(final), "kind": kind, "tokenizer": tokenizer is not None, "size_mb": size / 2**20}
+
+
 def liger_kernels(task: str) -> dict | None:
     """Liger's kernels for the task. Its fused linear cross-entropy replaces the causal-LM forward (it reads
     lm_head): on a classifier only the layer kernels apply (RoPE, RMSNorm, SwiGLU)."""

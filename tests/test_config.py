@@ -153,7 +153,7 @@ def _choice_fields(node=Config, prefix=""):
 CHOICES = _choice_fields()
 # What each closed set takes: the values validate() used to allow, in its order (its messages list them so).
 CLOSED_SETS = {
-    "model.init.head_init": "default zero scaled", "task.name": "classification causal_lm seq2seq",
+    "model.init.head_init": "auto default zero scaled", "task.name": "classification causal_lm seq2seq",
     "data.source": "synthetic files", "padding.strategy": "max_length longest dynamic grouped packed",
     "padding.side": "right left", "precision.weights_dtype": "float32 bfloat16 float16 auto",
     "precision.amp": "none bf16 fp16 auto", "peft.method": "none lora qlora", "peft.adapter_dtype": "float32 auto",

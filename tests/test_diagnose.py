@@ -1,5 +1,6 @@
 """Every preflight check, each with a case that passes and one that does not."""
 import copy
+import math
 import subprocess
 import sys
 import tempfile
@@ -114,12 +115,40 @@ def test_pad_fraction_of_each_strategy():
 
 
 # -- model ------------------------------------------------------------------------------------------
-def test_model_checks_pass_on_the_default_model():
-    cfg, res, conf, ds, model, collator, batch = _build("trainer.max_grad_norm=100")
+def test_the_default_random_model_starts_at_ln_k_and_its_gradient_scale_is_shown_not_judged():
+    cfg, res, conf, ds, model, collator, batch = _build("trainer.max_grad_norm=0.01")
+    checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
+    for name in ("model.pooling", "model.initial_loss", "train.head_step"):
+        assert checks[name]["status"] == "pass", name
+    # the random-init classifier's head starts at zero: every logit 0, the loss exactly ln(num_labels)
+    assert checks["model.initial_loss"]["value"]["loss"] == pytest.approx(math.log(280), abs=1e-4)
+    grad = checks["train.grad_norm"]
+    assert grad["status"] == "info" and grad["value"]["clipped_fraction"] > 0.9 and grad["hint"].startswith("random weights: ")
+    assert all(p.grad is None for p in model.parameters())  # the preflight leaves no gradients behind
+
+
+def test_grad_norm_is_judged_on_a_deliberately_set_scale():
+    # the tiny model's hidden states at the norm they have anyway (sqrt(64)), set on purpose: the check judges it
+    cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=8", "trainer.max_grad_norm=100")
     checks = diagnose.model_checks(cfg, res, model, batch, conf)
     for name in ("model.pooling", "model.initial_loss", "train.head_step", "train.grad_norm"):
         assert _status(checks, name) == "pass", name
-    assert all(p.grad is None for p in model.parameters())  # the preflight leaves no gradients behind
+    cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=8", "trainer.max_grad_norm=0.01")
+    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "train.grad_norm") == "fail"
+
+
+def test_the_default_qwen3_shape_on_random_weights_passes_its_own_checks(tmp_path):
+    """The issue's first run: Qwen3-4B's width (2 layers, to fit a CPU) with its random-init head clipped 96-97% of
+    its step-1 gradient and failed train.grad_norm. Now no check of a run fails on it (one step, to keep it short)."""
+    from src.run import run
+
+    rep = run(compose("model=qwen3", "model.arch.num_hidden_layers=2", "batch=2", "trainer.max_steps=1", "logger=none",
+                      "measure.enabled=false", "trainer.save_final=false", "data.size=16", "data.length_mean=64",
+                      "data.length_min=32", "data.length_max=96"), tmp_path)
+    checks = {c["check"]: c for c in rep["diagnostics"]}
+    assert rep["status"] == "ok" and not [c for c in checks.values() if c["status"] == "fail"], rep["diagnostics"]
+    assert checks["model.initial_loss"]["status"] == "pass" and checks["train.head_step"]["status"] == "pass"
+    assert checks["train.grad_norm"]["status"] == "info" and checks["train.grad_norm"]["value"]["clipped_fraction"] > 0.9
 
 
 def test_pooling_fails_when_the_last_token_is_the_pad_id():

@@ -108,3 +108,11 @@ def test_experiment_runs_on_the_cpu_in_a_tiny_variant(tmp_path, experiment, narr
     assert proc.returncode == 0, proc.stderr[-3000:]
     [rep] = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
     assert rep["status"] == "ok" and (tmp_path / "summary.md").exists()
+
+
+def test_throughput_studies_keep_no_model_and_a_plain_run_does():
+    """A sweep job writes its own final/: the saved sweeps and the sweeping experiments measure speed, and
+    a full fine-tune's final/ would be GBs a job."""
+    presets = [f"sweep={p.stem}" for p in sorted((CONF / "sweep").glob("*.yaml"))] + [f"experiment={e}" for e in SWEPT]
+    assert [p for p in presets if compose(p).trainer.save_final] == []
+    assert compose().trainer.save_final is True

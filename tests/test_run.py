@@ -1,12 +1,14 @@
 """End to end: every cheap option trains a few steps in-process; each task runs from the command line
 and learns; a 4-point sweep runs; a local model directory trains with its own weights and tokenizer."""
 import math
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from src import env, models
+from src.config import ConfigError
 from src.run import run
 from tests.conftest import QUICK, cli, compose, read_report
 from tests.test_config import CPU_REFUSES, GPU_ONLY_PACKAGE, NEEDS, OPTIONS
@@ -71,6 +73,11 @@ def test_local_model_directory_trains_with_its_weights_and_tokenizer(local_model
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = read_report(tmp_path)
     assert rep["status"] == "ok" and rep["data"]["lengths"]["rows"] == 40
+    # what it keeps: the adapter and, beside it, the tokenizer the data was tokenised with
+    from transformers import AutoTokenizer
+    assert rep["saved"]["kind"] == "adapter" and rep["saved"]["tokenizer"] and "saved        adapter and tokenizer in" in proc.stdout
+    kept, given = AutoTokenizer.from_pretrained(rep["saved"]["path"]), AutoTokenizer.from_pretrained(local_model_dir)
+    assert kept.get_vocab() == given.get_vocab() and kept.pad_token == given.pad_token
 
 
 def test_a_short_run_trains_and_says_it_is_too_short_to_measure(tmp_path):
@@ -102,3 +109,117 @@ def test_a_hub_id_loads_from_the_local_cache_offline_and_a_missing_one_is_one_li
     assert missing.returncode == 2 and first.startswith(
         "config error: model.name_or_path=someorg/not-cached: not a local directory, and neither the Hugging Face cache")
     assert "hf download someorg/not-cached" in first
+
+
+class _KeepModel:
+    """A Trainer callback that hands the trained model to the test (the run returns only its report)."""
+
+    def __init__(self):
+        from transformers import TrainerCallback
+
+        self.model = None
+        outer = self
+
+        class Keep(TrainerCallback):
+            def on_train_end(self, args, state, control, model=None, **kw):
+                outer.model = model
+
+        self.callback = Keep()
+
+
+def _logits(model, conf):
+    ids = torch.randint(3, conf.vocab_size, (4, 24), generator=torch.Generator().manual_seed(1))
+    model.eval()
+    with torch.no_grad():
+        return model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+
+
+def _rebuilt_base(*overrides):
+    """The random-init base again, from its config and seed: what a user of a saved adapter starts from."""
+    cfg = compose(*QUICK, *overrides, "peft=none")
+    return models.build_model(cfg, env.resolve(cfg), models.hf_config(cfg)), models.hf_config(cfg)
+
+
+def test_a_lora_run_keeps_its_adapter_which_loads_onto_the_base_with_the_same_logits(tmp_path, monkeypatch, capsys):
+    from peft import PeftModel
+    from transformers import Trainer
+
+    save = Trainer.save_model
+
+    def slow_save(self, *args, **kwargs):  # a save that takes a while: it must not count as training time
+        time.sleep(1.0)
+        return save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "save_model", slow_save)
+    keep = _KeepModel()
+    rep = run(compose(*QUICK), tmp_path, callbacks=(keep.callback,))
+    final = tmp_path / "final"
+    assert rep["status"] == "ok" and rep["saved"] == {"path": str(final), "kind": "adapter", "tokenizer": False,
+                                                      "size_mb": pytest.approx(sum(p.stat().st_size for p in final.iterdir()) / 2**20)}
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in final.iterdir()}
+    assert not any(final.glob("model*.safetensors"))  # the adapter only, not the 100x larger base
+    assert rep["timing_s"]["save"] >= 1.0 and rep["timing_s"]["train"] < rep["timing_s"]["total"] - 1.0
+    assert rep["step_time_s"]["mean"] < 1.0  # the timed window closed before the save
+    assert f"saved        adapter in {final}" in capsys.readouterr().out
+    base, conf = _rebuilt_base()
+    untrained = _logits(base, conf)
+    loaded = PeftModel.from_pretrained(base, final)
+    assert torch.allclose(_logits(loaded, conf), _logits(keep.model, conf), atol=1e-6)
+    assert not torch.allclose(untrained, _logits(keep.model, conf), atol=1e-3)  # the adapter carries what it learnt
+
+
+def test_a_full_fine_tune_keeps_the_whole_model_and_save_final_false_keeps_nothing(tmp_path):
+    from transformers import AutoModelForSequenceClassification
+
+    keep = _KeepModel()
+    rep = run(compose(*QUICK, "peft=none"), tmp_path / "full", callbacks=(keep.callback,))
+    final = tmp_path / "full" / "final"
+    assert rep["status"] == "ok" and rep["saved"]["kind"] == "model" and (final / "config.json").exists()
+    loaded = AutoModelForSequenceClassification.from_pretrained(final)
+    conf = models.hf_config(compose(*QUICK))
+    assert torch.allclose(_logits(loaded, conf), _logits(keep.model, conf), atol=1e-6)
+
+    rep = run(compose(*QUICK, "trainer.save_final=false"), tmp_path / "off")
+    assert rep["status"] == "ok" and "saved" not in rep and "save" not in rep["timing_s"]
+    assert not (tmp_path / "off" / "final").exists()
+
+
+def test_a_save_that_fails_keeps_the_measured_report_and_marks_the_run_an_error(tmp_path, monkeypatch):
+    from transformers import Trainer
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Trainer, "save_model", full_disk)
+    rep = run(compose(*QUICK), tmp_path)
+    assert rep["status"] == "error" and rep["error"].startswith(f"final model not saved to {tmp_path / 'final'}: OSError")
+    assert read_report(tmp_path)["throughput"]["real_tokens_per_s"] > 0 and "saved" not in rep
+
+
+def test_a_model_over_a_billion_parameters_on_the_cpu_is_refused_before_it_is_built(tmp_path):
+    started = time.perf_counter()
+    proc = cli("model=qwen3", "logger=none", f"hydra.run.dir={tmp_path}")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "config error: model=qwen3-4b: 4.0B parameters on the CPU would take ~15 GB of RAM (float32 weights, before "
+        "activations) and minutes a step: shrink it (model.arch.num_hidden_layers=2), use a GPU, or "
+        "model.allow_large_on_cpu=true to run it anyway")
+    rep = read_report(tmp_path)
+    assert rep["status"] == "config_error" and "params" not in rep and "data" not in rep  # neither model nor data built
+    assert time.perf_counter() - started < 60  # building it takes minutes and 15 GB here
+
+
+def test_the_cpu_size_guard_passes_a_shrunk_model_the_override_and_a_gpu():
+    def check(*overrides, device="cpu"):
+        cfg = compose("model=qwen3", *overrides)
+        res = env.resolve(cfg)
+        res.device = device
+        models.check_cpu_size(cfg, res, models.hf_config(cfg))
+
+    with pytest.raises(ConfigError, match="~60 GB of RAM .float32 weights, gradients and AdamW state"):
+        check("peft=none")
+    shrunk = compose("model=qwen3", "model.arch.num_hidden_layers=2")
+    assert 0.5e9 < models.parameter_count(shrunk, models.hf_config(shrunk)) < models.CPU_MAX_PARAMS  # Qwen3-4B's width
+    check("model.arch.num_hidden_layers=2")
+    check("model.allow_large_on_cpu=true")
+    check(device="cuda")

@@ -15,3 +15,5 @@ timeout "$RUN_TIMEOUT" python3 -m src.run mode=diagnose experiment=seed_loss69 m
   > "$OUT/diagnose.log" 2>&1
 echo "diagnose exit code: $?" | tee -a "$OUT/diagnose.log"
 grep -A40 "trainsweep report" "$OUT/diagnose.log" | cut -c1-400
+# the default run on random weights: no check of it fails (results/h200_qwen3_default_after.txt)
+run default model=qwen3 batch=16 logger=none
