@@ -9,7 +9,7 @@ import re
 import sys
 import typing
 
-from src.config import CONF_DIR, Choice, Config, ConfigError
+from .config import CONF_DIR, Choice, Config, ConfigError
 
 _NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
 _PLAIN_VALUES = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=([\w.-]+(?:,[\w.-]+)*)$")  # key=a or a sweep key=a,b

@@ -518,7 +518,7 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from src.cli import check_choices, quote_numeric_choices, rewrite  # here: src.cli imports this module
+    from .cli import check_choices, quote_numeric_choices, rewrite  # here: src.cli imports this module
 
     check_choices(overrides)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from src.config import PACKED_TASKS
+from .config import PACKED_TASKS
 
 
 def result(check: str, status: str, value, expected, hint: str = "") -> dict:
@@ -60,7 +60,7 @@ def pad_fraction(lengths: np.ndarray, strategy: str, batch: int, max_length: int
     """The share of computed positions that are padding, from the lengths alone (no training)."""
     if strategy == "packed":  # only the unfilled tail of each pack (a token budget) or of each row (multiple of 64)
         if tokens:
-            from src.packing import first_fit
+            from .packing import first_fit
 
             return float(1 - lengths.sum() / (len(first_fit(lengths, tokens, seed)) * tokens))
         rows = np.array_split(lengths, max(1, math.ceil(len(lengths) / batch)))
@@ -324,7 +324,7 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
     """(2k rows, grad_accum 1) vs (k rows, grad_accum 2) on the same rows, through the real Trainer's
     training_step and its num_items_in_batch: loss and gradients must match."""
     half = len(rows) // 2
-    from src.data import to_device
+    from .data import to_device
 
     to = lambda b: to_device(b, device)  # noqa: E731
     params = [p for p in model.parameters() if p.requires_grad]
@@ -356,7 +356,7 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
 
 # -- all of it --------------------------------------------------------------------------------------
 def preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, expensive: bool) -> list[dict]:
-    from src.data import to_device
+    from .data import to_device
 
     # Eagerly, even under regional compile: the checks' no-grad forwards would compile graphs training never uses.
     stance = torch.compiler.set_stance("force_eager") if hasattr(torch.compiler, "set_stance") else contextlib.nullcontext()

@@ -22,8 +22,8 @@ import time
 import torch
 from transformers import TrainerCallback
 
-from src.packing import PACK_STATS
-from src.timing import PHASES, BusyProfiler, Clock, StepTimer, StopRule, Window, compiled_graphs
+from .packing import PACK_STATS
+from .timing import PHASES, BusyProfiler, Clock, StepTimer, StopRule, Window, compiled_graphs
 
 log = logging.getLogger(__name__)
 __all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "window_tokens"]

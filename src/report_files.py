@@ -12,7 +12,7 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
-from src.report import Report, summary_rows
+from .report import Report, summary_rows
 
 # Results, which a rerun keeps. error, config_error and failed_checks run again (a fix may be what changed),
 # and so does a directory whose process died before writing a report.

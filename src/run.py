@@ -21,9 +21,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from src import distributed
-from src.cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
-from src.config import ConfigError, validate  # importing registers the schema Hydra composes against
+from . import distributed
+from .cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
+from .config import ConfigError, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -39,7 +39,7 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
-    from src import report_files
+    from . import report_files
 
     with ExitStack() as held:
         if distributed.is_main():  # rank 0 writes the directory; torchrun's other ranks share it
@@ -80,7 +80,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
     """Train and measure one config; returns what report.json holds."""
-    from src import report, report_files
+    from . import report, report_files
 
     t_start = time.perf_counter()
     writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
@@ -93,12 +93,12 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     try:
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
         validate(cfg, _cuda_available())
-        from src.checkpoints import last_checkpoint
+        from .checkpoints import last_checkpoint
 
         resume_from = last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
         import torch  # noqa: F401  (heavy imports after the checks)
 
-        from src import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
+        from . import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA

@@ -8,11 +8,11 @@ from pathlib import Path
 import torch
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainerCallback, TrainingArguments
 
-from src.cli import HF_NAMES
-from src.config import ConfigError
-from src.env import Resolved
-from src.measure import TokenCounter
-from src.packing import PACK_STATS
+from .cli import HF_NAMES
+from .config import ConfigError
+from .env import Resolved
+from .measure import TokenCounter
+from .packing import PACK_STATS
 
 log = logging.getLogger(__name__)
 
