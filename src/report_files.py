@@ -31,8 +31,16 @@ def read(path: Path) -> Report | None:
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str | None:
-    """The git commit of this code ("+dirty" with uncommitted changes to tracked files), or None outside git."""
+    """The git commit of this code ("+dirty" with uncommitted changes to tracked files); installed from a wheel,
+    the package's version (site-packages may sit inside someone else's git checkout); else None."""
     root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        from importlib import metadata
+
+        try:
+            return "trainsweep " + metadata.version("trainsweep")
+        except metadata.PackageNotFoundError:
+            return None
     try:
         def git(*args):
             return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,

@@ -1,7 +1,7 @@
 """trainsweep's entry point: compose the config, build model and data, train with the HF Trainer,
 measure, report.
 
-    python -m src.run                                   # the main job (tiny model, CPU, ~1 minute)
+    python -m src.run                                   # the main job (tiny model, CPU, ~1 minute); installed: trainsweep
     python -m src.run model=qwen3 batch=16              # one run
     python -m src.run -m batch=4,8,16,32 batch.grad_accum=1,2,4   # a sweep
 """
@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from . import distributed
 from .cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
-from .config import ConfigError, validate  # importing registers the schema Hydra composes against
+from .config import CONF_DIR, ConfigError, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -31,7 +31,7 @@ warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecat
 _composed = False  # set once Hydra has composed a config and handed it over
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     global _composed
     _composed = True
@@ -173,7 +173,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     return rep.to_dict()
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line: `python -m src.run ...` in a checkout, `trainsweep ...` installed."""
     sys.argv = hydra_argv(sys.argv)
     if not distributed.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
         sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
@@ -185,3 +186,7 @@ if __name__ == "__main__":
         if exc.code == 1 and not _composed:
             sys.exit(2)
         raise
+
+
+if __name__ == "__main__":
+    cli()
