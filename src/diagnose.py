@@ -135,13 +135,16 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     hook = head.register_forward_hook(lambda m, i, o: seen.update(inp=i[0].detach())) if head else None
     model.zero_grad(set_to_none=True)
     checkpointing = cfg.trainer.gradient_checkpointing
-    if checkpointing:  # as the Trainer will, so the backward below meets the same graph
+    # As the Trainer will, so the backward below meets the same graph; a model the Trainer has already set up
+    # (trainsweep.attach checks at train begin) keeps its own settings, layers skipped included.
+    toggle = checkpointing and not any(getattr(m, "gradient_checkpointing", False) is True for m in model.modules())
+    if toggle:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
     with _autocast(res):
         outputs = model(**batch)
     loss = outputs.loss
     loss.float().backward()
-    if checkpointing:
+    if toggle:
         model.gradient_checkpointing_disable()
     if hook:
         hook.remove()
@@ -149,7 +152,12 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
 
     if task == "classification" and head is not None:
         with _autocast(res):  # as training runs it: fp16 weights meet fp32 trainable heads only under autocast
-            out.append(pooling_check(model, head, batch) if "attention_mask" in batch else packed_pooling_check(model, head, batch))
+            if "cu_seq_lens_q" in batch:  # padding-free
+                out.append(packed_pooling_check(model, head, batch))
+            elif "attention_mask" in batch and "inp" in seen and seen["inp"].dim() == 3:
+                # the head scores every position and the model picks one (decoder classifiers); an encoder's
+                # pooled [CLS] has no position to check
+                out.append(pooling_check(model, head, batch))
         if "cu_seq_lens_q" in batch:  # packed: only the slots that hold a sequence have logits that mean anything
             logits = logits[batch["labels"] != -100]
 

@@ -55,7 +55,11 @@ class TokenCounter:
             for key in ("samples", "real", "loss"):
                 self.host[key] += packed[key]
             return
-        self._on_device("real", inputs["attention_mask"].sum())
+        mask = inputs.get("attention_mask")
+        if mask is not None:
+            self._on_device("real", mask.sum())
+        else:  # no mask: the model attends every position (a user's collator may send none; trainsweep.attach)
+            self.host["real"] += ids.numel()
         self.host["samples"] += ids.shape[0]
         labels = inputs.get("labels")
         if labels is None:
