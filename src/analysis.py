@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from src import stats
-from src.report import (Breakdown, Compile, CpuMemory, Flags, Flops, GpuMemory, HostTime, Loss, Report, Shapes,
+from . import stats
+from .report import (Breakdown, Compile, CpuMemory, Flags, Flops, GpuMemory, HostTime, Loss, Report, Shapes,
                         StepTime, Throughput, Tokens, Verdict, memory_section)
 
 DATA_BOUND_SHARE = 0.15  # the device waited this share of the step for batches
@@ -129,9 +129,9 @@ def mfu(flops: Flops, rate: float | None) -> tuple[float | None, float | None]:
 
 def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     """Fill the report's measured sections, read once after training (under torchrun, on every rank)."""
-    from src import distributed
-    from src.flops import peak_tflops
-    from src.measure import memory
+    from . import distributed
+    from .flops import peak_tflops
+    from .measure import memory
 
     vocab = getattr(trainer.model.config, "vocab_size", 2)
     evals = [e for e in trainer.state.log_history if any(k.startswith("eval_") for k in e)]

@@ -36,7 +36,7 @@ def unreadable(checkpoint: Path) -> str | None:
 def last_checkpoint(out_dir: Path) -> str:
     """The newest checkpoint in this run directory that loads; each newer one that doesn't is named in a
     warning (a killed or disk-full save leaves one like that)."""
-    from src.config import ConfigError
+    from .config import ConfigError
 
     folder = Path(out_dir) / "checkpoints"
     found = sorted(folder.glob("checkpoint-*[0-9]"), key=lambda p: int(p.name.rsplit("-", 1)[1]), reverse=True)

@@ -9,7 +9,7 @@ import re
 import sys
 import typing
 
-from src.config import CONF_DIR, Choice, Config, ConfigError
+from .config import CONF_DIR, Choice, Config, ConfigError
 
 _NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
 _PLAIN_VALUES = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=([\w.-]+(?:,[\w.-]+)*)$")  # key=a or a sweep key=a,b
@@ -97,12 +97,17 @@ def _first_comment(path: str) -> str:
     return ""
 
 
-def help_text() -> str:
+def command(argv0: str) -> str:
+    """How the user started us, for messages: the installed `trainsweep` command or `python -m src.run`."""
+    return "trainsweep" if os.path.basename(argv0) == "trainsweep" else "python -m src.run"
+
+
+def help_text(cmd: str = "python -m src.run") -> str:
     """`--help`: every group with its options, each with the first line of its YAML's comment (what it does
     to speed or memory), numeric options in numeric order. The full composed config is `--cfg job`."""
-    lines = ["python -m src.run [GROUP=OPTION ...] [key=value ...]      one run",
-             "python -m src.run -m GROUP=A,B key=x,y ...               a sweep: every combination, one process each",
-             "python -m src.run --cfg job [overrides]                  the composed config, key by key", ""]
+    lines = [f"{cmd} [GROUP=OPTION ...] [key=value ...]".ljust(57) + "one run",
+             f"{cmd} -m GROUP=A,B key=x,y ...".ljust(57) + "a sweep: every combination, one process each",
+             f"{cmd} --cfg job [overrides]".ljust(57) + "the composed config, key by key", ""]
     for group in sorted(g for g in os.listdir(CONF_DIR) if os.path.isdir(os.path.join(CONF_DIR, g)) and g != "hydra"):
         names = [f[:-5] for f in os.listdir(os.path.join(CONF_DIR, group)) if f.endswith(".yaml")]
         names.sort(key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
@@ -118,15 +123,16 @@ def help_text() -> str:
 
 def hydra_argv(argv: list[str]) -> list[str]:
     """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
+    cmd = command(argv[0])
     if any(a in ("--help", "-h") for a in argv[1:]):  # Hydra's own would print the whole composed config
-        print(help_text())
+        print(help_text(cmd))
         sys.exit(0)
     try:
         check_choices(argv[1:])
         multirun = any(a in ("-m", "--multirun") for a in argv[1:])
         preset = next((a for a in argv[1:] if a.startswith("sweep=")), None)
         if preset and not multirun:  # without -m Hydra would quietly run one job of it
-            raise ConfigError("sweep", preset.partition("=")[2], f"a saved sweep runs with -m: python -m src.run -m {preset}")
+            raise ConfigError("sweep", preset.partition("=")[2], f"a saved sweep runs with -m: {cmd} -m {preset}")
         argv = argv[:1] + rewrite(argv[1:])
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)

@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import II, MISSING, DictConfig, OmegaConf
 
+from .distributed import run_stamp
+
 
 class ConfigError(ValueError):
     """A bad config value: `key=value: what is allowed`."""
@@ -505,10 +507,13 @@ ConfigStore.instance().store(name="config_schema", node=Config)
 OmegaConf.register_new_resolver("job_dirname", lambda s: s.replace("'", "").replace("/", "-") or "defaults",
                                 replace=True)
 # Run directories: under torchrun every rank names the same one (src/distributed.py says how).
-OmegaConf.register_new_resolver("run_stamp", lambda fmt: __import__("src.distributed", fromlist=["x"]).run_stamp(fmt),
-                                replace=True, use_cache=True)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONF_DIR = os.path.join(ROOT, "conf")
+OmegaConf.register_new_resolver("run_stamp", lambda fmt: run_stamp(fmt), replace=True, use_cache=True)
+# This package's import name, for the config's `_target_`s: `src` in a checkout, `trainsweep` installed.
+OmegaConf.register_new_resolver("package", lambda: __package__, replace=True)
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
+ROOT = os.path.dirname(PACKAGE_DIR)
+# The config groups: beside the package in a checkout (src/../conf), inside it when installed (trainsweep/conf).
+CONF_DIR = next(d for d in (os.path.join(PACKAGE_DIR, "conf"), os.path.join(ROOT, "conf")) if os.path.isdir(d))
 # Hydra finds launchers and sweepers by walking the hydra_plugins namespace, which is rebuilt from
 # sys.path; an editable install doesn't put the repo root there, so a run started elsewhere would miss
 # the `isolated` launcher and the `batch_search` sweeper.
@@ -522,7 +527,7 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from src.cli import check_choices, quote_numeric_choices, rewrite  # here: src.cli imports this module
+    from .cli import check_choices, quote_numeric_choices, rewrite  # here: src.cli imports this module
 
     check_choices(overrides)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -132,7 +132,7 @@ class PadCollator:
 def build_collator(cfg, pad_id: int, decoder_start_id: int | None = None, shortest: int | None = None):
     p, d = cfg.padding, cfg.data
     if p.strategy == "packed":
-        from src.packing import PackCollator, max_sequences
+        from .packing import PackCollator, max_sequences
 
         budget = cfg.batch.tokens
         shortest = shortest or max(1, d.length_min if d.source == "synthetic" else 1)
@@ -145,7 +145,7 @@ def build_collator(cfg, pad_id: int, decoder_start_id: int | None = None, shorte
 
 def to_device(batch: dict, device) -> dict:
     """A collated batch on the device, as the model takes it (without the collator's host-side counts)."""
-    from src.packing import PACK_STATS
+    from .packing import PACK_STATS
 
     return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items() if k != PACK_STATS}
 
@@ -161,7 +161,7 @@ def for_trainer(cfg, train: Dataset):
     micro-batch; the Trainer shuffles the packs every epoch)."""
     if cfg.padding.strategy != "packed" or not cfg.batch.tokens:
         return train
-    from src.packing import PackedDataset, first_fit
+    from .packing import PackedDataset, first_fit
 
     lengths = np.minimum(np.asarray(train["length"]), cfg.data.max_length)
     packs = first_fit(lengths, cfg.batch.tokens, cfg.data.seed)
@@ -199,8 +199,8 @@ def prepare(cfg, conf, out_dir) -> Prepared:
     says about them. Writes labels.json when labels have names. `conf` is read, never changed."""
     import json
 
-    from src import files
-    from src.report_files import atomic_write
+    from . import files
+    from .report_files import atomic_write
 
     tokenizer = load_tokenizer(cfg)
     if tokenizer is None and cfg.data.source == "files":
@@ -227,7 +227,7 @@ def build_datasets(cfg, conf, tokenizer=None, pad_id: int | None = None) -> tupl
         if evals is not None and d.max_eval_samples:
             evals = evals.select(range(min(d.max_eval_samples, len(evals))))
     else:
-        from src.files import load_files
+        from .files import load_files
 
         train, evals, info = load_files(cfg, tokenizer)
     if cfg.padding.strategy == "longest":

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import torch
 
-from src.config import PACKED_TASKS
-from src.models import random_weights
+from .config import PACKED_TASKS
+from .models import random_weights
 
 
 def result(check: str, status: str, value, expected, hint: str = "") -> dict:
@@ -62,7 +62,7 @@ def pad_fraction(lengths: np.ndarray, strategy: str, batch: int, max_length: int
     """The share of computed positions that are padding, from the lengths alone (no training)."""
     if strategy == "packed":  # only the unfilled tail of each pack (a token budget) or of each row (multiple of 64)
         if tokens:
-            from src.packing import first_fit
+            from .packing import first_fit
 
             return float(1 - lengths.sum() / (len(first_fit(lengths, tokens, seed)) * tokens))
         rows = np.array_split(lengths, max(1, math.ceil(len(lengths) / batch)))
@@ -138,13 +138,16 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
         if head else None
     model.zero_grad(set_to_none=True)
     checkpointing = cfg.trainer.gradient_checkpointing
-    if checkpointing:  # as the Trainer will, so the backward below meets the same graph
+    # As the Trainer will, so the backward below meets the same graph; a model the Trainer has already set up
+    # (trainsweep.attach checks at train begin) keeps its own settings, layers skipped included.
+    toggle = checkpointing and not any(getattr(m, "gradient_checkpointing", False) is True for m in model.modules())
+    if toggle:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
     with _autocast(res):
         outputs = model(**batch)
     loss = outputs.loss
     loss.float().backward()
-    if checkpointing:
+    if toggle:
         model.gradient_checkpointing_disable()
     if hook:
         hook.remove()
@@ -152,7 +155,12 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
 
     if task == "classification" and head is not None:
         with _autocast(res):  # as training runs it: fp16 weights meet fp32 trainable heads only under autocast
-            out.append(pooling_check(model, head, batch) if "attention_mask" in batch else packed_pooling_check(model, head, batch))
+            if "cu_seq_lens_q" in batch:  # padding-free
+                out.append(packed_pooling_check(model, head, batch))
+            elif "attention_mask" in batch and "inp" in seen and seen["inp"].dim() == 3:
+                # the head scores every position and the model picks one (decoder classifiers); an encoder's
+                # pooled [CLS] has no position to check
+                out.append(pooling_check(model, head, batch))
         if "cu_seq_lens_q" in batch:  # packed: only the slots that hold a sequence have logits that mean anything
             logits = logits[batch["labels"] != -100]
 
@@ -338,7 +346,7 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
     """(2k rows, grad_accum 1) vs (k rows, grad_accum 2) on the same rows, through the real Trainer's
     training_step and its num_items_in_batch: loss and gradients must match."""
     half = len(rows) // 2
-    from src.data import to_device
+    from .data import to_device
 
     to = lambda b: to_device(b, device)  # noqa: E731
     params = [p for p in model.parameters() if p.requires_grad]
@@ -370,7 +378,7 @@ def grad_accum_check(trainer, model, rows: list, collator, device: str, toleranc
 
 # -- all of it --------------------------------------------------------------------------------------
 def preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, expensive: bool) -> list[dict]:
-    from src.data import to_device
+    from .data import to_device
 
     # Eagerly, even under regional compile: the checks' no-grad forwards would compile graphs training never uses.
     stance = torch.compiler.set_stance("force_eager") if hasattr(torch.compiler, "set_stance") else contextlib.nullcontext()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from src import distributed
+from . import distributed
 
 CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))  # tokenised data, tokenizers, compiled kernels
 

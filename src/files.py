@@ -25,9 +25,9 @@ import pyarrow.compute as pc
 from datasets import ClassLabel, Dataset, load_dataset
 from datasets.fingerprint import Hasher
 
-from src.config import ConfigError
-from src.env import CACHE
-from src.report_files import atomic_write
+from .config import ConfigError
+from .env import CACHE
+from .report_files import atomic_write
 
 log = logging.getLogger(__name__)
 LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}

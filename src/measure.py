@@ -22,8 +22,8 @@ import time
 import torch
 from transformers import TrainerCallback
 
-from src.packing import PACK_STATS
-from src.timing import PHASES, BusyProfiler, Clock, StepTimer, StopRule, Window, compiled_graphs
+from .packing import PACK_STATS
+from .timing import PHASES, BusyProfiler, Clock, StepTimer, StopRule, Window, compiled_graphs
 
 log = logging.getLogger(__name__)
 __all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "window_tokens"]
@@ -55,7 +55,11 @@ class TokenCounter:
             for key in ("samples", "real", "loss"):
                 self.host[key] += packed[key]
             return
-        self._on_device("real", inputs["attention_mask"].sum())
+        mask = inputs.get("attention_mask")
+        if mask is not None:
+            self._on_device("real", mask.sum())
+        else:  # no mask: the model attends every position (a user's collator may send none; trainsweep.attach)
+            self.host["real"] += ids.numel()
         self.host["samples"] += ids.shape[0]
         labels = inputs.get("labels")
         if labels is None:

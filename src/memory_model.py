@@ -102,7 +102,7 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
             row["labels"] = ids[: d.max_target_length]
         rows.append(row)
     items = [{"pack": rows}] if p.strategy == "packed" and cfg.batch.tokens else rows
-    from src.data import to_device
+    from .data import to_device
 
     return to_device(collator(items), device)
 
@@ -111,7 +111,7 @@ def probe_copy(cfg, res, conf, batch: dict, layers: int) -> int:
     """Activation bytes of one forward and backward of a copy of the model with `layers` decoder layers, built
     like the run (peft in the compute dtype, Liger, checkpointing, regional compile): the allocator's peak on a
     GPU, the bytes autograd saves on the CPU."""
-    from src import models, train
+    from . import models, train
 
     small = copy.deepcopy(cfg)
     small.model.pretrained = False  # weight values don't change what is kept

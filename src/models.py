@@ -9,8 +9,8 @@ from omegaconf import OmegaConf
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM,
                           AutoModelForSequenceClassification, PretrainedConfig)
 
-from src.config import ConfigError
-from src.env import Resolved
+from .config import ConfigError
+from .env import Resolved
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     m, method = cfg.model, cfg.peft.method
     auto_class = AUTO_CLASS[cfg.task.name]
     if res.attention == "varlen":
-        from src.packing import register_varlen
+        from .packing import register_varlen
 
         register_varlen()
     kwargs = dict(config=conf, dtype=res.weights_dtype, attn_implementation=res.attention)
@@ -164,7 +164,7 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     if method != "none":
         model = add_adapters(cfg, res, model)
     if cfg.padding.strategy == "packed" and cfg.task.name == "classification":
-        from src.packing import pool_per_sequence
+        from .packing import pool_per_sequence
 
         pool_per_sequence(model)
     return model

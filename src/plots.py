@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from src.report import PHASES
+from .report import PHASES
 
 KEYS = ("rank", "batch", "grad_accum", "effective_batch", "world_size", "real_tok_s")
 HOST = "breakdown_s.host"  # GPU idle the data wait doesn't explain: Report.flat's name for it in the table

@@ -386,7 +386,7 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("saved", r.saved.line()))
     checks = r.get("diagnostics")
     if checks:
-        from src.diagnose import summary
+        from .diagnose import summary
 
         rows.append(("diagnostics", summary(checks)))
         rows += [(f"  {ch['status']}", f"{ch['check']}: {ch['value']} (expected {ch['expected']})"
@@ -412,10 +412,10 @@ if __name__ == "__main__":
         print("usage: python -m src.report RUN_OR_SWEEP_DIR | REPORTS.jsonl", file=sys.stderr)
         sys.exit(2)
     if (target / "report.json").exists():
-        from src.report_files import read
+        from .report_files import read
 
         print(format_summary(read(target / "report.json")))
     else:
-        from src.summary import write as write_summary
+        from .summary import write as write_summary
 
         print(write_summary(target))

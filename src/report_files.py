@@ -12,7 +12,7 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
-from src.report import Report, summary_rows
+from .report import Report, summary_rows
 
 # Results, which a rerun keeps. error, config_error and failed_checks run again (a fix may be what changed),
 # and so does a directory whose process died before writing a report.
@@ -31,8 +31,16 @@ def read(path: Path) -> Report | None:
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str | None:
-    """The git commit of this code ("+dirty" with uncommitted changes to tracked files), or None outside git."""
+    """The git commit of this code ("+dirty" with uncommitted changes to tracked files); installed from a wheel,
+    the package's version (site-packages may sit inside someone else's git checkout); else None."""
     root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        from importlib import metadata
+
+        try:
+            return "trainsweep " + metadata.version("trainsweep")
+        except metadata.PackageNotFoundError:
+            return None
     try:
         def git(*args):
             return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,

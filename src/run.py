@@ -1,7 +1,7 @@
 """trainsweep's entry point: compose the config, build model and data, train with the HF Trainer,
 measure, report.
 
-    python -m src.run                                   # the main job (tiny model, CPU, ~1 minute)
+    python -m src.run                                   # the main job (tiny model, CPU, ~1 minute); installed: trainsweep
     python -m src.run model=qwen3 batch=16              # one run
     python -m src.run -m batch=4,8,16,32 batch.grad_accum=1,2,4   # a sweep
 """
@@ -21,9 +21,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from src import distributed
-from src.cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
-from src.config import ConfigError, validate  # importing registers the schema Hydra composes against
+from . import distributed
+from .cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
+from .config import CONF_DIR, ConfigError, validate  # importing registers the schema Hydra composes against
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -31,7 +31,7 @@ warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecat
 _composed = False  # set once Hydra has composed a config and handed it over
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     global _composed
     _composed = True
@@ -39,7 +39,7 @@ def main(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
-    from src import report_files
+    from . import report_files
 
     with ExitStack() as held:
         if distributed.is_main():  # rank 0 writes the directory; torchrun's other ranks share it
@@ -82,7 +82,7 @@ def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None
     """Save the trained adapter or model and the tokenizer to out_dir/final, after trainer.train has returned:
     outside the timed window and the train time, timed on its own. A save that fails (a full disk) keeps the
     measured report and marks the run an error, so a sweep runs it again."""
-    from src import report, train
+    from . import report, train
 
     t_save = time.perf_counter()
     try:
@@ -97,7 +97,7 @@ def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None
 
 def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
     """Train and measure one config; returns what report.json holds."""
-    from src import report, report_files
+    from . import report, report_files
 
     t_start = time.perf_counter()
     writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
@@ -110,12 +110,12 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     try:
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
         validate(cfg, _cuda_available())
-        from src.checkpoints import last_checkpoint
+        from .checkpoints import last_checkpoint
 
         resume_from = last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
         import torch  # noqa: F401  (heavy imports after the checks)
 
-        from src import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
+        from . import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
@@ -193,7 +193,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     return rep.to_dict()
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line: `python -m src.run ...` in a checkout, `trainsweep ...` installed."""
     sys.argv = hydra_argv(sys.argv)
     if not distributed.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
         sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
@@ -205,3 +206,7 @@ if __name__ == "__main__":
         if exc.code == 1 and not _composed:
             sys.exit(2)
         raise
+
+
+if __name__ == "__main__":
+    cli()

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 from hydra.experimental.callback import Callback
 
-from src import stats
-from src.plots import loss_curves, plots
-from src.report import PHASES, Report
-from src.report_files import atomic_write  # a reader sees the old file or the new one, never a part
+from . import stats
+from .plots import loss_curves, plots
+from .report import PHASES, Report
+from .report_files import atomic_write  # a reader sees the old file or the new one, never a part
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,8 @@ def with_intervals(report: dict) -> dict:
     """A finished report without intervals or flags (older than them): both computed from its step times."""
     if report.get("status") != "ok" or "flags" in report or not (report.get("step_time_s") or {}).get("values"):
         return report
-    from src import analysis
-    from src.report import Compile, Shapes, StepTime, Throughput
+    from . import analysis
+    from .report import Compile, Shapes, StepTime, Throughput
 
     step, th = StepTime.from_dict(report["step_time_s"]), Throughput.from_dict(report["throughput"])
     analysis.with_interval(step, th)
@@ -252,7 +252,7 @@ def write(sweep_dir: Path, cfg=None) -> str:
     runs = table(reports, combine=False) if (df["repeat"] != "0").any() else df  # every run's own curve
     images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, runs, sweep_dir)] if p]
     if cfg is not None and cfg.logger.name == "wandb":
-        from src.loggers import log_sweep
+        from .loggers import log_sweep
 
         log_sweep(cfg, sweep_dir, df, lines, images)
     return md

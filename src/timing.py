@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from src import stats
-from src.report import PHASES  # the breakdown section's fields: one definition
+from . import stats
+from .report import PHASES  # the breakdown section's fields: one definition
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import torch
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainerCallback, TrainingArguments
 
-from src.cli import HF_NAMES
-from src.config import ConfigError
-from src.env import Resolved
-from src.measure import TokenCounter
-from src.packing import PACK_STATS
+from .cli import HF_NAMES
+from .config import ConfigError
+from .env import Resolved
+from .measure import TokenCounter
+from .packing import PACK_STATS
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
     from_pretrained loads). Every rank calls it, as FSDP's gather of the full weights needs; the Trainer writes
     from the main process only. The tokenizer goes beside it, so the directory is all a user needs. Returns
     what the report says about it, on the main rank."""
-    from src import distributed
+    from . import distributed
 
     trainer.save_model(str(final))
     if not distributed.is_main():

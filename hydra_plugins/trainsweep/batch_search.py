@@ -22,6 +22,8 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
+from hydra_plugins.trainsweep import app  # src or trainsweep: the package this process runs
+
 log = logging.getLogger(__name__)
 
 
@@ -55,8 +57,7 @@ class BatchSearchSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
-        from src.report import Report
-        from src.report_files import atomic_write, read
+        Report, report_files = app("report").Report, app("report_files")
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -66,7 +67,7 @@ class BatchSearchSweeper(Sweeper):
             overrides = list(arguments) + [f"batch.size={size}", f"batch.grad_accum={accum}"]
             [ret] = self.launcher.launch([overrides], initial_job_idx=idx)
             job_dir = Path(ret.hydra_cfg.hydra.runtime.output_dir) if ret.hydra_cfg else Path(ret.working_dir)
-            report = read(job_dir / "report.json") or Report(status="error")  # this job's, fresh or finished earlier
+            report = report_files.read(job_dir / "report.json") or Report(status="error")  # this job's, fresh or finished earlier
             rate = report.real_tokens_per_s
             saturated = bool(report.get("verdict") and report.verdict.saturated)
             path.append({"batch": size, "grad_accum": accum, "status": report.status,
@@ -85,7 +86,7 @@ class BatchSearchSweeper(Sweeper):
                 stop = f"{misses} sizes in a row gained less than {self.min_gain:.0%} over batch {best['batch']}"
                 break
         answer = {"best": best, "stopped_because": stop, "path": path, "effective_batch": self.effective_batch}
-        atomic_write(sweep_dir / "search.json", json.dumps(answer, indent=2))
+        report_files.atomic_write(sweep_dir / "search.json", json.dumps(answer, indent=2))
         if best:
             log.info(f"batch search: micro-batch {best['batch']} x grad_accum {best['grad_accum']} is fastest, "
                      f"{best['real_tokens_per_s']:,.0f} real tokens/s (stopped: {stop})")

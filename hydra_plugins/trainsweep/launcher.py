@@ -24,6 +24,8 @@ from hydra_plugins.hydra_submitit_launcher.config import LocalQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher
 from omegaconf import OmegaConf, open_dict
 
+from hydra_plugins.trainsweep import app  # src or trainsweep: the package this process runs
+
 log = logging.getLogger(__name__)
 
 
@@ -70,9 +72,7 @@ def link_log(job_dir: Path) -> None:
 
 def job_line(job_dir: Path) -> str:
     """One line per finished job while the sweep runs: status, real tokens/s with its interval, flags."""
-    from src.report_files import read
-
-    rep = read(job_dir / "report.json")
+    rep = app("report_files").read(job_dir / "report.json")
     if rep is None:
         return "no report"
     th, flags = rep.get("throughput"), rep.get("flags")
@@ -116,8 +116,7 @@ class IsolatedLauncher(LocalLauncher):
         return super().__call__(*args, **kwargs)
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from src import report_files
-
+        report_files = app("report_files")
         self.sweep_pid = os.getpid()
         if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
             self.params.update(job_gpus(self.params))

@@ -1,0 +1,15 @@
+"""trainsweep: fine-tuning that measures itself. In a checkout this package is `src` (`python -m src.run`);
+installed it is `trainsweep` (the `trainsweep` command, and `trainsweep.attach(trainer)` in your own script).
+
+`attach` and `TrainsweepCallback` load on first use: the command line answers a bad value before torch loads."""
+
+
+def __getattr__(name: str):
+    if name in ("attach", "TrainsweepCallback"):
+        from . import dropin
+
+        return getattr(dropin, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["attach", "TrainsweepCallback"]
