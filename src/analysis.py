@@ -38,8 +38,14 @@ def with_interval(step: StepTime, th: Throughput) -> None:
         th.real_tokens_per_s_low, th.real_tokens_per_s_high = rate.low, rate.high
 
 
+# On an H200 the same host-bound job (bs 8, GPU busy 44-63%) ran 6,994 and 8,412 real tok/s as the first and last
+# of twelve processes in one call: the host's speed moves a launch-bound step 20% between processes, far past
+# stats.MIN_EFFECT (experiments/twelve_x_slowdown, the dataloader study). GPU-bound jobs of that call agreed to 1%.
+HOST_DRIFT = 0.20
+
+
 def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop_rule: bool,
-          stopped_when_stable: bool) -> Flags:
+          stopped_when_stable: bool, gpu_busy: float | None = None) -> Flags:
     """Each reason this job's figure may not settle a close call."""
     reasons = []
     if step.ci_low is None:
@@ -57,6 +63,9 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
         reasons.append(f"busy host: load {load:.1f} per CPU")
     if others:
         reasons.append(f"{others} other processes on the GPU")
+    if gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
+        reasons.append(f"host-bound (GPU busy {gpu_busy:.0%}): such a step moved up to {HOST_DRIFT:.0%} between "
+                       "processes on one card; compare with sweep.repeats=3")
     return Flags(reasons=reasons, load_per_cpu=load, other_gpu_processes=others)
 
 
@@ -178,4 +187,4 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu)
     with_interval(step, th)
     rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
-                      m["stopped_when_stable"])
+                      m["stopped_when_stable"], busy)

@@ -57,7 +57,9 @@ HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch
 
 
 RENAMED = {("padding", "bucketed"): "padding=grouped (length-grouped sampling; padding=buckets also pads to "
-                                   "multiples of 64 for a few fixed shapes)"}
+                                   "multiples of 64 for a few fixed shapes)",
+           ("dataloader", "tuned"): "dataloader=workers (2 workers, pinned memory, prefetch, persistent: what it is, "
+                                    "and no faster than basic on pre-tokenised rows)"}
 
 
 def rewrite(args: list[str]) -> list[str]:

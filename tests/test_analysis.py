@@ -91,6 +91,7 @@ def test_too_few_timed_steps_give_no_interval_and_a_flag():
     ({"compile_": Compile(graphs=3, graphs_in_window=2)}, "2 compiles inside the timed window"),
     ({"machine": {"load_per_cpu": 2.5}}, "busy host: load 2.5 per CPU"),
     ({"machine": {"load_per_cpu": 0.3, "other_gpu_processes": 1}}, "1 other processes on the GPU"),
+    ({"gpu_busy": 0.44}, "host-bound (GPU busy 44%): such a step moved up to 20% between processes"),
 ])
 def test_each_reason_to_doubt_a_figure_is_flagged(case, reason):
     values = case.pop("values", [0.100, 0.101, 0.099] * 10)
@@ -106,7 +107,7 @@ def test_a_steady_run_on_a_quiet_machine_has_no_flags():
     step = _timed([0.100, 0.101, 0.099] * 10)
     with_interval(step, Throughput())
     got = flags(step, Shapes(distinct_in_window=1), Compile(graphs_in_window=0), {"load_per_cpu": 0.4,
-                "other_gpu_processes": 0}, True, True)
+                "other_gpu_processes": 0}, True, True, gpu_busy=0.95)
     assert got.reasons == [] and got.load_per_cpu == 0.4
 
 

@@ -370,10 +370,13 @@ def test_a_saved_sweep_without_multirun_says_it_needs_m(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing ran
 
 
-def test_the_old_name_of_length_grouped_padding_says_its_new_name(tmp_path):
-    proc = cli("padding=bucketed", f"hydra.run.dir={tmp_path}")
-    assert proc.returncode == 2 and proc.stderr.strip().startswith(
-        "config error: padding=bucketed: renamed: padding=grouped (length-grouped sampling; padding=buckets")
+@pytest.mark.parametrize("old, new", [
+    ("padding=bucketed", "padding=grouped (length-grouped sampling; padding=buckets"),
+    ("dataloader=tuned", "dataloader=workers (2 workers, pinned memory"),
+])
+def test_an_old_option_name_says_its_new_name(tmp_path, old, new):
+    proc = cli(old, f"hydra.run.dir={tmp_path}")
+    assert proc.returncode == 2 and proc.stderr.strip().startswith(f"config error: {old}: renamed: {new}")
 
 
 def test_help_lists_each_groups_options_with_what_they_do_in_numeric_order():
