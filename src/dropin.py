@@ -145,7 +145,7 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
     return OmegaConf.create({
         # name_or_path is empty for a model built from a config: it has random weights
         "model": {"name": conf.name_or_path or conf.model_type, "model_type": conf.model_type,
-                  "pretrained": bool(conf.name_or_path)},
+                  "pretrained": bool(conf.name_or_path), "init": {"hidden_norm": None, "head_init": "default"}},
         "task": {"name": task_of(model), "num_labels": getattr(conf, "num_labels", 0)},
         "batch": {"size": args.per_device_train_batch_size, "grad_accum": args.gradient_accumulation_steps,
                   "tokens": None},
@@ -230,6 +230,8 @@ class TrainsweepCallback(TrainerCallback):
         except Exception as exc:
             log.warning("trainsweep: preflight checks skipped: %s: %s", type(exc).__name__, exc)
             return []
+        finally:  # a check cut short must not leave its gradients for the first step to add to
+            model.zero_grad(set_to_none=True)
 
     def _flops(self, model, seq: float) -> report.Flops:
         return report.Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
