@@ -5,9 +5,9 @@ Rows become `input_ids`, `length` and, per task, `labels` (class ids, or target 
 labels are mapped to ids in sorted order (the mapping is saved with the run); integer labels (and floats
 that are whole numbers) are used as they are. Bad input is a ConfigError naming the key: missing file,
 unknown extension, missing column (with the columns that exist), no rows, a text cell that is not a string
-(with its row), labels out of range, fractional or missing, numbers mixed with names, bytes that are not
-UTF-8 (with the line), a broken JSON line (with its number). Rows whose text is empty are dropped with a
-warning.
+(with its row), labels out of range, fractional or missing, classes other than task.num_labels (with the
+override), numbers mixed with names, bytes that are not UTF-8 (with the line), a broken JSON line (with its
+number). Rows whose text is empty are dropped with a warning.
 
 Caches are keyed by the file's content (a streamed hash), not its name and mtime: a file replaced by other
 rows with the same mtime (`cp -p`) is read and tokenised anew.
@@ -167,8 +167,10 @@ def _labels(ds: Dataset, column: str) -> list:
     return [int(v) for v in values]
 
 
-def label_map(ds: Dataset, column: str, num_labels: int) -> dict | None:
-    """None for integer labels (ids as they are, checked for range), else names -> ids in sorted order."""
+def label_map(ds: Dataset, column: str, num_labels: int, path: str = "the data") -> dict | None:
+    """None for integer labels (ids as they are), else names -> ids in sorted order. The classes the data
+    has (its names, or its largest id + 1) must be task.num_labels: a head of another width trains, and the
+    report's ln(num_labels) baseline is then for a different head."""
     feature = ds.features[column]
     if isinstance(feature, ClassLabel):
         names = feature.names
@@ -176,14 +178,20 @@ def label_map(ds: Dataset, column: str, num_labels: int) -> dict | None:
         values = _labels(ds, column)
         if values and isinstance(values[0], int):
             bad = [(row, v) for row, v in enumerate(values) if not 0 <= v < num_labels]
+            classes = max(values) + 1
             if bad:
                 row, value = bad[0]
+                fix = f"set task.num_labels={classes}" if min(values) >= 0 else "class ids start at 0"
                 raise ConfigError("data.label_column", column, f"{len(bad)} labels outside [0, {num_labels}) "
-                                                               f"(first: row {row}, label {value}); set task.num_labels")
+                                                               f"(first: row {row}, label {value}); {fix}")
+            if classes != num_labels:
+                raise ConfigError("task.num_labels", num_labels, f"{path} has label ids 0..{classes - 1}: {classes} "
+                                                                 f"classes, not {num_labels}; set task.num_labels={classes}")
             return None
         names = sorted({str(x) for x in values})
-    if len(names) > num_labels:
-        raise ConfigError("task.num_labels", num_labels, f"the data has {len(names)} labels; set at least that")
+    if len(names) != num_labels:
+        raise ConfigError("task.num_labels", num_labels, f"{path} has {len(names)} label names in column {column}, "
+                                                         f"not {num_labels}; set task.num_labels={len(names)}")
     return {name: i for i, name in enumerate(names)}
 
 
@@ -240,7 +248,7 @@ def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None, dict]:
         if task == "classification":
             _labels(ds, d.label_column)  # the eval file's labels checked too
 
-    label2id = label_map(raw["train"], d.label_column, cfg.task.num_labels) if task == "classification" else None
+    label2id = label_map(raw["train"], d.label_column, cfg.task.num_labels, d.train_file) if task == "classification" else None
 
     def tokenize(batch):
         enc = tokenizer(batch[d.text_column], truncation=True, max_length=d.max_length)
@@ -277,6 +285,8 @@ def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None, dict]:
             if len(empty) == len(lengths):
                 raise ConfigError("data.text_column", d.text_column, f"every {split} row's text is empty")
             out[split] = out[split].select([row for row, n in enumerate(lengths) if n])
-        if task == "classification" and label2id and min(out[split]["labels"]) < 0:
-            raise ConfigError("data.eval_file", d.eval_file, "has labels that the training file does not")
+        if task == "classification":  # names the training file lacks map to -1; ids past its classes are too high
+            labels = out[split]["labels"]
+            if min(labels) < 0 or max(labels) >= cfg.task.num_labels:
+                raise ConfigError("data.eval_file", d.eval_file, "has labels that the training file does not")
     return out["train"], out.get("eval"), info
