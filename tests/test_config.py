@@ -24,7 +24,7 @@ OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml")
 # Options that only make sense with another choice, and what they need on a CPU-only machine.
 NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["task=seq2seq"],
          ("model", "auto"): ["model.name_or_path=/nonexistent"],
-         ("data", "files"): ["data.train_file=tests/data/accounts.csv"]}
+         ("data", "files"): ["data.train_file=tests/data/accounts.csv", "task.num_labels=5"]}  # its 5 accounts
 CPU_REFUSES = {("precision", "fp16"): "fp16 needs a CUDA GPU", ("peft", "qlora"): "needs a CUDA GPU",
                ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs",
                ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs",
