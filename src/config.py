@@ -28,6 +28,10 @@ class ConfigError(ValueError):
 
     def __init__(self, key: str, value: Any, allowed: str):
         super().__init__(f"{key}={value}: {allowed}")
+        self.parts = (key, value, allowed)
+
+    def __reduce__(self):  # raised in a datasets.map worker (data.num_proc > 1), it comes back pickled
+        return type(self), self.parts
 
 
 class Choice(str, Enum):
@@ -137,6 +141,7 @@ class TaskConfig:
 
 
 DataSource = Choice("DataSource", "synthetic files")
+DataFormat = Choice("DataFormat", "text alpaca sharegpt messages")  # data=files, task=causal_lm: src/formats.py
 
 
 @dataclass
@@ -159,6 +164,7 @@ class DataConfig:
     text_column: str = "text"
     label_column: str = "label"
     target_column: Optional[str] = None
+    format: DataFormat = DataFormat.text  # text: text_column as it is | alpaca | sharegpt | messages: loss on the answers only
     num_proc: int = 1  # tokenisation processes
     tokenizer_vocab_size: int = 8000  # the offline fallback BPE's size, for models without a tokenizer
     seed: int = 0
@@ -172,6 +178,12 @@ class DataConfig:
         _positive("data.max_length", d.max_length)
         if not d.length_min <= d.length_max:
             raise ConfigError("data.length_min", d.length_min, f"must be <= data.length_max ({d.length_max})")
+        if d.format != "text" and cfg.task.name != "causal_lm":
+            raise ConfigError("data.format", d.format, f"instruction and chat data train a causal LM: add task=causal_lm "
+                                                       f"(task is {cfg.task.name}; data.format=text for other tasks)")
+        if d.format != "text" and d.source != "files":
+            raise ConfigError("data.format", d.format, "reads instruction or chat rows from a file: add data=files "
+                                                       "data.train_file=PATH")
 
 
 PaddingStrategy = Choice("PaddingStrategy", "max_length longest dynamic grouped packed")  # packed: padding-free

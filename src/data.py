@@ -1,6 +1,7 @@
 """Training data: synthetic token ids shaped like the seed data, or local files, and the batch collator.
 
-Rows are `datasets.Dataset` rows with `input_ids`, `length` and, per task, `labels` (class id or target ids).
+Rows are `datasets.Dataset` rows with `input_ids`, `length` and, per task, `labels` (class id or target ids;
+for causal LM rows of an instruction or chat format, ids with -100 on the prompt, else made here from input_ids).
 Padding happens in the collator, except padding=longest, which reproduces the seed's tokenisation-time
 padding by storing padded rows.
 """
@@ -65,13 +66,16 @@ def synthetic(cfg, conf, n_rows: int, seed: int) -> Dataset:
     return Dataset(pa.table(cols))
 
 
-def pad_chunks(ds: Dataset, pad_id: int, chunk_size: int) -> Dataset:
+def pad_chunks(ds: Dataset, pad_id: int, chunk_size: int, token_labels: bool = False) -> Dataset:
     """padding=longest at tokenisation time (the seed's "before"): every chunk of rows that
-    datasets.map tokenises together is padded to the longest row in it."""
+    datasets.map tokenises together is padded to the longest row in it. token_labels: the rows carry a label
+    per token (causal LM chat formats), padded with -100 alike so they stay aligned with input_ids."""
     def pad(batch):
         longest = max(len(x) for x in batch["input_ids"])
         batch["attention_mask"] = [[1] * len(x) + [0] * (longest - len(x)) for x in batch["input_ids"]]
         batch["input_ids"] = [x + [pad_id] * (longest - len(x)) for x in batch["input_ids"]]
+        if token_labels:
+            batch["labels"] = [x + [-100] * (longest - len(x)) for x in batch["labels"]]
         return batch
     return ds.map(pad, batched=True, batch_size=chunk_size, desc="padding chunks to longest")
 
@@ -115,6 +119,8 @@ class PadCollator:
         batch = {"input_ids": input_ids, "attention_mask": mask}
         if self.task == "classification":
             batch["labels"] = torch.tensor([r["labels"] for r in rows], dtype=torch.long)
+        elif self.task == "causal_lm" and "labels" in rows[0]:  # chat formats: the prompt is -100 already
+            batch["labels"] = self._pad([r["labels"] for r in rows], width, -100)
         elif self.task == "causal_lm":
             batch["labels"] = input_ids.masked_fill(mask == 0, -100)
         else:
@@ -231,7 +237,8 @@ def build_datasets(cfg, conf, tokenizer=None, pad_id: int | None = None) -> tupl
 
         train, evals, info = load_files(cfg, tokenizer)
     if cfg.padding.strategy == "longest":
-        train = pad_chunks(train, conf.pad_token_id if pad_id is None else pad_id, cfg.padding.chunk_size)
+        token_labels = cfg.task.name == "causal_lm" and "labels" in train.column_names
+        train = pad_chunks(train, conf.pad_token_id if pad_id is None else pad_id, cfg.padding.chunk_size, token_labels)
     return train, evals, info
 
 

@@ -5,9 +5,12 @@ Rows become `input_ids`, `length` and, per task, `labels` (class ids, or target 
 labels are mapped to ids in sorted order (the mapping is saved with the run); integer labels (and floats
 that are whole numbers) are used as they are. Bad input is a ConfigError naming the key: missing file,
 unknown extension, missing column (with the columns that exist), no rows, a text cell that is not a string
-(with its row), labels out of range, fractional or missing, numbers mixed with names, bytes that are not
-UTF-8 (with the line), a broken JSON line (with its number). Rows whose text is empty are dropped with a
-warning.
+(with its row), labels out of range, fractional or missing, classes other than task.num_labels (with the
+override), numbers mixed with names, bytes that are not UTF-8 (with the line), a broken JSON line (with its
+number). Rows whose text is empty are dropped with a warning.
+
+data.format=alpaca|sharegpt|messages reads instruction and chat rows for a causal LM instead (src/formats.py):
+rendered by the tokenizer's chat template, labels on the answers only.
 
 Caches are keyed by the file's content (a streamed hash), not its name and mtime: a file replaced by other
 rows with the same mtime (`cp -p`) is read and tokenised anew.
@@ -25,6 +28,7 @@ import pyarrow.compute as pc
 from datasets import ClassLabel, Dataset, load_dataset
 from datasets.fingerprint import Hasher
 
+from . import formats
 from .config import ConfigError
 from .env import CACHE
 from .report_files import atomic_write
@@ -167,8 +171,10 @@ def _labels(ds: Dataset, column: str) -> list:
     return [int(v) for v in values]
 
 
-def label_map(ds: Dataset, column: str, num_labels: int) -> dict | None:
-    """None for integer labels (ids as they are, checked for range), else names -> ids in sorted order."""
+def label_map(ds: Dataset, column: str, num_labels: int, path: str = "the data") -> dict | None:
+    """None for integer labels (ids as they are), else names -> ids in sorted order. The classes the data
+    has (its names, or its largest id + 1) must be task.num_labels: a head of another width trains, and the
+    report's ln(num_labels) baseline is then for a different head."""
     feature = ds.features[column]
     if isinstance(feature, ClassLabel):
         names = feature.names
@@ -176,14 +182,20 @@ def label_map(ds: Dataset, column: str, num_labels: int) -> dict | None:
         values = _labels(ds, column)
         if values and isinstance(values[0], int):
             bad = [(row, v) for row, v in enumerate(values) if not 0 <= v < num_labels]
+            classes = max(values) + 1
             if bad:
                 row, value = bad[0]
+                fix = f"set task.num_labels={classes}" if min(values) >= 0 else "class ids start at 0"
                 raise ConfigError("data.label_column", column, f"{len(bad)} labels outside [0, {num_labels}) "
-                                                               f"(first: row {row}, label {value}); set task.num_labels")
+                                                               f"(first: row {row}, label {value}); {fix}")
+            if classes != num_labels:
+                raise ConfigError("task.num_labels", num_labels, f"{path} has label ids 0..{classes - 1}: {classes} "
+                                                                 f"classes, not {num_labels}; set task.num_labels={classes}")
             return None
         names = sorted({str(x) for x in values})
-    if len(names) > num_labels:
-        raise ConfigError("task.num_labels", num_labels, f"the data has {len(names)} labels; set at least that")
+    if len(names) != num_labels:
+        raise ConfigError("task.num_labels", num_labels, f"{path} has {len(names)} label names in column {column}, "
+                                                         f"not {num_labels}; set task.num_labels={len(names)}")
     return {name: i for i, name in enumerate(names)}
 
 
@@ -195,10 +207,15 @@ def train_tokenizer(cfg, vocab_limit: int):
 
     d = cfg.data
     ds, digest = _read(d.train_file, "data.train_file")
-    _need_column(ds, "data.text_column", d.text_column)
-    _need_text(ds, "data.text_column", d.text_column)
+    if d.format == "text":
+        _need_column(ds, "data.text_column", d.text_column)
+        _need_text(ds, "data.text_column", d.text_column)
+        texts, source = (lambda batch: batch[d.text_column]), d.text_column
+    else:  # instruction and chat rows: trained on their turns' text
+        formats.check(ds, d.format, d.train_file)
+        texts, source = (lambda batch: formats.texts(batch, d.format)), f"format={d.format}"
     vocab = min(d.tokenizer_vocab_size, vocab_limit)
-    path = CACHE / "tokenizers" / f"bpe{vocab}-{Hasher.hash((digest, d.text_column))}"  # by content, not name
+    path = CACHE / "tokenizers" / f"bpe{vocab}-{Hasher.hash((digest, source))}"  # by content, not name
     if (path / "tokenizer.json").exists():
         log.info("fallback tokenizer: cache hit %s", path)
     else:
@@ -208,7 +225,7 @@ def train_tokenizer(cfg, vocab_limit: int):
         tok.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=SPECIALS,
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-        tok.train_from_iterator((batch[d.text_column] for batch in ds.iter(batch_size=10_000)), trainer, length=len(ds))
+        tok.train_from_iterator((texts(batch) for batch in ds.iter(batch_size=10_000)), trainer, length=len(ds))
         PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
                                 unk_token="<unk>").save_pretrained(path)
     tok = AutoTokenizer.from_pretrained(path)
@@ -224,7 +241,13 @@ def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None, dict]:
     if d.eval_file:
         raw["eval"], digests["eval"] = _read(d.eval_file, "data.eval_file")
     limits = {"train": d.max_train_samples, "eval": d.max_eval_samples}
+    paths = {"train": d.train_file, "eval": d.eval_file}
     for split, ds in raw.items():
+        if d.format != "text":  # instruction or chat rows (task=causal_lm, DataConfig.check)
+            if limits[split]:
+                raw[split] = ds = ds.select(range(min(limits[split], len(ds))))
+            formats.check(ds, d.format, paths[split])
+            continue
         _need_column(ds, "data.text_column", d.text_column)
         if task == "classification":
             _need_column(ds, "data.label_column", d.label_column)
@@ -240,7 +263,7 @@ def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None, dict]:
         if task == "classification":
             _labels(ds, d.label_column)  # the eval file's labels checked too
 
-    label2id = label_map(raw["train"], d.label_column, cfg.task.num_labels) if task == "classification" else None
+    label2id = label_map(raw["train"], d.label_column, cfg.task.num_labels, d.train_file) if task == "classification" else None
 
     def tokenize(batch):
         enc = tokenizer(batch[d.text_column], truncation=True, max_length=d.max_length)
@@ -254,15 +277,23 @@ def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None, dict]:
         return out
 
     out, info = {}, {"label2id": label2id, "tokenize": {}}
-    key = Hasher.hash((tokenizer, task, d.text_column, d.label_column, d.target_column, d.max_length,
-                       d.max_target_length, label2id))
+    key = (tokenizer, task, d.text_column, d.label_column, d.target_column, d.max_length, d.max_target_length, label2id)
+    if d.format != "text":  # the format and the template that renders it (the tokenizer's own, or the plain one)
+        own = formats.template(tokenizer) is None
+        key += (d.format, tokenizer.chat_template if own else formats.PLAIN_TEMPLATE)
+        info["format"] = {"name": d.format, "template": "chat_template" if own else "plain"}
+        log.info("data.format=%s: rendered with %s; loss on the assistant turns only", d.format,
+                 "the tokenizer's chat template" if own else
+                 "the plain ### Instruction / ### Response template (the tokenizer has no chat template)")
+    key = Hasher.hash(key)
     for split, ds in raw.items():
         fingerprint = Hasher.hash((digests[split], ds._fingerprint, key))  # the content, not only name and mtime
         cache = CACHE / "datasets" / f"tokenized-{fingerprint}.arrow"
         hit = any(cache.parent.glob(f"{cache.stem}*.arrow"))
         num_proc = min(d.num_proc, os.cpu_count() or 1, max(1, len(ds) // 1000))
         start = time.perf_counter()
-        out[split] = ds.map(tokenize, batched=True, num_proc=num_proc if num_proc > 1 else None,
+        fn = tokenize if d.format == "text" else formats.encoder(tokenizer, d.format, paths[split], d.max_length)
+        out[split] = ds.map(fn, batched=True, with_indices=d.format != "text", num_proc=num_proc if num_proc > 1 else None,
                             remove_columns=ds.column_names, new_fingerprint=fingerprint,
                             cache_file_name=str(cache), desc=f"tokenising {split}")
         seconds = time.perf_counter() - start
@@ -270,13 +301,23 @@ def load_files(cfg, tokenizer) -> tuple[Dataset, Dataset | None, dict]:
         log.info("tokenising %s (%d rows): %s in %.2f s", split, len(ds),
                  f"cache hit {cache.name}" if hit else f"num_proc={num_proc}, cached as {cache.name}", seconds)
         lengths = out[split]["length"]
-        if 0 in lengths:  # empty text: no token to pool or predict from
+        if 0 in lengths:  # empty text (or, for chat formats, no answer token left): no token to pool or predict from
             empty = [row for row, n in enumerate(lengths) if n == 0]
-            log.warning("%s: %d of %d rows have empty text (0 tokens; first: row %d): dropped", split, len(empty),
-                        len(lengths), empty[0])
+            if d.format == "text":
+                log.warning("%s: %d of %d rows have empty text (0 tokens; first: row %d): dropped", split, len(empty),
+                            len(lengths), empty[0])
+            else:
+                log.warning("%s: %d of %d rows have no answer tokens within data.max_length=%d (no assistant turn, or "
+                            "the prompt fills it; first: row %d): dropped", split, len(empty), len(lengths),
+                            d.max_length, empty[0])
             if len(empty) == len(lengths):
-                raise ConfigError("data.text_column", d.text_column, f"every {split} row's text is empty")
+                if d.format == "text":
+                    raise ConfigError("data.text_column", d.text_column, f"every {split} row's text is empty")
+                raise ConfigError("data.max_length", d.max_length, f"no {split} row has an answer token within it "
+                                                                   "(or none has an assistant turn); raise it")
             out[split] = out[split].select([row for row, n in enumerate(lengths) if n])
-        if task == "classification" and label2id and min(out[split]["labels"]) < 0:
-            raise ConfigError("data.eval_file", d.eval_file, "has labels that the training file does not")
+        if task == "classification":  # names the training file lacks map to -1; ids past its classes are too high
+            labels = out[split]["labels"]
+            if min(labels) < 0 or max(labels) >= cfg.task.num_labels:
+                raise ConfigError("data.eval_file", d.eval_file, "has labels that the training file does not")
     return out["train"], out.get("eval"), info

@@ -100,9 +100,11 @@ class PackCollator:
             loss_tokens = len(rows)
         else:  # causal LM: a sequence's first token is not predicted from the one before it (another sequence)
             labels = ids.clone()
+            if "labels" in rows[0]:  # chat formats: -100 on the prompt already (src/formats.py)
+                labels[0, :real] = torch.as_tensor([t for r in rows for t in list(r["labels"])[: self.max_length]])
             labels[0, real:] = -100
             labels[0, cu[: len(seqs)].long()] = -100
-            loss_tokens = real - len(seqs)
+            loss_tokens = int((labels != -100).sum())
         batch["labels"] = labels
         batch[PACK_STATS] = {"samples": len(rows), "real": real, "loss": loss_tokens}
         return batch

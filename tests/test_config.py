@@ -24,7 +24,7 @@ OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml")
 # Options that only make sense with another choice, and what they need on a CPU-only machine.
 NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["task=seq2seq"],
          ("model", "auto"): ["model.name_or_path=/nonexistent"],
-         ("data", "files"): ["data.train_file=tests/data/accounts.csv"]}
+         ("data", "files"): ["data.train_file=tests/data/accounts.csv", "task.num_labels=5"]}  # its 5 accounts
 CPU_REFUSES = {("precision", "fp16"): "fp16 needs a CUDA GPU", ("peft", "qlora"): "needs a CUDA GPU",
                ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs",
                ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs",
@@ -154,7 +154,7 @@ CHOICES = _choice_fields()
 # What each closed set takes: the values validate() used to allow, in its order (its messages list them so).
 CLOSED_SETS = {
     "model.init.head_init": "auto default zero scaled", "task.name": "classification causal_lm seq2seq",
-    "data.source": "synthetic files", "padding.strategy": "max_length longest dynamic grouped packed",
+    "data.source": "synthetic files", "data.format": "text alpaca sharegpt messages", "padding.strategy": "max_length longest dynamic grouped packed",
     "padding.side": "right left", "precision.weights_dtype": "float32 bfloat16 float16 auto",
     "precision.amp": "none bf16 fp16 auto", "peft.method": "none lora qlora", "peft.adapter_dtype": "float32 auto",
     "attention.implementation": "auto eager sdpa varlen flex_attention flash_attention_2",
@@ -233,7 +233,9 @@ GROUP_CHECKS = {
         (["data=files"], False, "data.train_file=None: data=files needs a path"),
         (["data.size=0"], False, "data.size=0: must be a positive integer"),
         (["data.max_length=0"], False, "data.max_length=0: must be a positive integer"),
-        (["data.length_min=300", "data.length_max=200"], False, "data.length_min=300: must be <= data.length_max (200)")],
+        (["data.length_min=300", "data.length_max=200"], False, "data.length_min=300: must be <= data.length_max (200)"),
+        (["data.format=alpaca"], False, "data.format=alpaca: instruction and chat data train a causal LM: add task=causal_lm"),
+        (["task=causal_lm", "data.format=messages"], False, "data.format=messages: reads instruction or chat rows from a file")],
     "PaddingConfig": [
         (["padding.pad_to_multiple_of=0"], False, "padding.pad_to_multiple_of=0: must be a positive integer"),
         (["padding=packed", "task=seq2seq", "model=tiny-bart"], False,

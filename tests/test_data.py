@@ -42,7 +42,9 @@ def test_seq2seq_targets_are_a_prefix_of_the_source():
 
 def _collate(*overrides, lengths=(5, 9, 3)):
     cfg = compose(*overrides, "data.max_length=16")
-    rows = [{"input_ids": list(range(10, 10 + n)), "labels": i, "length": n} for i, n in enumerate(lengths)]
+    rows = [{"input_ids": list(range(10, 10 + n)), "length": n} for n in lengths]
+    if "task=causal_lm" not in overrides:  # a causal LM row's labels, when it has any, are per token (src/formats.py)
+        rows = [{**row, "labels": i} for i, row in enumerate(rows)]
     return data.build_collator(cfg, pad_id=0)(rows)
 
 
@@ -66,6 +68,20 @@ def test_causal_lm_labels_ignore_padding():
     batch = _collate("task=causal_lm")
     assert (batch["labels"][batch["attention_mask"] == 0] == -100).all()
     assert torch.equal(batch["labels"][0, :5], batch["input_ids"][0, :5])
+
+
+@pytest.mark.parametrize("padding", ["dynamic", "max_length", "packed"])
+def test_causal_lm_rows_with_their_own_labels_keep_them(padding):
+    """Chat-format rows carry -100 on their prompt (src/formats.py): padded or packed, the labels stay put."""
+    cfg = compose("task=causal_lm", f"padding={padding}", "data.max_length=16")
+    rows = [{"input_ids": [5, 6, 7, 8], "labels": [-100, -100, 7, 8], "length": 4},
+            {"input_ids": [9, 10, 11], "labels": [-100, 10, 11], "length": 3}]
+    batch = data.build_collator(cfg, pad_id=0)(rows)
+    if padding == "packed":  # and each sequence's first position is -100 as ever
+        assert batch["labels"][0, :7].tolist() == [-100, -100, 7, 8, -100, 10, 11] and batch["pack_stats"]["loss"] == 4
+    else:
+        assert batch["labels"][0, :4].tolist() == [-100, -100, 7, 8] and batch["labels"][1, :4].tolist() == [-100, 10, 11, -100]
+    assert (batch["labels"] != -100).sum() == 4
 
 
 def test_packed_batches_are_one_row_with_restarting_positions():

@@ -124,6 +124,31 @@ def test_bad_files_are_one_line_and_exit_2(args, message, tmp_path):
     assert len(lines) == 1 and lines[0] == f"config error: {message}", proc.stderr[-2000:]
 
 
+def test_a_label_count_other_than_num_labels_is_one_line_naming_the_override(tmp_path):
+    """task=classification's 280 (the account-tax preset) against the 5-class file: once a 5-way head trained
+    silently while the report's uniform guess said ln(280)."""
+    proc = cli("data=files", f"data.train_file={ACCOUNTS}", "logger=none", f"hydra.run.dir={tmp_path}")
+    lines = [l for l in proc.stderr.replace("\r", "\n").splitlines() if l.strip() and " examples" not in l]
+    assert proc.returncode == 2 and lines == [f"config error: task.num_labels=280: {ACCOUNTS} has 5 label names in "
+                                              "column label, not 280; set task.num_labels=5"], proc.stderr[-2000:]
+    ids = tmp_path / "ids.csv"
+    ids.write_text("text,label\n식대,0\n교통비,1\n회식,4\n")
+    cfg = compose(*FILES, f"data.train_file={ids}", "task.num_labels=280")
+    with pytest.raises(ConfigError, match=rf"^task.num_labels=280: {ids} has label ids 0..4: 5 classes, not 280; "
+                                          r"set task.num_labels=5$"):
+        load_files(cfg, train_tokenizer(cfg, 8000))
+    assert load_files(compose(*FILES, f"data.train_file={ids}"), train_tokenizer(cfg, 8000))[0]["labels"] == [0, 1, 4]
+
+
+def test_eval_label_ids_past_the_training_classes_are_refused(tmp_path):
+    train, other = tmp_path / "train.csv", tmp_path / "eval.csv"
+    train.write_text("text,label\n식대,0\n교통비,1\n")
+    other.write_text("text,label\n회식,2\n")
+    cfg = compose(*FILES, f"data.train_file={train}", f"data.eval_file={other}", "task.num_labels=2")
+    with pytest.raises(ConfigError, match="has labels that the training file does not"):
+        load_files(cfg, train_tokenizer(cfg, 8000))
+
+
 def test_empty_file_and_undecodable_bytes_name_the_problem(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("text,label\n")
