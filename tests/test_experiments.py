@@ -104,7 +104,7 @@ def test_the_ladder_changes_one_factor_per_rung():
 ])
 def test_experiment_runs_on_the_cpu_in_a_tiny_variant(tmp_path, experiment, narrow):
     # one job of each sweep, kept small for CI; every job composes and validates in the tests above
-    proc = cli("-m", f"experiment={experiment}", *QUICK, narrow, f"hydra.sweep.dir={tmp_path}")
+    proc = cli("-m", f"experiment={experiment}", *QUICK, narrow, "sweep.repeats=1", f"hydra.sweep.dir={tmp_path}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     [rep] = [read_report(p.parent) for p in tmp_path.glob("*/report.json")]
     assert rep["status"] == "ok" and (tmp_path / "summary.md").exists()

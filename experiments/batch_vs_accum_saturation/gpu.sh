@@ -3,7 +3,8 @@
 # compute, checkpointing, a 24 GB memory cap)? (experiments/batch_vs_accum_saturation/README.md) The
 # experiment's own sweep; `bf16` runs the same jobs in bf16 compute without the cap, off the saturated regime.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --qlora: bitsandbytes).
-#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest|claims]
+#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest|claims|long]
+# `long`: the same sweep at ~1,800-token rows, where the memory model puts a 24 GB card's saturation at bs 16.
 # `claims`: the jobs the report's claims need, in one call: fp32 compute bs 8, bs 16, bs 8 x ga 2 under the cap,
 # then bs 8 and 16 in bf16 compute without it (30 steps each; `python -m src.report` makes the summary).
 # `largest`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes, QLoRA (bf16 compute) + checkpointing under the 24 GB cap,
@@ -16,6 +17,7 @@ case "${1:-}" in
   bf16) name=saturation_bf16 args="precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null" ;;
   largest) name=largest ;;
   claims) name=claims ;;
+  long) name=saturation_long args="data.length_mean=1800 data.length_std=200 data.length_max=2048 data.max_length=2048" ;;
   *) echo "usage: $0 [bf16|largest]"; exit 2 ;;
 esac
 source scripts/gpu_setup.sh || exit 1

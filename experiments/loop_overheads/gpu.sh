@@ -7,4 +7,4 @@
 set -uo pipefail
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/loops.log REPORTS=$OUT/loops_reports.jsonl
-sweep loops experiment=loop_overheads model=qwen3 logger=none
+sweep loops experiment=loop_overheads model=qwen3 logger=none   # 5 habits x 3 interleaved repeats
