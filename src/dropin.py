@@ -178,6 +178,14 @@ def rng_kept():
             torch.cuda.set_rng_state_all(saved[3])
 
 
+def _to_meter(hook: str):
+    """A Trainer hook that hands its call to the meter (src/measure.py's Measure) once train begin has built it."""
+    def forward(self, args, state, control, **kw):
+        if self.meter:
+            getattr(self.meter, hook)(args, state, control, **kw)
+    return forward
+
+
 class TrainsweepCallback(TrainerCallback):
     """Preflight checks at train begin; tokens, step times and memory while training (src/measure.py's
     Measure, built once the Trainer knows its step count); the report at train end. Tokens are counted by a
@@ -245,29 +253,12 @@ class TrainsweepCallback(TrainerCallback):
         return count
 
     # The Trainer's step hooks, handed to the meter once it exists.
-    def on_step_begin(self, args, state, control, **kw):
-        if self.meter:
-            self.meter.on_step_begin(args, state, control, **kw)
-
-    def on_pre_optimizer_step(self, args, state, control, **kw):
-        if self.meter:
-            self.meter.on_pre_optimizer_step(args, state, control, **kw)
-
-    def on_optimizer_step(self, args, state, control, **kw):
-        if self.meter:
-            self.meter.on_optimizer_step(args, state, control, **kw)
-
-    def on_evaluate(self, args, state, control, **kw):
-        if self.meter:
-            self.meter.on_evaluate(args, state, control, **kw)
-
-    def on_step_end(self, args, state, control, **kw):
-        if self.meter:
-            self.meter.on_step_end(args, state, control, **kw)
-
-    def on_log(self, args, state, control, **kw):
-        if self.meter:
-            self.meter.on_log(args, state, control, **kw)
+    on_step_begin = _to_meter("on_step_begin")
+    on_pre_optimizer_step = _to_meter("on_pre_optimizer_step")
+    on_optimizer_step = _to_meter("on_optimizer_step")
+    on_evaluate = _to_meter("on_evaluate")
+    on_step_end = _to_meter("on_step_end")
+    on_log = _to_meter("on_log")
 
     def on_train_end(self, args, state, control, model=None, **kw):
         if not self.meter:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Which of the 12x-slowdown report's fixes buy what, rung by rung, and why its dataloader fix lost
 # (experiments/twelve_x_slowdown/README.md). Qwen3-4B shape, full depth.
-# Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh) and .gpu (the plain-Trainer anchor,
-# ../shared/anchors/hf_trainer_baseline.py copied to .gpu/).
+# Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh) and .gpu, the git-ignored folder holding
+# the plain-HF-Trainer anchor script hf_trainer_baseline.py (one JSON line per named config; without it the
+# ladder runs and the anchor lines are missing from anchor.jsonl).
 #   bash experiments/twelve_x_slowdown/gpu.sh loaders   # the dataloader study: workers, pinning, persistence, prefetch
 #   bash experiments/twelve_x_slowdown/gpu.sh ladder A  # the plain-Trainer anchor, then rungs 0-3 (fp32: ~2 minutes each)
 #   bash experiments/twelve_x_slowdown/gpu.sh ladder B  # the best plain-Trainer anchor, then rungs 4-8
