@@ -95,43 +95,49 @@ def _unloadable(path: str, exc: Exception) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else 'could not load its config'}"
 
 
-def quantize_4bit(model: torch.nn.Module, peft_cfg) -> None:
-    """QLoRA's 4-bit base for a random-init model, in seconds: the model is built on the GPU in bf16 and every
-    linear layer but the output head is swapped for bitsandbytes' Linear4bit, whose weight quantises as it lands
-    on the GPU. (from_pretrained quantises only while loading, which meant 8 GB of random weights written to
-    disk and read back: 139 s for Qwen3-4B on an H100.) Real weights keep from_pretrained's path."""
+OUTPUT_HEADS = ("score", "lm_head", "classifier")  # transformers' quantiser keeps the output head in full precision too
+
+
+def build_4bit(auto_class, conf: PretrainedConfig, res: Resolved, peft_cfg) -> torch.nn.Module:
+    """QLoRA's 4-bit base for a random-init model, one layer at a time: the model is laid out on the meta device
+    (buffers such as rotary frequencies are made for real on the GPU), then each module's weights are made on the
+    GPU, given the model's own init, and every linear layer but the output head is swapped for bitsandbytes'
+    Linear4bit, quantised as it lands, before the next is made. The peak is the 4-bit model plus one bf16 layer:
+    SOLAR-10.7B fits a 24 GB card, where a full-width bf16 build (21.5 GB of weights) ran out of memory on it.
+    (from_pretrained quantises only while loading, which meant 8 GB of random weights written to disk and read
+    back: 139 s for Qwen3-4B on an H100.) Real weights keep from_pretrained's path."""
     import bitsandbytes as bnb
+    from accelerate import init_empty_weights
 
+    with init_empty_weights(include_buffers=False), torch.device(res.device):
+        model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
     compute = getattr(torch, peft_cfg.compute_dtype)
-    for module in list(model.modules()):
-        for name, child in list(module.named_children()):
-            if not isinstance(child, torch.nn.Linear) or name in ("score", "lm_head", "classifier"):
-                continue  # transformers' quantiser keeps the output head in full precision too
-            quantized = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
-                                          compute_dtype=compute, compress_statistics=peft_cfg.double_quant,
-                                          quant_type=peft_cfg.quant_type, device="meta")
-            quantized.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, quant_type=peft_cfg.quant_type,
-                                                 compress_statistics=peft_cfg.double_quant).to(child.weight.device)
-            if child.bias is not None:
-                quantized.bias = child.bias
-            setattr(module, name, quantized)
+    for parent in list(model.modules()):
+        for name, module in list(parent.named_children()):
+            if not any(p.is_meta for p in module.parameters(recurse=False)):
+                continue
+            for pname, p in module.named_parameters(recurse=False):
+                setattr(module, pname, torch.nn.Parameter(torch.empty_like(p, device=res.device), p.requires_grad))
+            model._init_weights(module)
+            if isinstance(module, torch.nn.Linear) and name not in OUTPUT_HEADS:
+                setattr(parent, name, _linear_4bit(bnb, module, compute, peft_cfg))
+    model.tie_weights()  # a tied head was made apart from its embedding above; it shares it again
+    left = [n for n, p in model.named_parameters() if p.is_meta]
+    if left:  # a parameter registered on the model itself, outside any child module: not seen in practice
+        raise RuntimeError(f"the 4-bit build left {left[:3]} unmade")
     model.is_loaded_in_4bit = True  # peft reads it to wrap Linear4bit layers with its 4-bit LoRA
+    return model
 
 
-def _check_bf16_build_fits(conf: PretrainedConfig, auto_class, weights_dtype: torch.dtype, cfg) -> None:
-    """A random-init QLoRA model is built at full width on the GPU before it is quantised: refuse in one line,
-    before allocating, where those weights alone overrun the memory cap (SOLAR-10.7B's 21.5 GB under a 24 GB
-    cap ran out of memory in the build on an H200, before any batch was tried)."""
-    cap = cfg.gpu.memory_cap_gb
-    if not cap:
-        return
-    with torch.device("meta"):
-        params = sum(p.numel() for p in auto_class.from_config(conf).parameters())
-    need_gb = params * weights_dtype.itemsize / 2**30
-    if need_gb > 0.8 * cap:
-        raise ConfigError("gpu.memory_cap_gb", cap, f"a random-init QLoRA {cfg.model.name} is built in {str(weights_dtype).removeprefix('torch.')} "
-                          f"on the GPU before quantising ({need_gb:.1f} GB of weights): give real weights "
-                          f"(model.pretrained=true quantises while loading) or a cap above {need_gb / 0.8:.0f} GB")
+def _linear_4bit(bnb, linear: torch.nn.Linear, compute: torch.dtype, peft_cfg) -> torch.nn.Module:
+    quantized = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=linear.bias is not None,
+                                  compute_dtype=compute, compress_statistics=peft_cfg.double_quant,
+                                  quant_type=peft_cfg.quant_type, device="meta")
+    quantized.weight = bnb.nn.Params4bit(linear.weight.data, requires_grad=False, quant_type=peft_cfg.quant_type,
+                                         compress_statistics=peft_cfg.double_quant).to(linear.weight.device)
+    if linear.bias is not None:
+        quantized.bias = linear.bias
+    return quantized
 
 
 def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
@@ -155,11 +161,10 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     else:
         torch.manual_seed(cfg.trainer.seed)
         if method == "qlora":
-            _check_bf16_build_fits(conf, auto_class, res.weights_dtype, cfg)
-        with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
-            model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
-        if method == "qlora":
-            quantize_4bit(model, cfg.peft)
+            model = build_4bit(auto_class, conf, res, cfg.peft)
+        else:
+            with torch.device(res.device):  # initialise in place on the GPU: seconds, not minutes, for 4B params
+                model = auto_class.from_config(conf, dtype=res.weights_dtype, attn_implementation=res.attention)
     apply_init(model, cfg.model.init, head_init(cfg))
     if method != "none":
         model = add_adapters(cfg, res, model)

@@ -1,6 +1,10 @@
 """Speed and memory levers: each is a config option that does what it says (on the CPU where it can run)."""
+import importlib.util
+from types import SimpleNamespace
+
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
 from src import env, models
 from src.config import ConfigError, validate
@@ -111,3 +115,36 @@ def test_bf16_adapters_cast_far_less_than_fp32_ones():
 
     fp32, bf16 = casts_per_step("float32"), casts_per_step("auto")
     assert bf16 < fp32 / 2, (bf16, fp32)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
+@pytest.mark.parametrize("model_type, extra", [("llama", {"tie_word_embeddings": True}), ("gpt_neox", {"rotary_pct": 0.25})])
+@pytest.mark.parametrize("auto_class", [AutoModelForCausalLM, AutoModelForSequenceClassification])
+def test_random_init_qlora_is_built_one_layer_at_a_time_with_the_models_own_init(model_type, extra, auto_class):
+    """The 4-bit base is laid out on the meta device and each layer made, initialised and quantised in turn (on a
+    GPU the peak is the 4-bit model plus one layer: tests/test_gpu.py). The result must be the model a full-width
+    build gives: the same buffers (rotary frequencies), the config's init scale, a tied head still tied."""
+    import bitsandbytes as bnb
+    from transformers import AutoConfig
+
+    conf = AutoConfig.for_model(model_type, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                num_attention_heads=4, vocab_size=300, pad_token_id=0, num_labels=5, **extra)
+    res = SimpleNamespace(device="cpu", weights_dtype=torch.bfloat16, attention="sdpa")
+    peft = SimpleNamespace(compute_dtype="bfloat16", double_quant=True, quant_type="nf4")
+    model = models.build_4bit(auto_class, conf, res, peft)
+    full = auto_class.from_config(conf, dtype=torch.bfloat16)
+
+    four_bit = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    assert len(four_bit) == sum(isinstance(m, torch.nn.Linear) for m in full.modules()) - 1  # all but the head
+    assert not any(p.is_meta for p in model.parameters())
+    assert dict(model.named_buffers()).keys() == dict(full.named_buffers()).keys()
+    for (name, built), (_, ref) in zip(model.named_buffers(), full.named_buffers()):
+        assert torch.equal(built, ref), name
+    weight = bnb.functional.dequantize_4bit(four_bit[0].weight.data, four_bit[0].weight.quant_state)
+    assert weight.float().std().item() == pytest.approx(conf.initializer_range, rel=0.15)
+    assert model.get_input_embeddings().weight.float().std().item() == pytest.approx(conf.initializer_range, rel=0.15)
+    if auto_class is AutoModelForCausalLM:  # a tied LM head was made apart from its embedding: tied again after
+        tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+        assert tied == conf.tie_word_embeddings
+    logits = model(input_ids=torch.randint(0, 300, (2, 7))).logits
+    assert torch.isfinite(logits).all() and logits.float().std() > 0

@@ -3,25 +3,29 @@
 # compute, checkpointing, a 24 GB memory cap)? (experiments/batch_vs_accum_saturation/README.md) The
 # experiment's own sweep; `bf16` runs the same jobs in bf16 compute without the cap, off the saturated regime.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --qlora: bitsandbytes).
-#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest|claims|long]
-# `long`: the same sweep at ~1,800-token rows, where the memory model puts a 24 GB card's saturation at bs 16.
+#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest [MODEL]|claims|long]
+# `long`: the claims' jobs at ~1,800-token rows, where the memory model puts a 24 GB card's saturation at bs 16:
+# fp32 compute bs 8, bs 16, then bf16 compute bs 8, bs 16 (all under the cap), then fp32 bs 8 x ga 2 (8 steps each).
 # `claims`: the jobs the report's claims need, in one call: fp32 compute bs 8, bs 16, bs 8 x ga 2 under the cap,
 # then bs 8 and 16 in bf16 compute without it (30 steps each; `python -m src.report` makes the summary).
-# `largest`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes, QLoRA (bf16 compute) + checkpointing under the 24 GB cap,
-# micro-batch doubled from 4 until a job saturates or fails (the batch_search sweeper); each job's report holds
-# the memory model's prediction beside the measured peak.
+# `largest [MODEL]`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes (or the one named), QLoRA (bf16 compute) +
+# checkpointing under the 24 GB cap, micro-batch doubled until a job saturates or fails (the batch_search
+# sweeper): from 16 at the account-tax rows (~211 tokens), from 4 at ~1,800-token rows. 6 steps a job: memory
+# is the question. Each job's report holds the memory model's prediction beside the measured peak.
 # Results: $OUT/<name>_reports.jsonl, summary.{md,csv}, plots, <name>.log.
 set -uo pipefail
 case "${1:-}" in
   "")   name=saturation args="" ;;
   bf16) name=saturation_bf16 args="precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null" ;;
-  largest) name=largest ;;
+  largest) name=largest models=${2:-solar-10.7b polyglot-ko-12.8b} ;;
   claims) name=claims ;;
-  long) name=saturation_long args="data.length_mean=1800 data.length_std=200 data.length_max=2048 data.max_length=2048" ;;
-  *) echo "usage: $0 [bf16|largest]"; exit 2 ;;
+  long) name=saturation_long ;;
+  *) echo "usage: $0 [bf16|largest [MODEL]|claims|long]"; exit 2 ;;
 esac
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/$name.log REPORTS=$OUT/${name}_reports.jsonl
+LONG="data.length_mean=1800 data.length_std=200 data.length_max=2048 data.max_length=2048"
+BF16="precision=bf16 peft.compute_dtype=bfloat16"
 if [ "$name" = claims ]; then
   COMMON="experiment=batch_vs_accum_saturation logger=none trainer.max_steps=30 measure.warmup_steps=5 measure.stop_when_stable=true"
   run fp32_b8 batch.size=8
@@ -29,12 +33,21 @@ if [ "$name" = claims ]; then
   run fp32_b8_ga2 batch.size=8 batch.grad_accum=2
   run bf16_b8 batch.size=8 precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null
   run bf16_b16 batch.size=16 precision=bf16 peft.compute_dtype=bfloat16 gpu.memory_cap_gb=null
+elif [ "$name" = saturation_long ]; then
+  COMMON="experiment=batch_vs_accum_saturation logger=none $LONG trainer.max_steps=8 measure.warmup_steps=2"
+  run fp32_b8 batch.size=8
+  run fp32_b16 batch.size=16
+  run bf16_b8 batch.size=8 $BF16
+  run bf16_b16 batch.size=16 $BF16
+  run fp32_b8_ga2 batch.size=8 batch.grad_accum=2
 elif [ "$name" = largest ]; then
   # memory is the question: a few steps reach the peak; the search stops at the first saturated or failed size
-  for model in solar-10.7b polyglot-ko-12.8b; do
-    sweep "largest_$model" sweep=batch_search model=$model peft=qlora precision=bf16 peft.compute_dtype=bfloat16 \
-      trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 trainer.max_steps=14 measure.warmup_steps=4 \
-      'hydra.sweeper.sizes=[4,8,16,32,64]' hydra.sweeper.patience=10 logger=none
+  SWEEP_TIMEOUT=${SWEEP_TIMEOUT_EACH:-250}
+  for model in $models; do
+    COMMON="sweep=batch_search model=$model peft=qlora $BF16 trainer.gradient_checkpointing=true
+            gpu.memory_cap_gb=24 trainer.max_steps=6 measure.warmup_steps=2 hydra.sweeper.patience=10 logger=none"
+    sweep "largest_${model}_short" 'hydra.sweeper.sizes=[16,32,64,128]'
+    sweep "largest_${model}_long" $LONG 'hydra.sweeper.sizes=[4,8,16,32]'
   done
 else
   sweep $name experiment=batch_vs_accum_saturation $args logger=none

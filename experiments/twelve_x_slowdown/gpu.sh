@@ -7,6 +7,8 @@
 #   bash experiments/twelve_x_slowdown/gpu.sh loaders   # the dataloader study: workers, pinning, persistence, prefetch
 #   bash experiments/twelve_x_slowdown/gpu.sh ladder A  # the plain-Trainer anchor, then rungs 0-3 (fp32: ~2 minutes each)
 #   bash experiments/twelve_x_slowdown/gpu.sh ladder B  # the best plain-Trainer anchor, then rungs 4-8
+#   bash experiments/twelve_x_slowdown/gpu.sh ladder C  # rungs 3 and 4 in one call, in A-B-B-A order (the 3 -> 4
+#                                                       # ratio of A and B crosses calls; the order cancels a drift)
 # Results: $OUT/<mode>_reports.jsonl (one labelled report per run, collected as each ends), <mode>.log.
 set -uo pipefail
 source scripts/gpu_setup.sh || exit 1
@@ -37,7 +39,11 @@ case $mode in
   ladder)
     # One process per rung (conf/rung/twelve_x_*): the experiment's sweep split over two calls to fit 10 minutes.
     COMMON="experiment=twelve_x_slowdown model=qwen3 logger=none"
-    if [ "${2:-A}" = A ]; then
+    if [ "${2:-A}" = C ]; then
+      run rung_3_env_a +rung=twelve_x_3_env; run rung_4_bf16_a +rung=twelve_x_4_bf16
+      run rung_4_bf16_b +rung=twelve_x_4_bf16; run rung_3_env_b +rung=twelve_x_3_env
+      exit 0
+    elif [ "${2:-A}" = A ]; then
       # The plain HF Trainer at the seed's "before" (fp32, eager, checkpointing, pad 320, bs 8 x ga 2), same call
       timeout 240 python3 .gpu/hf_trainer_baseline.py full seed_before 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
       rungs="0_before 1_padding 2_dataloader 3_env"
