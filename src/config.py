@@ -9,6 +9,7 @@ config, so the checks are staticmethods that `validate` calls with the composed 
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -516,8 +517,20 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
 
 ConfigStore.instance().store(name="config_schema", node=Config)
 # Job directory names from override sets: `batch='16',batch.grad_accum=2` -> `batch=16,batch.grad_accum=2`.
-OmegaConf.register_new_resolver("job_dirname", lambda s: s.replace("'", "").replace("/", "-") or "defaults",
-                                replace=True)
+MAX_DIRNAME = 200  # bytes; most file systems stop at 255, and a sweep with a dozen overrides passes that
+
+
+def job_dirname(overrides: str) -> str:
+    """A sweep job's directory name: its overrides, readable; past MAX_DIRNAME their start and a hash of the whole,
+    so the name stays unique and the same on a rerun (which finds the finished jobs by it)."""
+    name = overrides.replace("'", "").replace("/", "-") or "defaults"
+    if len(name.encode()) <= MAX_DIRNAME:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return name.encode()[:MAX_DIRNAME - 13].decode(errors="ignore") + "-" + digest
+
+
+OmegaConf.register_new_resolver("job_dirname", job_dirname, replace=True)
 # Run directories: under torchrun every rank names the same one (src/distributed.py says how).
 OmegaConf.register_new_resolver("run_stamp", lambda fmt: run_stamp(fmt), replace=True, use_cache=True)
 # This package's import name, for the config's `_target_`s: `src` in a checkout, `trainsweep` installed.

@@ -137,6 +137,7 @@ def _linear_4bit(bnb, linear: torch.nn.Linear, compute: torch.dtype, peft_cfg) -
                                          compress_statistics=peft_cfg.double_quant).to(linear.weight.device)
     if linear.bias is not None:
         quantized.bias = linear.bias
+    del linear.weight  # the bf16 weight goes now, not when the build's list of modules does
     return quantized
 
 

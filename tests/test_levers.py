@@ -1,5 +1,6 @@
 """Speed and memory levers: each is a config option that does what it says (on the CPU where it can run)."""
 import importlib.util
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -120,7 +121,7 @@ def test_bf16_adapters_cast_far_less_than_fp32_ones():
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
 @pytest.mark.parametrize("model_type, extra", [("llama", {"tie_word_embeddings": True}), ("gpt_neox", {"rotary_pct": 0.25})])
 @pytest.mark.parametrize("auto_class", [AutoModelForCausalLM, AutoModelForSequenceClassification])
-def test_random_init_qlora_is_built_one_layer_at_a_time_with_the_models_own_init(model_type, extra, auto_class):
+def test_random_init_qlora_is_built_one_layer_at_a_time_with_the_models_own_init(model_type, extra, auto_class, monkeypatch):
     """The 4-bit base is laid out on the meta device and each layer made, initialised and quantised in turn (on a
     GPU the peak is the 4-bit model plus one layer: tests/test_gpu.py). The result must be the model a full-width
     build gives: the same buffers (rotary frequencies), the config's init scale, a tied head still tied."""
@@ -131,7 +132,17 @@ def test_random_init_qlora_is_built_one_layer_at_a_time_with_the_models_own_init
                                 num_attention_heads=4, vocab_size=300, pad_token_id=0, num_labels=5, **extra)
     res = SimpleNamespace(device="cpu", weights_dtype=torch.bfloat16, attention="sdpa")
     peft = SimpleNamespace(compute_dtype="bfloat16", double_quant=True, quant_type="nf4")
+    made = []  # each full-width weight as it is quantised: every earlier one must be gone by then
+
+    def one_layer_at_a_time(bnb, linear, *args):
+        assert all(ref() is None for ref in made), "an earlier layer's full-width weight is still alive"
+        made.append(weakref.ref(linear.weight))
+        return quantise(bnb, linear, *args)
+
+    quantise = models._linear_4bit
+    monkeypatch.setattr(models, "_linear_4bit", one_layer_at_a_time)
     model = models.build_4bit(auto_class, conf, res, peft)
+    assert len(made) > 1 and all(ref() is None for ref in made)
     full = auto_class.from_config(conf, dtype=torch.bfloat16)
 
     four_bit = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]

@@ -214,3 +214,17 @@ def test_the_summary_reads_a_jsonl_of_collected_reports_and_gives_old_reports_th
     md = summary.write(tmp_path / "reports.jsonl")
     assert (tmp_path / "summary.csv").exists() and "1,000 (" in md
     assert summary.load_reports(tmp_path / "reports.jsonl")[0]["job"] == "bs8"
+
+
+def test_a_job_with_many_overrides_gets_a_short_unique_stable_dir_name():
+    # a 12-override sweep job on the GPU named its dir with all of them: 292 bytes, "File name too long"
+    from src.config import MAX_DIRNAME, job_dirname
+
+    common = ",".join(f"data.length_{k}={v}" for k, v in (("max", 2048), ("mean", 1800), ("std", 200))) + \
+        ",gpu.memory_cap_gb=24,logger=none,measure.warmup_steps=2,model=solar-10.7b,peft.compute_dtype=bfloat16," \
+        "peft=qlora,precision=bf16,trainer.gradient_checkpointing=true,trainer.max_steps=6"
+    names = [job_dirname(f"batch.grad_accum=1,batch.size={size},{common}") for size in (4, 8)]
+    assert all(len(n.encode()) <= MAX_DIRNAME for n in names) and names[0] != names[1]
+    assert names[0].startswith("batch.grad_accum=1,batch.size=4,data.length_max=2048")
+    assert job_dirname(f"batch.grad_accum=1,batch.size=4,{common}") == names[0]  # a rerun finds the finished job
+    assert job_dirname("batch.size=4,model=tiny") == "batch.size=4,model=tiny" and job_dirname("") == "defaults"
