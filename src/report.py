@@ -370,6 +370,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("memory", r.memory_gb.line(pred)))
     elif pred:
         rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
+    if pred and pred.get("warning"):
+        rows.append(("memory plan", pred["warning"]))
     if r.get("verdict"):
         rows.append(("verdict", r.verdict.line()))
     if r.get("flags") and r.flags.reasons:

@@ -95,15 +95,17 @@ class Comparison:
 
     @property
     def tie(self) -> bool:
-        """A win needs the whole interval beyond MIN_EFFECT: confident the gain outlasts between-run drift."""
+        """A win needs the whole interval beyond MIN_EFFECT: confident the gain outlasts between-run drift. Without
+        an interval nothing is a win either, so such jobs share a rank (the text says they are not told apart)."""
         return self.low <= 1 + MIN_EFFECT and self.high >= 1 / (1 + MIN_EFFECT)
 
     def text(self, a: str, b: str) -> str:
         """'A beats B by 1.23x (1.15-1.31)', or the tie with its interval."""
         if self.ratio < 1:
             return Comparison(1 / self.ratio, 1 / self.high, 1 / self.low).text(b, a)
-        spread = f"{self.ratio:.2f}x, {self.low:.2f}-{self.high:.2f}" if math.isfinite(self.high) else \
-            f"{self.ratio:.2f}x, no interval"
+        if not math.isfinite(self.high):  # not a tie: nothing says whether it is noise or 2.6x (seen: bf16 vs fp32)
+            return f"{a} and {b} are not told apart ({self.ratio:.2f}x measured, no interval: too few timed steps)"
+        spread = f"{self.ratio:.2f}x, {self.low:.2f}-{self.high:.2f}"
         if not self.tie and self.high / self.low > NOISY:
             return (f"{a} beats {b} by at least {self.low:.2f}x (measured {self.ratio:.2f}x, interval "
                     f"{self.low:.2f}-{self.high:.2f}: too noisy to say by how much)")

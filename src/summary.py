@@ -53,7 +53,13 @@ def with_intervals(report: dict) -> dict:
 
 
 def _overrides(report: dict) -> dict:
-    return dict(o.replace("'", "").partition("=")[::2] for o in report.get("overrides") or [])
+    """The job's overrides, plus the allocator it ran under where that came from the environment
+    (PYTORCH_CUDA_ALLOC_CONF, which env.alloc_conf sets too): two jobs apart only by it are not one job."""
+    given = dict(o.replace("'", "").partition("=")[::2] for o in report.get("overrides") or [])
+    alloc = (report.get("env") or {}).get("alloc_conf")
+    if alloc and "env.alloc_conf" not in given and "env" not in given:
+        given["env.alloc_conf"] = alloc
+    return given
 
 
 def _varying(reports: list[dict]) -> list[str]:
@@ -186,10 +192,15 @@ def recommend(df: pd.DataFrame) -> list[str]:
     best = (fit if not fit.empty else ok).iloc[0]
     lines.append(f"fastest {'non-saturated ' if not fit.empty else ''}config: {best['job']} "
                  f"({_label(best)}), {_rate(best)} real tokens/s")
-    tied = [r for _, r in (fit if not fit.empty else ok).iloc[1:].iterrows() if comparison(best, r).tie]
+    level = [r for _, r in (fit if not fit.empty else ok).iloc[1:].iterrows() if comparison(best, r).tie]
+    tied = [r for r in level if interval(best) and interval(r)]
+    untold = [r for r in level if not (interval(best) and interval(r))]
     if tied:
         lines.append(f"tied with it (within noise or under the {stats.MIN_EFFECT:.0%} runs drift apart): "
                      + ", ".join(f"{r['job']} ({_rate(r)})" for r in tied))
+    if untold:
+        lines.append("not told apart from it (no interval: too few timed steps): "
+                     + ", ".join(f"{r['job']} ({_rate(r)})" for r in untold))
     if fit.empty:
         lines.append("every finished job saturated memory: try a smaller micro-batch or gradient checkpointing")
     elif ok.iloc[0]["job"] != best["job"]:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from src.run import run
-from tests.conftest import cli, compose, read_report
+from tests.conftest import ROOT, cli, compose, read_report
 
 pytestmark = pytest.mark.gpu
 GPU_QUICK = ["trainer.max_steps=12", "measure.warmup_steps=3", "measure.profile_steps=2", "data.size=256"]
@@ -125,3 +125,29 @@ def test_every_lever_trains_each_task_at_real_width(tmp_path, lever, task):
         assert pred["bound"] == "upper" and peak <= pred["peak_allocated"] * 1.02, (pred["peak_allocated"], peak)
     else:
         assert abs(pred["peak_allocated"] / peak - 1) < 0.15, (pred["peak_allocated"], peak)
+
+
+PROBE_ALLOCATOR = """
+import sys
+from src import run, env
+run._cuda_available()  # what a run does before it sets the allocator
+import torch
+{set}
+torch.empty(1 << 20, device="cuda")
+print(sorted({{s.get("is_expandable") for s in torch.cuda.memory_snapshot()}}, key=str), torch.cuda.memory.get_allocator_backend())
+"""
+
+
+@pytest.mark.parametrize("how", ["env.set_allocator('expandable_segments:True')"])
+def test_env_alloc_conf_reaches_the_allocator(how):
+    # env=tuned (the default) asks for expandable segments; set only as an environment variable inside the run
+    # they never took effect on an H200 (an OOM with 4 GB reserved but unallocated)
+    import os
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+    proc = subprocess.run([sys.executable, "-c", PROBE_ALLOCATOR.format(set=how)], capture_output=True, text=True,
+                          env=environ, cwd=str(ROOT))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("[True]"), proc.stdout

@@ -74,3 +74,15 @@ def test_checkpointing_every_second_layer_predicts_between_none_and_all():
     none, half = predicted(), predicted("trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2")
     every = predicted("trainer.gradient_checkpointing=true")
     assert every < half < none  # 4 layers: 2 kept in full + 2 checkpointed
+
+
+def test_a_prediction_near_capacity_warns_of_the_default_allocators_overhead():
+    # on an H200 under a 24 GB cap a job predicted at 20.6 GB ran out of memory with the default allocator, and
+    # one at 21.6 GB ran with expandable segments (experiments/batch_vs_accum_saturation)
+    from src.memory_model import capacity_warning
+
+    assert "expect OOM" in capacity_warning(25.7, 24.0, None)
+    near = capacity_warning(20.6, 24.0, None)
+    assert near and "env.alloc_conf=expandable_segments:True" in near
+    assert capacity_warning(21.6, 24.0, "expandable_segments:True") is None
+    assert capacity_warning(12.4, 24.0, None) is None and capacity_warning(30.0, None, None) is None

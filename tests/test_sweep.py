@@ -119,7 +119,9 @@ def test_a_job_without_an_interval_never_wins_a_comparison():
     no_ci["throughput"] = {"real_tokens_per_s": 2000}
     df = summary.table([no_ci, _report("b", 4, 2, 1000)])
     assert list(df["rank"]) == [1, 1]
-    assert any("tie (2.00x, no interval" in x for x in summary.recommend(df))
+    lines = summary.recommend(df)
+    assert any("not told apart (2.00x measured, no interval" in x for x in lines)
+    assert lines[1].startswith("not told apart from it (no interval") and not any(x.startswith("tied") for x in lines)
 
 
 def test_plan_of_the_batch_search():

@@ -3,9 +3,12 @@
 # compute, checkpointing, a 24 GB memory cap)? (experiments/batch_vs_accum_saturation/README.md) The
 # experiment's own sweep; `bf16` runs the same jobs in bf16 compute without the cap, off the saturated regime.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --qlora: bitsandbytes).
-#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest [MODEL]|claims|long]
+#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest [MODEL]|claims|long|near_cap]
 # `long`: the claims' jobs at ~1,800-token rows, where the memory model puts a 24 GB card's saturation at bs 16:
-# fp32 compute bs 8, bs 16, then bf16 compute bs 8, bs 16 (all under the cap), then fp32 bs 8 x ga 2 (8 steps each).
+# fp32 compute bs 8, bs 16, then bf16 compute bs 8, bs 16 (all under the cap), then fp32 bs 8 x ga 2 (8 steps each:
+# 2 untimed, 3 timed, 3 profiled; trainer.max_steps=14 would give the 9 timed steps an interval needs).
+# `near_cap`: fp32 bs 16 where it just fits 24 GB (rows of at most 1,900 tokens) with the default allocator and with
+# expandable segments, bs 8 beside them, and bs 16 at rows of at most 1,800 with the default allocator.
 # `claims`: the jobs the report's claims need, in one call: fp32 compute bs 8, bs 16, bs 8 x ga 2 under the cap,
 # then bs 8 and 16 in bf16 compute without it (30 steps each; `python -m src.report` makes the summary).
 # `largest [MODEL]`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes (or the one named), QLoRA (bf16 compute) +
@@ -20,7 +23,8 @@ case "${1:-}" in
   largest) name=largest models=${2:-solar-10.7b polyglot-ko-12.8b} ;;
   claims) name=claims ;;
   long) name=saturation_long ;;
-  *) echo "usage: $0 [bf16|largest [MODEL]|claims|long]"; exit 2 ;;
+  near_cap) name=near_cap ;;
+  *) echo "usage: $0 [bf16|largest [MODEL]|claims|long|near_cap]"; exit 2 ;;
 esac
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/$name.log REPORTS=$OUT/${name}_reports.jsonl
@@ -40,6 +44,13 @@ elif [ "$name" = saturation_long ]; then
   run bf16_b8 batch.size=8 $BF16
   run bf16_b16 batch.size=16 $BF16
   run fp32_b8_ga2 batch.size=8 batch.grad_accum=2
+elif [ "$name" = near_cap ]; then
+  COMMON="experiment=batch_vs_accum_saturation logger=none trainer.max_steps=8 measure.warmup_steps=2 data.max_length=2048"
+  NEAR="data.length_mean=1750 data.length_std=100 data.length_max=1900"
+  run fp32_b16_near_cap batch.size=16 $NEAR
+  run fp32_b8_near_cap batch.size=8 $NEAR
+  run fp32_b16_near_cap_expandable batch.size=16 $NEAR env.alloc_conf=expandable_segments:True
+  run fp32_b16_1800 batch.size=16 data.length_mean=1650 data.length_std=100 data.length_max=1800
 elif [ "$name" = largest ]; then
   # memory is the question: a few steps reach the peak; the search stops at the first saturated or failed size
   SWEEP_TIMEOUT=${SWEEP_TIMEOUT_EACH:-250}
