@@ -27,16 +27,9 @@ class Resolved:
 
 
 def set_allocator(alloc_conf: str | None) -> None:
-    """env.alloc_conf, where the user's own PYTORCH_CUDA_ALLOC_CONF doesn't say otherwise. torch reads that
-    variable once, and by this point something may have made it do so: on an H200 the variable set here alone
-    left expandable segments off (an OOM with 4 GB reserved but unallocated, which torch's message blames on
-    fragmentation), while the same job given it in its environment ran. So the live allocator gets the settings
-    too; the variable still reaches child processes (dataloader workers, torchrun ranks)."""
-    if not alloc_conf or "PYTORCH_CUDA_ALLOC_CONF" in os.environ:
-        return
-    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
-    if torch.cuda.is_available():
-        torch.cuda.memory._set_allocator_settings(alloc_conf)
+    # PYTORCH_CUDA_ALLOC_CONF is read once when CUDA initialises: set it before anything touches CUDA.
+    if alloc_conf and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
 
 
 def resolve(cfg) -> Resolved:

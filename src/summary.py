@@ -53,13 +53,7 @@ def with_intervals(report: dict) -> dict:
 
 
 def _overrides(report: dict) -> dict:
-    """The job's overrides, plus the allocator it ran under where that came from the environment
-    (PYTORCH_CUDA_ALLOC_CONF, which env.alloc_conf sets too): two jobs apart only by it are not one job."""
-    given = dict(o.replace("'", "").partition("=")[::2] for o in report.get("overrides") or [])
-    alloc = (report.get("env") or {}).get("alloc_conf")
-    if alloc and "env.alloc_conf" not in given and "env" not in given:
-        given["env.alloc_conf"] = alloc
-    return given
+    return dict(o.replace("'", "").partition("=")[::2] for o in report.get("overrides") or [])
 
 
 def _varying(reports: list[dict]) -> list[str]:
