@@ -172,7 +172,7 @@ def weights_and_state(model) -> dict:
 
 # The allocator reserves more than it hands out, and near a cap that decides whether a job fits. Under a 24 GB cap
 # on an H200 (expandable segments on, env=tuned), QLoRA jobs reserved 1.05-1.39x their peak allocated; Llama-3.2-3B
-# jobs predicted at 20.6 and 21.6 GB ran out of memory with 3-4 GB reserved but unallocated (the 21.6 GB one ran
+# jobs predicted at 20.6 and 21.6 GB ran out of memory with about 4 GB reserved but unallocated (the 21.6 GB one ran
 # on a second try).
 RESERVED_OVER_ALLOCATED = 1.18  # the typical ratio there: a warning, not a refusal
 
@@ -186,9 +186,10 @@ def capacity_warning(peak_gb: float, capacity_gb: float | None, alloc_conf: str 
                 "(smaller batch.size, gradient checkpointing, or peft=qlora)")
     if peak_gb * RESERVED_OVER_ALLOCATED > capacity_gb:
         expandable = "expandable_segments:true" in (alloc_conf or "").replace(" ", "").lower()
+        also = "" if expandable else ", env.alloc_conf=expandable_segments:True"
         return (f"predicted peak {peak_gb:.1f} GB of {capacity_gb:.1f} GB: the allocator reserves ~"
                 f"{RESERVED_OVER_ALLOCATED:.1f}x what it hands out, so this may run out of memory (smaller "
-                "batch.size or gradient checkpointing" + ("" if expandable else ", env.alloc_conf=expandable_segments:True") + ")")
+                f"batch.size or gradient checkpointing{also})")
     return None
 
 

@@ -127,7 +127,6 @@ def test_every_lever_trains_each_task_at_real_width(tmp_path, lever, task):
         assert abs(pred["peak_allocated"] / peak - 1) < 0.15, (pred["peak_allocated"], peak)
 
 
-
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
 def test_qlora_memory_prediction_holds_for_a_layernorm_model(tmp_path):
     """Polyglot's GPT-NeoX LayerNorms give bitsandbytes' 4-bit layers fp32 under autocast, and those hand fp32 on:
@@ -141,6 +140,7 @@ def test_qlora_memory_prediction_holds_for_a_layernorm_model(tmp_path):
     assert proc.returncode == 0 and rep["status"] == "ok", (rep["error"], proc.stderr[-2000:])
     pred, peak = rep["memory_predicted_gb"]["peak_allocated"], rep["memory_gb"]["peak_allocated"]
     assert abs(pred / peak - 1) < 0.05, (pred, peak)
+
 
 PROBE_ALLOCATOR = """
 from src import run, env

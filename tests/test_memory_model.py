@@ -77,7 +77,7 @@ def test_checkpointing_every_second_layer_predicts_between_none_and_all():
 
 
 def test_a_prediction_near_capacity_warns_that_the_allocators_reserve_may_not_fit():
-    # on an H200 under a 24 GB cap, jobs predicted at 20.6 and 21.6 GB ran out of memory with 3-4 GB reserved
+    # on an H200 under a 24 GB cap, jobs predicted at 20.6 and 21.6 GB ran out of memory with about 4 GB reserved
     # but unallocated (experiments/batch_vs_accum_saturation)
     from src.memory_model import capacity_warning
 
