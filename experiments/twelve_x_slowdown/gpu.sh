@@ -7,8 +7,9 @@
 #   bash experiments/twelve_x_slowdown/gpu.sh loaders   # the dataloader study: workers, pinning, persistence, prefetch
 #   bash experiments/twelve_x_slowdown/gpu.sh ladder A  # the plain-Trainer anchor, then rungs 0-3 (fp32: ~2 minutes each)
 #   bash experiments/twelve_x_slowdown/gpu.sh ladder B  # the best plain-Trainer anchor, then rungs 4-8
-#   bash experiments/twelve_x_slowdown/gpu.sh ladder C  # rungs 3 and 4 in one call, in A-B-B-A order (the 3 -> 4
-#                                                       # ratio of A and B crosses calls; the order cancels a drift)
+#   bash experiments/twelve_x_slowdown/gpu.sh ladder C  # the plain Trainer nearest rung 4, then rungs 3 and 4 in one
+#                                                       # call in A-B-B-A order (the 3 -> 4 ratio of A and B crosses
+#                                                       # calls; the order cancels a drift)
 # Results: $OUT/<mode>_reports.jsonl (one labelled report per run, collected as each ends), <mode>.log.
 set -uo pipefail
 source scripts/gpu_setup.sh || exit 1
@@ -40,6 +41,8 @@ case $mode in
     # One process per rung (conf/rung/twelve_x_*): the experiment's sweep split over two calls to fit 10 minutes.
     COMMON="experiment=twelve_x_slowdown model=qwen3 logger=none"
     if [ "${2:-A}" = C ]; then
+      # the plain Trainer nearest rung 4 (bf16 sdpa with checkpointing, bs 16 in one micro-batch), same call
+      timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b16_gc 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
       run rung_3_env_a +rung=twelve_x_3_env; run rung_4_bf16_a +rung=twelve_x_4_bf16
       run rung_4_bf16_b +rung=twelve_x_4_bf16; run rung_3_env_b +rung=twelve_x_3_env
       exit 0
