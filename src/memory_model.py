@@ -42,8 +42,9 @@ def _autocast(amp: str, device: str):
     return torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
-def _saved_bytes(model, batch: dict, amp: str, device: str) -> int:
-    """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters are not activations)."""
+def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
+    """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters are not activations).
+    What is saved is all there is on the CPU: peak, kept and the last layer's moment are the one figure."""
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, int] = {}
 
@@ -57,12 +58,37 @@ def _saved_bytes(model, batch: dict, amp: str, device: str) -> int:
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _autocast(amp, device):
         out = model(**batch)
     del out
-    return sum(seen.values())
+    saved = sum(seen.values())
+    return {"peak": saved, "kept": saved, "at_last_layer": saved}
 
 
-def _peak_bytes(model, batch: dict, amp: str, device: str) -> int:
-    """GPU probe: the allocator's peak over one forward and backward, above what was allocated before, less the
-    gradients the backward leaves behind (the real run's are counted with the trainable state)."""
+def _last_layer_input(model, watch: bool):
+    """Forward pre-hooks on the decoder layers remembering the input of the last one the forward runs (its
+    gradient is computed when that layer's backward ends). The hooks act only while `armed`, the forward: a
+    backward that reran a layer's forward with its hooks would otherwise move the pick. Not on compiled layers
+    (the hooks would run inside the graph)."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    state = {"armed": True, "input": None}
+
+    def remember(module, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        if state["armed"] and isinstance(x, torch.Tensor) and x.requires_grad:
+            state["input"] = x
+
+    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)] if watch else []
+    handles = [m.register_forward_pre_hook(remember, with_kwargs=True) for m in layers]
+    return state, handles
+
+
+def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = True) -> dict:
+    """GPU probe over one forward and backward, above what was allocated before: the allocator's peak, less the
+    gradients the backward leaves behind (the real run's are counted with the trainable state); `kept`, what is
+    allocated once the forward has returned (what the backward needs, the checkpointed layer inputs among it); and
+    `at_last_layer`, the peak up to the end of the last decoder layer's backward, when every layer's kept input
+    is still alive (trace_activations says why it matters)."""
+    state, handles = _last_layer_input(model, watch_layers)
+    at_last = {}
     gc.collect()  # an earlier copy's reference cycles, freed now rather than by a collection inside the window
     gc.disable()  # (one that frees an earlier copy mid-step lowers the peak by that copy: 4x off on an H200)
     try:
@@ -71,14 +97,21 @@ def _peak_bytes(model, batch: dict, amp: str, device: str) -> int:
         before = torch.cuda.memory_allocated()
         with _autocast(amp, device):
             loss = model(**batch).loss
+        state["armed"] = False
+        kept = torch.cuda.memory_allocated() - before
+        if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
+            state["input"].register_hook(lambda g: at_last.setdefault("peak", torch.cuda.max_memory_allocated()))
         loss.float().backward()
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - before
     finally:
         gc.enable()
+        for h in handles:
+            h.remove()
     grads = sum(p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None)
     model.zero_grad(set_to_none=True)
-    return peak - grads
+    last = at_last["peak"] - before - grads if "peak" in at_last else peak - grads
+    return {"peak": peak - grads, "kept": kept, "at_last_layer": last}
 
 
 def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
@@ -108,8 +141,8 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
     return to_device(collator(items), device)
 
 
-def probe_copy(cfg, res, conf, batch: dict, layers: int) -> int:
-    """Activation bytes of one forward and backward of a copy of the model with `layers` decoder layers, built
+def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
+    """Activation bytes (peak, kept, at_last_layer: see _peak_bytes) of one forward and backward of a copy of the model with `layers` decoder layers, built
     like the run (peft, 4-bit layers included, Liger, checkpointing, regional compile): the allocator's peak on a
     GPU, the bytes autograd saves on the CPU. The 4-bit layers matter: bitsandbytes' Linear4bit returns its input's
     dtype, so behind a LayerNorm (fp32 under CUDA autocast) a GPT-NeoX layer runs and hands on fp32, where a bf16
@@ -141,13 +174,24 @@ def probe_copy(cfg, res, conf, batch: dict, layers: int) -> int:
             model.enable_input_require_grads()
     if tr.torch_compile and tr.compile_scope == "regional":
         train.compile_regions(model, tr)
-    probe = _peak_bytes if res.device == "cuda" else _saved_bytes
-    return probe(model, batch, res.amp, res.device)
+    if res.device != "cuda":
+        return _saved_bytes(model, batch, res.amp, res.device)
+    return _peak_bytes(model, batch, res.amp, res.device, watch_layers=not tr.torch_compile)
 
 
 def trace_activations(cfg, res, conf, batch: dict) -> dict:
-    """Activation bytes per layer and outside the layers, from 1- and 2-layer copies on `batch`, and the
-    workspace a first step leaves allocated (GPU)."""
+    """Activation bytes per layer and outside the layers at the real depth, from 1- and 2-layer copies on
+    `batch`, and the workspace a first step leaves allocated (GPU).
+
+    The peak is the largest of each layer's backward: that layer's recomputed internals plus the inputs still
+    kept for the layers before it. Two lines through the copies give it at depth:
+    - the peak's own line (2-layer minus 1-layer peak per layer), right where every layer's backward costs alike;
+    - the last layer's line: its moment at 2 layers plus what the forward keeps per layer. Where the first
+      layer's backward costs more than the others (GPT-NeoX under QLoRA: its bf16 input from the embedding,
+      fp32 after it), the peak sits there in both copies and its line is flat: Polyglot-Ko-12.8B's peak came out
+      flat over 1-4 layers on an H200, then grew by one fp32 hidden state per layer (40 layers: 1.7x the flat
+      line's figure).
+    The larger of the two at the real depth is the prediction."""
     workspace = 0
     if res.device == "cuda":
         gc.collect()  # garbage from before (a previous run's model in the same process) is not freed inside the diff
@@ -155,10 +199,13 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
         probe_copy(cfg, res, conf, batch, 1)  # warm-up: cuBLAS workspaces and compiled graphs are not activations
         gc.collect()  # the copy's reference cycles: only what outlives the copy is workspace
         workspace = max(0, torch.cuda.memory_allocated() - before)
-    measured = {layers: probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2)}
-    per_layer = measured[2] - measured[1]
-    return {"per_layer": per_layer, "outside": measured[1] - per_layer, "layers": getattr(conf, _layers_key(conf)),
-            "workspace": workspace}
+    one, two = (probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2))
+    layers = getattr(conf, _layers_key(conf))
+    peak_slope = two["peak"] - one["peak"]
+    kept_slope = max(peak_slope, two["kept"] - one["kept"])
+    lines = [(peak_slope, one["peak"] - peak_slope), (kept_slope, two["at_last_layer"] - 2 * kept_slope)]
+    per_layer, outside = max(lines, key=lambda line: line[0] * layers + line[1])
+    return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
 
 
 def weights_and_state(model) -> dict:

@@ -22,9 +22,52 @@ def test_traced_activations_match_a_full_forward_of_the_real_depth(padding):
     acts = memory_model.trace_activations(cfg, res, conf, batch)
     torch.manual_seed(0)
     model = models.build_model(cfg, res, conf).train()
-    real = memory_model._saved_bytes(model, batch, res.amp, "cpu")
+    real = memory_model._saved_bytes(model, batch, res.amp, "cpu")["peak"]
     predicted = acts["per_layer"] * 4 + acts["outside"]
     assert abs(predicted / real - 1) < 0.02, (predicted, real)
+
+
+def test_a_peak_flat_over_the_probed_layers_does_not_hide_what_each_layer_keeps(monkeypatch):
+    """Polyglot-Ko-12.8B QLoRA on an H200: the first layer's backward costs most, so the 1- and 2-layer copies
+    peak alike (the peak's own line is flat), while every layer keeps an fp32 hidden state for the backward: the
+    measured peak was flat over 1-4 layers, then grew by that much per layer. The prediction follows the line
+    of the last layer's backward where it is the larger one, and the peak's line where that is."""
+    gb = 2**30
+    probes = {1: {"peak": 2.0 * gb, "kept": 0.05 * gb, "at_last_layer": 2.0 * gb},
+              2: {"peak": 2.0 * gb, "kept": 0.14 * gb, "at_last_layer": 1.75 * gb}}
+    monkeypatch.setattr(memory_model, "probe_copy", lambda cfg, res, conf, batch, layers: probes[layers])
+    cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=40")
+    acts = memory_model.trace_activations(cfg, res, conf, batch)
+    assert acts["per_layer"] == pytest.approx(0.09 * gb)  # what the second layer keeps, not the flat peak's 0
+    assert acts["per_layer"] * 40 + acts["outside"] == pytest.approx((1.75 + 38 * 0.09) * gb)
+    cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=3")  # shallow: the flat peak is the larger
+    acts = memory_model.trace_activations(cfg, res, conf, batch)
+    assert acts["per_layer"] * 3 + acts["outside"] == pytest.approx(2.0 * gb)
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_the_gpu_probe_finds_the_last_layers_input(checkpointing):
+    """_peak_bytes reads the allocator's peak when the gradient of the last decoder layer's input arrives: the
+    hooks must pick that tensor in the forward, with checkpointing too, and its gradient must arrive once."""
+    cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=3", f"trainer.gradient_checkpointing={checkpointing}")
+    model = models.build_model(cfg, res, conf).train()
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    inputs = []
+    layers[-1].register_forward_pre_hook(lambda m, args, kwargs: inputs.append(kwargs.get("hidden_states", args[0])),
+                                         with_kwargs=True)
+    state, handles = memory_model._last_layer_input(model, watch=True)
+    loss = model(**batch).loss
+    state["armed"] = False
+    assert state["input"] is inputs[0]
+    fired = []
+    state["input"].register_hook(lambda g: fired.append(g.shape))
+    loss.backward()
+    assert len(inputs) == 1 and fired == [inputs[0].shape]
+    for h in handles:
+        h.remove()
 
 
 def test_widest_batch_is_the_runs_largest_micro_batch():

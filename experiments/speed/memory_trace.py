@@ -96,7 +96,8 @@ def main(out_path: str, label: str, *overrides: str) -> None:
         lengths = data.prepare(cfg, conf, Path(tmp)).info["lengths"]
         collator = data.collator_for(cfg, conf, lengths)
         batch = memory_model.widest_batch(cfg, conf, collator, lengths, res.device)
-        row["probe_gb"] = {n: memory_model.probe_copy(cfg, res, conf, batch, n) / GB for n in (1, 2, 3, 4)}
+        row["probe_gb"] = {n: {k: v / GB for k, v in memory_model.probe_copy(cfg, res, conf, batch, n).items()}
+                           for n in (1, 2, 3, 4)}
     with open(out_path, "a") as f:
         f.write(json.dumps(row, default=str) + "\n")
     print(json.dumps({k: v for k, v in row.items() if k != "trace"}, default=str))
