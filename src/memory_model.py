@@ -81,6 +81,16 @@ def _last_layer_input(model, watch: bool):
     return state, handles
 
 
+def _reading(into: dict, read):
+    """A gradient hook that keeps read()'s value at the first gradient it sees (a tensor hook must return None,
+    or it would replace the gradient)."""
+
+    def hook(grad):
+        into.setdefault("peak", read())
+
+    return hook
+
+
 def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = True) -> dict:
     """GPU probe over one forward and backward, above what was allocated before: the allocator's peak, less the
     gradients the backward leaves behind (the real run's are counted with the trainable state); `kept`, what is
@@ -100,7 +110,7 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
         state["armed"] = False
         kept = torch.cuda.memory_allocated() - before
         if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
-            state["input"].register_hook(lambda g: at_last.setdefault("peak", torch.cuda.max_memory_allocated()))
+            state["input"].register_hook(_reading(at_last, torch.cuda.max_memory_allocated))
         loss.float().backward()
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - before

@@ -62,12 +62,29 @@ def test_the_gpu_probe_finds_the_last_layers_input(checkpointing):
     loss = model(**batch).loss
     state["armed"] = False
     assert state["input"] is inputs[0]
-    fired = []
-    state["input"].register_hook(lambda g: fired.append(g.shape))
+    fired, readings = {}, iter(range(7, 100))
+    state["input"].register_hook(memory_model._reading(fired, lambda: next(readings)))  # _peak_bytes' own hook
     loss.backward()
-    assert len(inputs) == 1 and fired == [inputs[0].shape]
+    assert len(inputs) == 1 and fired == {"peak": 7}  # read once, when the last layer's input got its gradient
     for h in handles:
         h.remove()
+
+
+def test_the_gpu_probe_runs_on_a_model_with_checkpointed_layers(monkeypatch):
+    """_peak_bytes end to end with the allocator's counters stood in for (no GPU here): the last layer's moment is
+    read inside the backward, before the peak of the whole step, and what the forward keeps is read between."""
+    readings = iter(range(1, 100))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: None)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: next(readings) * 2**30)
+    cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=2", "trainer.gradient_checkpointing=true", "peft=none")
+    model = models.build_model(cfg, res, conf).train()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    grads = sum(p.numel() * p.element_size() for p in model.parameters())
+    got = memory_model._peak_bytes(model, batch, res.amp, "cpu")
+    assert got == {"peak": 2 * 2**30 - grads, "kept": 0, "at_last_layer": 2**30 - grads}
+    assert all(p.grad is None for p in model.parameters())  # the probe's gradients are not left behind
 
 
 def test_widest_batch_is_the_runs_largest_micro_batch():
