@@ -501,6 +501,7 @@ class Config:
     device: Device = Device.auto
     rerun: bool = False  # true: recompute a run whose directory already holds a finished report
     resume: bool = False  # true: continue the interrupted run in hydra.run.dir from its last checkpoint
+    baseline: Optional[str] = None  # a sweep's reference job, by an override (debug=none): the summary compares each job with it
     repeat: int = 0  # which repeat of a sweep job (sweep.repeats: hydra_plugins/trainsweep/launcher.py); the run ignores it
 
 

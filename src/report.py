@@ -405,13 +405,16 @@ def format_summary(r: Report) -> str:
 
 if __name__ == "__main__":
     # python -m src.report DIR: a run directory's summary, or a sweep directory's ranked table and plots;
-    # python -m src.report REPORTS.jsonl: the same table and plots beside a file of collected reports.
+    # python -m src.report REPORTS.jsonl: the same table and plots beside a file of collected reports;
+    # ... baseline=debug=none: each job also stated against that one (a sweep's `baseline` key, given afterwards).
     import sys
     from pathlib import Path
 
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    if target is None or not (target.is_dir() or target.suffix == ".jsonl" and target.is_file()):
-        print("usage: python -m src.report RUN_OR_SWEEP_DIR | REPORTS.jsonl", file=sys.stderr)
+    extra = sys.argv[2:]
+    if (target is None or not (target.is_dir() or target.suffix == ".jsonl" and target.is_file())
+            or len(extra) > 1 or extra and not extra[0].startswith("baseline=")):
+        print("usage: python -m src.report RUN_OR_SWEEP_DIR | REPORTS.jsonl [baseline=KEY=VALUE]", file=sys.stderr)
         sys.exit(2)
     if (target / "report.json").exists():
         from .report_files import read
@@ -420,4 +423,4 @@ if __name__ == "__main__":
     else:
         from .summary import write as write_summary
 
-        print(write_summary(target))
+        print(write_summary(target, baseline=extra[0].split("=", 1)[1] if extra else None))

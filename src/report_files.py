@@ -19,7 +19,7 @@ from .report import Report, summary_rows
 FINISHED = ("ok", "oom")
 LOCK = "run.lock"  # held while a process writes the directory (its pid inside, for the refusal's message)
 BUSY_EXIT = 75  # sysexits' EX_TEMPFAIL: another run holds the directory; try again when it is done
-NOT_HASHED = ("rerun", "resume")  # how to run, not what: a resumed run is the same run
+NOT_HASHED = ("rerun", "resume", "baseline")  # how to run or summarise, not what: a resumed run is the same run
 
 
 def read(path: Path) -> Report | None:

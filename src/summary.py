@@ -124,7 +124,7 @@ def combine_repeats(df: pd.DataFrame) -> pd.DataFrame:
         row = (ok if not ok.empty else group).iloc[0].to_dict()
         numeric = ok.select_dtypes("number").mean() if not ok.empty else {}
         row.update({k: v for k, v in dict(numeric).items() if k not in ("batch", "grad_accum", "effective_batch")})
-        ci = stats.of_samples(list(ok["real_tok_s"].dropna())) if len(ok) > 1 else None
+        ci = stats.of_repeats(list(ok["real_tok_s"].dropna())) if len(ok) > 1 else None
         row.update(job=label or row["job"], repeat=f"{len(ok)} of {len(group)}",
                    real_tok_s_low=ci.low if ci else None, real_tok_s_high=ci.high if ci else None,
                    ci_batches=ci.batches if ci else None,
@@ -176,8 +176,9 @@ def _rate(row) -> str:
     return f"{row['real_tok_s']:,.0f} ({_span(row) or 'no interval'})"
 
 
-def recommend(df: pd.DataFrame) -> list[str]:
-    """The answer in a few lines; every comparison carries its interval or says tie."""
+def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
+    """The answer in a few lines; every comparison carries its interval or says tie. With a `baseline` (one
+    override naming the sweep's reference job, e.g. debug=none) each job is also stated against that job."""
     ok = df[df["status"] == "ok"].dropna(subset=["real_tok_s"])
     if ok.empty:
         return ["no job finished: nothing to recommend"]
@@ -209,6 +210,8 @@ def recommend(df: pd.DataFrame) -> list[str]:
         name = _label if not group.duplicated(["batch", "grad_accum"]).any() else (lambda r: r["job"])
         versus = "; ".join(comparison(first, o).text(name(first), name(o)) for _, o in group.iloc[1:].iterrows())
         lines.append(f"for effective batch {eff}: {versus}")
+    if baseline:
+        lines.append(_against(ok, baseline))
     flagged = df[(df["status"] == "ok") & (df["flags"].fillna("") != "")] if "flags" in df else df.iloc[:0]
     for _, r in flagged.iterrows():
         lines.append(f"flagged {r['job']}: {r['flags']}")
@@ -216,6 +219,15 @@ def recommend(df: pd.DataFrame) -> list[str]:
     if not failed.empty:
         lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
     return lines
+
+
+def _against(ok: pd.DataFrame, baseline: str) -> str:
+    """'against debug=none: ...', every other finished job compared with the one the baseline override names."""
+    base = [r for _, r in ok.iterrows() if baseline in (part.strip() for part in str(r["job"]).split(","))]
+    if not base:
+        return f"against {baseline}: no finished job has that override"
+    others = [r for _, r in ok.iterrows() if r["job"] != base[0]["job"]]
+    return f"against {baseline}: " + "; ".join(comparison(r, base[0]).text(r["job"], baseline) for r in others)
 
 
 def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
@@ -242,15 +254,17 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
             + "".join(f"- {line}\n" for line in lines) + "\n" + legend + header + body)
 
 
-def write(sweep_dir: Path, cfg=None) -> str:
+def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
     """summary.csv, summary.md and plots in the sweep directory, or beside a JSONL file of its reports (and
-    a W&B summary run when the sweep's config logs to W&B); returns the markdown."""
+    a W&B summary run when the sweep's config logs to W&B); returns the markdown. The baseline job is the
+    jobs' `baseline` key unless given."""
     reports = load_reports(sweep_dir)
     sweep_dir = Path(sweep_dir).parent if Path(sweep_dir).is_file() else Path(sweep_dir)
     df = table(reports)
     if df.empty:
         return f"no job reports under {sweep_dir}"
-    lines = recommend(df)
+    baseline = baseline or next((d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")), None)
+    lines = recommend(df, baseline)
     atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
     md = _markdown(df, lines, sweep_dir)
     atomic_write(sweep_dir / "summary.md", md)

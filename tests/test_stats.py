@@ -5,7 +5,7 @@ from statistics import fmean, stdev
 
 import pytest
 
-from src.stats import MIN_EFFECT, Interval, batch_means, compare, of_samples, t_quantile
+from src.stats import MIN_EFFECT, Interval, batch_means, compare, of_repeats, of_samples, t_quantile
 
 
 def steps(mean: float, noise: float, n: int, rho: float = 0.8, seed: int = 0) -> list[float]:
@@ -95,6 +95,24 @@ def test_repeats_give_an_interval_from_their_spread():
     ci = of_samples([100.0, 104.0, 96.0])
     assert ci.mean == 100 and ci.batches == 3 and ci.low < 96 and ci.high > 104
     assert of_samples([100.0]) is None
+
+
+def test_two_repeats_give_a_positive_interval_and_a_clear_gap_is_still_called():
+    """Per-step empty_cache on an H200 (bs 8, host-bound): none ran 6,197, 6,275 and 7,070 real tokens/s in three
+    interleaved rounds, empty_cache 4,163 and 4,550 in two (the call ended). Every empty_cache run below every
+    clean one: a 1.5x loss, not a tie, and no interval below zero."""
+    none, empty = of_repeats([6197.0, 6275.0, 7070.0]), of_repeats([4163.0, 4550.0])
+    assert 0 < empty.low < 4163 and empty.high > 4550 and empty.mean == pytest.approx(4356.5)
+    c = compare(none, empty, none.mean, empty.mean)
+    assert not c.tie and 1.1 < c.low < 1.5 < c.high < 2.0, c
+    assert of_repeats([5000.0, 5000.0]).low == pytest.approx(5000.0) and of_repeats([1.0]) is None
+
+
+def test_welch_degrees_of_freedom_never_fall_below_the_smaller_side():
+    narrow, wide = Interval(100.0, 99.0, 101.0, 10), Interval(100.0, 60.0, 140.0, 2)
+    c = compare(narrow, wide, 100.0, 100.0)
+    se = math.hypot(narrow.rel_se, wide.rel_se)
+    assert c.high == pytest.approx(math.exp(t_quantile(1) * se))  # the wide side dominates: its 1 dof holds
 
 
 def test_a_win_whose_interval_spans_more_than_2x_claims_only_its_lower_end():

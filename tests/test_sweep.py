@@ -124,6 +124,27 @@ def test_a_job_without_an_interval_never_wins_a_comparison():
     assert lines[1].startswith("not told apart from it (no interval") and not any(x.startswith("tied") for x in lines)
 
 
+def test_a_baseline_states_each_job_against_it_and_repeats_never_reach_below_zero(tmp_path):
+    """An ablation (experiment=loop_overheads: baseline: debug=none) is read against its clean job, not against
+    whichever habit ran fastest. Repeats from an H200 run (two or three per habit)."""
+    def rep(habit, rate, repeat):
+        r = _report(f"{habit}-{repeat}", 8, 1, rate)
+        r["overrides"] = [f"debug={habit}", f"repeat={repeat}"]
+        r["config"]["baseline"] = "debug=none"
+        return r
+
+    runs = {"none": [6197, 6275, 7070], "empty_cache": [4163, 4550], "cudnn_deterministic": [7119, 6002]}
+    reports = [rep(h, x, i) for h, xs in runs.items() for i, x in enumerate(xs)]
+    (tmp_path / "reports.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reports))
+    summary.write(tmp_path / "reports.jsonl")
+    md = (tmp_path / "summary.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("- against debug=none: "))
+    assert "debug=none beats debug=empty_cache by 1.50x (1.1" in line
+    assert "debug=cudnn_deterministic and debug=none tie" in line
+    assert (pd.read_csv(tmp_path / "summary.csv")["real_tok_s_low"] > 0).all()
+    assert summary._against(summary.table(reports), "debug=all_bad") == "against debug=all_bad: no finished job has that override"
+
+
 def test_plan_of_the_batch_search():
     assert plan([1, 2, 4, 8], None) == [(1, 1), (2, 1), (4, 1), (8, 1)]
     assert plan([1, 2, 4, 8, 16, 32, 64], 16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
