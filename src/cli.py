@@ -69,7 +69,8 @@ def rewrite(args: list[str]) -> list[str]:
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
     - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
       dict of pass-through TrainingArguments fields; src/train.py checks the names);
-    - `batch=12` -> `batch.size=12` where conf/batch has no 12.yaml."""
+    - `batch=12` -> `batch.size=12` where conf/batch has no 12.yaml;
+    - `baseline=debug=none` -> `baseline='debug=none'` (an override as the value: Hydra's grammar needs quotes)."""
     out = []
     for arg in args:
         key, eq, value = arg.partition("=")
@@ -87,6 +88,8 @@ def rewrite(args: list[str]) -> list[str]:
         elif key == "batch" and all(v.isdigit() for v in value.split(",")) and \
                 not all(os.path.isfile(os.path.join(CONF_DIR, "batch", f"{v}.yaml")) for v in value.split(",")):
             arg = f"batch.size={value}"  # any micro-batch, not only the sizes with a YAML (each is size N, grad_accum 1)
+        elif key == "baseline" and "=" in value and value[:1] not in "'\"":
+            arg = f"baseline='{value}'"
         out.append(arg)
     return out
 

@@ -330,6 +330,14 @@ def test_the_names_hugging_face_users_type_reach_trainsweeps_keys():
     assert (cfg.trainer.lr, cfg.batch.size, cfg.batch.grad_accum, cfg.trainer.max_steps) == (3e-4, 16, 4, 9)
 
 
+def test_a_baseline_is_typed_as_the_override_it_names_and_changes_no_job():
+    from src.report_files import config_hash
+
+    assert compose("baseline=debug=none").baseline == compose("baseline='debug=none'").baseline == "debug=none"
+    assert compose("experiment=loop_overheads").baseline == "debug=none"
+    assert config_hash(compose("baseline=debug=none")) == config_hash(compose())  # a summary choice: nothing reruns
+
+
 def test_any_trainingarguments_field_passes_through_trainer_args(tmp_path):
     from src import env, train
 

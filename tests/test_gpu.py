@@ -128,18 +128,20 @@ def test_every_lever_trains_each_task_at_real_width(tmp_path, lever, task):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
-def test_qlora_memory_prediction_holds_for_a_layernorm_model(tmp_path):
+@pytest.mark.parametrize("model, within", [("polyglot-ko-12.8b", 0.05), ("llama3.2-3b", 0.02)])
+def test_qlora_memory_prediction_holds_at_16_layers(tmp_path, model, within):
     """Polyglot's GPT-NeoX layers under QLoRA: the first layer's backward costs most, so the 1- and 2-layer copies
     peak alike while every later layer keeps an fp32 hidden state (its LayerNorms run fp32 under autocast and
     bitsandbytes' 4-bit layers hand on their input's dtype). Predicted from the peak's line alone, 16 layers came
-    out 16% low on an H200 (measured 5.78 GB, predicted 4.87) and 40 layers 26%."""
-    proc = cli("model=polyglot-ko-12.8b", "model.arch.num_hidden_layers=16", "peft=qlora", "precision=bf16",
+    out 16% low on an H200 (measured 5.78 GB, predicted 4.87) and 40 layers 26%. Llama (RMSNorm, every layer
+    alike) was within 0.4% at full depth before the second line: it must stay there."""
+    proc = cli(f"model={model}", "model.arch.num_hidden_layers=16", "peft=qlora", "precision=bf16",
                "peft.compute_dtype=bfloat16", "trainer.gradient_checkpointing=true", "batch=16", "logger=none",
                *GPU_QUICK, f"hydra.run.dir={tmp_path}")
     rep = read_report(tmp_path)
     assert proc.returncode == 0 and rep["status"] == "ok", (rep["error"], proc.stderr[-2000:])
     pred, peak = rep["memory_predicted_gb"]["peak_allocated"], rep["memory_gb"]["peak_allocated"]
-    assert abs(pred / peak - 1) < 0.05, (pred, peak)
+    assert abs(pred / peak - 1) < within, (pred, peak)
 
 
 PROBE_ALLOCATOR = """

@@ -3,7 +3,7 @@
 # compute, checkpointing, a 24 GB memory cap)? (experiments/batch_vs_accum_saturation/README.md) The
 # experiment's own sweep; `bf16` runs the same jobs in bf16 compute without the cap, off the saturated regime.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --qlora: bitsandbytes).
-#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest [MODEL]|claims|long|near_cap]
+#   bash experiments/batch_vs_accum_saturation/gpu.sh [bf16|largest [MODEL]|claims|long|near_cap|depth]
 # `long`: the claims' jobs at ~1,800-token rows, where the memory model puts a 24 GB card's saturation at bs 16:
 # fp32 compute bs 8, bs 16, then bf16 compute bs 8, bs 16 (all under the cap), then fp32 bs 8 x ga 2 (8 steps each:
 # 2 untimed, 3 timed, 3 profiled; trainer.max_steps=14 would give the 9 timed steps an interval needs).
@@ -15,6 +15,8 @@
 # checkpointing under the 24 GB cap, micro-batch doubled until a job saturates or fails (the batch_search
 # sweeper): from 16 at the account-tax rows (~211 tokens), from 4 at ~1,800-token rows. 6 steps a job: memory
 # is the question. Each job's report holds the memory model's prediction beside the measured peak.
+# `depth`: Polyglot-Ko-12.8B QLoRA (bf16 compute, checkpointing, bs 16, ~211-token rows) cut to 1, 2, 4, 8 and
+# 16 layers, 3 steps each: how the measured peak and the memory model's prediction grow with depth.
 # Results: $OUT/<name>_reports.jsonl, summary.{md,csv}, plots, <name>.log.
 set -uo pipefail
 case "${1:-}" in
@@ -24,7 +26,8 @@ case "${1:-}" in
   claims) name=claims ;;
   long) name=saturation_long ;;
   near_cap) name=near_cap ;;
-  *) echo "usage: $0 [bf16|largest [MODEL]|claims|long|near_cap]"; exit 2 ;;
+  depth) name=depth ;;
+  *) echo "usage: $0 [bf16|largest [MODEL]|claims|long|near_cap|depth]"; exit 2 ;;
 esac
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/$name.log REPORTS=$OUT/${name}_reports.jsonl
@@ -53,6 +56,10 @@ elif [ "$name" = near_cap ]; then
   # tests/test_gpu.py shows that takes (so this is a second try of fp32_b16_near_cap, not another allocator)
   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True run fp32_b16_near_cap_expandable batch.size=16 $NEAR
   run fp32_b16_1800 batch.size=16 data.length_mean=1650 data.length_std=100 data.length_max=1800
+elif [ "$name" = depth ]; then
+  COMMON="model=polyglot-ko-12.8b peft=qlora $BF16 trainer.gradient_checkpointing=true batch=16 trainer.max_steps=3
+          measure.warmup_steps=1 logger=none diagnostics.enabled=false"
+  for layers in 1 2 4 8 16; do run "L$layers" model.arch.num_hidden_layers=$layers; done
 elif [ "$name" = largest ]; then
   # memory is the question: a few steps reach the peak; the search stops at the first saturated or failed size
   SWEEP_TIMEOUT=${SWEEP_TIMEOUT_EACH:-250}
