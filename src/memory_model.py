@@ -152,11 +152,11 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
 
 
 def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
-    """Activation bytes (peak, kept, at_last_layer: see _peak_bytes) of one forward and backward of a copy of the model with `layers` decoder layers, built
-    like the run (peft, 4-bit layers included, Liger, checkpointing, regional compile): the allocator's peak on a
-    GPU, the bytes autograd saves on the CPU. The 4-bit layers matter: bitsandbytes' Linear4bit returns its input's
-    dtype, so behind a LayerNorm (fp32 under CUDA autocast) a GPT-NeoX layer runs and hands on fp32, where a bf16
-    LoRA copy stays bf16: Polyglot-Ko-12.8B's activations came out 1.7x such a copy's on an H200."""
+    """Activation bytes (peak, kept and at_last_layer: see _peak_bytes) of one forward and backward of a copy
+    of the model with `layers` decoder layers, built like the run (peft, 4-bit layers included, Liger,
+    checkpointing, regional compile): the allocator's figures on a GPU, the bytes autograd saves on the CPU. The
+    4-bit layers are the run's because bitsandbytes' Linear4bit returns its input's dtype: behind a LayerNorm
+    (fp32 under CUDA autocast) a GPT-NeoX layer hands on fp32, where a bf16 LoRA copy would stay bf16."""
     from . import models, train
 
     small = copy.deepcopy(cfg)
@@ -197,10 +197,10 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
     kept for the layers before it. Two lines through the copies give it at depth:
     - the peak's own line (2-layer minus 1-layer peak per layer), right where every layer's backward costs alike;
     - the last layer's line: its moment at 2 layers plus what the forward keeps per layer. Where the first
-      layer's backward costs more than the others (GPT-NeoX under QLoRA: its bf16 input from the embedding,
-      fp32 after it), the peak sits there in both copies and its line is flat: Polyglot-Ko-12.8B's peak came out
-      flat over 1-4 layers on an H200, then grew by one fp32 hidden state per layer (40 layers: 1.7x the flat
-      line's figure).
+      layer's backward costs more than the others (GPT-NeoX under QLoRA; likely its bf16 input from the
+      embedding, fp32 after it), the peak sits there in both copies and its line is flat: Polyglot-Ko-12.8B's
+      peak came out flat over 1-4 layers on an H200, then grew by one fp32 hidden state per layer (40 layers:
+      2.5x the flat line's activations).
     The larger of the two at the real depth is the prediction."""
     workspace = 0
     if res.device == "cuda":

@@ -263,7 +263,8 @@ def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
     df = table(reports)
     if df.empty:
         return f"no job reports under {sweep_dir}"
-    baseline = baseline or next((d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")), None)
+    given = [d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")]
+    baseline = baseline or (given[0] if given else None)
     lines = recommend(df, baseline)
     atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
     md = _markdown(df, lines, sweep_dir)
