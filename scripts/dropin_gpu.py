@@ -1,7 +1,7 @@
 """A user's plain HF Trainer script on a GPU, with or without trainsweep's two added lines (`attach`): does the
 drop-in measure a real card's step, and what does it cost there? Qwen3-4B width, 4 layers, random weights, bf16,
 sdpa, bs 16, made-up rows of ~211 tokens (account-tax lengths), 60 steps. scripts/gpu_dropin.sh runs it.
-    python3 scripts/dropin_gpu.py OUT_DIR plain|attached   -> one JSON line: Trainer runtime, samples/s, the report's figures
+    python3 scripts/dropin_gpu.py OUT_DIR plain|attached   # one JSON line: Trainer runtime, the report's figures
 """
 import json
 import sys
@@ -26,7 +26,8 @@ class Tok:  # what DataCollatorWithPadding needs of a tokenizer: pad()
 
     def pad(self, features, padding=True, max_length=None, pad_to_multiple_of=None, return_tensors="pt", **kw):
         n = max(len(f["input_ids"]) for f in features)
-        batch = {k: torch.tensor([f[k] + [0] * (n - len(f[k])) for f in features]) for k in ("input_ids", "attention_mask")}
+        batch = {k: torch.tensor([f[k] + [0] * (n - len(f[k])) for f in features])
+                 for k in ("input_ids", "attention_mask")}
         batch["labels"] = torch.tensor([f["label"] for f in features])
         return batch
 
@@ -51,9 +52,10 @@ line = {"mode": mode, "wall_s": round(time.perf_counter() - t0, 2), "gpu": torch
         "train_loss": round(result.training_loss, 4)}
 if mode == "attached":
     rep = json.load(open(f"{out}/trainsweep/report.json"))
-    line |= {"status": rep["status"], "real_tok_s": rep["throughput"]["real_tokens_per_s"],
-             "real_tok_s_95": [rep["throughput"].get("real_tokens_per_s_low"), rep["throughput"].get("real_tokens_per_s_high")],
-             "mfu": rep["throughput"].get("mfu"), "step_s": rep["step_time_s"].get("mean"),
+    th = rep["throughput"]
+    line |= {"status": rep["status"], "real_tok_s": th["real_tokens_per_s"],
+             "real_tok_s_95": [th.get("real_tokens_per_s_low"), th.get("real_tokens_per_s_high")],
+             "mfu": (rep.get("flops") or {}).get("mfu"), "step_s": rep["step_time_s"].get("mean"),
              "timed_steps": rep["step_time_s"]["n"], "loss_initial": rep["loss"]["initial"],
              "bottleneck": rep["verdict"]["bottleneck"],
              "checks": {c["check"]: c["status"] for c in rep["diagnostics"]}}
