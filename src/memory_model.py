@@ -64,20 +64,18 @@ def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
 
 def _last_layer_input(model, watch: bool):
     """Forward pre-hooks on the decoder layers remembering the input of the last one the forward runs (its
-    gradient is computed when that layer's backward ends). The hooks act only while `armed`, the forward: a
-    backward that reran a layer's forward with its hooks would otherwise move the pick. Not on compiled layers
-    (the hooks would run inside the graph)."""
-    from transformers.modeling_layers import GradientCheckpointingLayer
+    gradient is computed when that layer's backward ends); read once the forward has returned. Not on compiled
+    layers (the hooks would run inside the graph)."""
+    from .train import decoder_layers
 
-    state = {"armed": True, "input": None}
+    state = {"input": None}
 
     def remember(module, args, kwargs):
         x = kwargs.get("hidden_states", args[0] if args else None)
-        if state["armed"] and isinstance(x, torch.Tensor) and x.requires_grad:
+        if isinstance(x, torch.Tensor) and x.requires_grad:
             state["input"] = x
 
-    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)] if watch else []
-    handles = [m.register_forward_pre_hook(remember, with_kwargs=True) for m in layers]
+    handles = [m.register_forward_pre_hook(remember, with_kwargs=True) for m in decoder_layers(model)] if watch else []
     return state, handles
 
 
@@ -107,7 +105,6 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
         before = torch.cuda.memory_allocated()
         with _autocast(amp, device):
             loss = model(**batch).loss
-        state["armed"] = False
         kept = torch.cuda.memory_allocated() - before
         if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
             state["input"].register_hook(_reading(at_last, torch.cuda.max_memory_allocated))

@@ -126,13 +126,19 @@ def liger_kernels(task: str) -> dict | None:
     return {"rope": True, "rms_norm": True, "swiglu": True, "cross_entropy": False, "fused_linear_cross_entropy": False}
 
 
+def decoder_layers(model: torch.nn.Module) -> list:
+    """The model's decoder (and encoder) layers in forward order: transformers marks them as the modules
+    gradient checkpointing wraps."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+
+
 def compile_regions(model: torch.nn.Module, tr) -> int:
     """Regional compilation (torchtune's and accelerate's): every decoder layer compiled in place. The layers
     share their code, so the first one's graph serves all the others: the cold start is one layer's compile,
     and the rest of the model (embeddings, head, loss) runs eagerly. Returns the number of compiled layers."""
-    from transformers.modeling_layers import GradientCheckpointingLayer
-
-    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    layers = decoder_layers(model)
     if not layers:
         raise ConfigError("trainer.compile_scope", "regional", f"no decoder layers found in {type(model).__name__}: use compile_scope=model")
     for layer in layers:
@@ -178,10 +184,7 @@ class PartialCheckpointing(TrainerCallback):
         self.every = every
 
     def on_train_begin(self, args, state, control, model=None, **kw):
-        from transformers.modeling_layers import GradientCheckpointingLayer
-
-        layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
-        for i, layer in enumerate(layers):
+        for i, layer in enumerate(decoder_layers(model)):
             layer.gradient_checkpointing = layer.gradient_checkpointing and i % self.every == 0
 
 

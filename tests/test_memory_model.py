@@ -60,7 +60,6 @@ def test_the_gpu_probe_finds_the_last_layers_input(checkpointing):
                                          with_kwargs=True)
     state, handles = memory_model._last_layer_input(model, watch=True)
     loss = model(**batch).loss
-    state["armed"] = False
     assert state["input"] is inputs[0]
     fired, readings = {}, iter(range(7, 100))
     state["input"].register_hook(memory_model._reading(fired, lambda: next(readings)))  # _peak_bytes' own hook
