@@ -5,6 +5,7 @@ the throughput heatmap and peak memory against batch. Every title names the mode
 `figures` builds them (tests inspect the Figure objects); `plots` and `loss_curves` write the PNGs."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -111,23 +112,28 @@ def heatmap_figure(df: pd.DataFrame, where: str):
 
 
 def memory_figure(df: pd.DataFrame, where: str):
-    """Peak memory against micro-batch, one line per grad_accum, the card's capacity and the memory model's
-    prediction beside what was allocated; a CPU sweep shows the process's peak RSS."""
+    """Peak memory against micro-batch, one line per series (the jobs that differ only in micro-batch: two models
+    or row lengths are never joined), the card's capacity and the memory model's prediction beside what was
+    allocated, for jobs that ran out of memory too; a CPU sweep shows the process's peak RSS."""
     col = "peak_reserved_gb" if _column(df, "peak_reserved_gb").notna().any() else "peak_rss_gb"
     mem, saturated = _column(df, col), _column(df, "saturated", text=True)
-    fig, ax = _figure(6, 4)
-    for ga in _values(df["grad_accum"]):
-        sub = df[(df["grad_accum"] == ga) & mem.notna()].sort_values("batch")
-        ax.plot(sub["batch"], mem[sub.index], marker="o", label=f"{col.split('_')[1]}, grad_accum {_n(ga)}")
-        sat = sub[saturated[sub.index] == True]  # noqa: E712 (None: unknown)
-        ax.scatter(sat["batch"], mem[sat.index], marker="x", s=90, color="red", zorder=3)
     measured, predicted = _column(df, "peak_alloc_gb"), _column(df, "predicted_alloc_gb")
-    both = df[measured.notna() & predicted.notna()].sort_values("batch")
-    if not both.empty:  # the memory model's prediction (allocated, before step 1) against what was allocated
-        ax.plot(both["batch"], measured[both.index], marker=".", color="black", linewidth=0.8,
-                label="allocated, measured")
-        ax.plot(both["batch"], predicted[both.index], linestyle=":", marker="+", color="gray",
-                label="allocated, predicted")
+    fig, ax = _figure(8.5, 4.2)
+    shown = df[(mem.notna() | predicted.notna()) & df["batch"].notna()]
+    for i, (name, sub) in enumerate(_series(shown)):
+        sub, colour = sub.sort_values("batch"), f"C{i % 10}"
+        held = sub[mem[sub.index].notna()]
+        ax.plot(held["batch"], mem[held.index], marker="o", color=colour, label=textwrap.fill(f"{col.split('_')[1]}, {name}", 44))
+        sat = held[saturated[held.index] == True]  # noqa: E712 (None: unknown)
+        ax.scatter(sat["batch"], mem[sat.index], marker="x", s=90, color="red", zorder=3)
+        ran = sub[measured[sub.index].notna()]
+        ax.plot(ran["batch"], measured[ran.index], marker=".", color=colour, linewidth=0.8)
+        guessed = sub[predicted[sub.index].notna()]
+        ax.plot(guessed["batch"], predicted[guessed.index], linestyle=":", marker="+", color=colour)
+    if measured.notna().any():  # style keys: the series' colours say which jobs, these say which number
+        ax.plot([], [], marker=".", color="black", linewidth=0.8, label="allocated, measured")
+    if predicted.notna().any():
+        ax.plot([], [], linestyle=":", marker="+", color="black", label="allocated, predicted before step 1")
     capacity = _column(df, "capacity_gb").dropna()
     if not capacity.empty:
         ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
@@ -136,7 +142,7 @@ def memory_figure(df: pd.DataFrame, where: str):
     _batch_axis(ax, df["batch"])
     ax.set_ylabel("peak memory (GB)")
     ax.set_title(f"peak memory (x: saturated, v: out of memory)\n{where}", fontsize=9)
-    _legend(ax)
+    _legend(ax, outside=True)
     return fig
 
 
@@ -280,6 +286,17 @@ def _percent():
     from matplotlib.ticker import PercentFormatter
 
     return PercentFormatter(1.0)
+
+
+def _series(df: pd.DataFrame):
+    """(name, rows) per group of jobs that differ only in micro-batch size: a job's overrides less batch.size,
+    or "grad_accum N" where nothing else varies."""
+    def name(row) -> str:
+        rest = [p for p in str(row["job"]).split(", ") if "=" in p and p.split("=")[0] not in ("batch", "batch.size")]
+        return ", ".join(rest) or f"grad_accum {_n(row['grad_accum'])}"
+    names = df.apply(name, axis=1) if not df.empty else pd.Series(dtype=str)
+    groups = [(n, df[names == n]) for n in dict.fromkeys(names)]
+    return sorted(groups, key=lambda g: (g[1]["grad_accum"].min(), g[0]))  # grad_accum 1, 2, 4, not 1, 16, 2
 
 
 def _label(row) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -129,10 +130,21 @@ def combine_repeats(df: pd.DataFrame) -> pd.DataFrame:
                    real_tok_s_low=ci.low if ci else None, real_tok_s_high=ci.high if ci else None,
                    ci_batches=ci.batches if ci else None,
                    status="ok" if not ok.empty else group["status"].iloc[0],
-                   flags="; ".join(dict.fromkeys(f for fl in group["flags"] if fl for f in fl.split("; ")
-                                                 if not (ci and f.startswith("no interval")))))
+                   flags=_repeat_flags(group["flags"], has_interval=ci is not None))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _repeat_flags(flags: pd.Series, has_interval: bool) -> str:
+    """One flag of each kind over a job's repeats, the first repeat's wording with how many repeats raised it
+    (each repeat words its own numbers: 'GPU busy 42%', 'GPU busy 54%'). A repeat's own interval flags say
+    nothing once the repeats' spread gives the interval."""
+    kinds: dict[str, list[str]] = {}
+    for f in (f for fl in flags if fl for f in fl.split("; ")):
+        if not (has_interval and f.startswith(("no interval", "wide interval"))):
+            kinds.setdefault(re.split(r"[(:]", f)[0].strip(), []).append(f)
+    n = len(flags)
+    return "; ".join(found[0] + (f" ({len(found)} of {n} repeats)" if n > 1 else "") for found in kinds.values())
 
 
 def interval(row) -> stats.Interval | None:

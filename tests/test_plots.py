@@ -170,5 +170,31 @@ def test_plots_survive_odd_tables(case, tmp_path):
         assert not [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     if case == "cpu sweep":
         ax = plots.figures(df)["memory_vs_batch"].axes[0]
-        assert ax.get_legend_handles_labels()[1][0] == "rss, grad_accum 1"
+        assert ax.get_legend_handles_labels()[1][0] == "rss, batch.grad_accum=1"
         assert "on cpu" in ax.get_title()
+
+
+def test_memory_has_one_line_per_model_and_predictions_for_jobs_that_ran_out_of_memory():
+    """A largest-batch search over two models: each model's jobs are one line (a line joining two models' peaks
+    zigzagged and read as memory falling with batch size), and a job that ran out of memory still shows the
+    prediction that said it would not fit."""
+    reports = []
+    for model, base in (("small", 8.0), ("large", 11.0)):
+        for size, status in ((16, "ok"), (32, "ok"), (64, "oom")):
+            r = _report(size, 1, 1000 if status == "ok" else None, status=status, model=model,
+                        memory={"peak_reserved": base + size / 8, "peak_allocated": base - 1 + size / 8, "capacity": 24.0}
+                        if status == "ok" else {"capacity": 24.0})
+            r["overrides"] = [f"model={model}", f"batch.size={size}"]
+            r["job"] = f"{model}_bs{size}"
+            r["memory_predicted_gb"] = {"peak_allocated": base - 1.1 + size / 8 + (16 if status == "oom" else 0)}
+            reports.append(r)
+    ax = plots.figures(summary.table(reports))["memory_vs_batch"].axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert [l for l in labels if l.startswith("peak")] == [] and "reserved, model=small" in labels
+    assert "reserved, model=large" in labels
+    lines = {l.get_label(): l for l in ax.get_lines()}
+    small = lines["reserved, model=small"]
+    assert list(small.get_xdata()) == [16, 32] and list(small.get_ydata()) == [10.0, 12.0]  # rises: never joined
+    predicted = [l for l in ax.get_lines() if l.get_linestyle() == ":" and len(l.get_xdata())]
+    assert len(predicted) == 2 and all(list(l.get_xdata()) == [16, 32, 64] for l in predicted)
+    assert max(max(l.get_ydata()) for l in predicted) > 24  # the OOM job's prediction, over the capacity

@@ -251,3 +251,20 @@ def test_a_job_with_many_overrides_gets_a_short_unique_stable_dir_name():
     assert names[0].startswith("batch.grad_accum=1,batch.size=4,data.length_max=2048")
     assert job_dirname(f"batch.grad_accum=1,batch.size=4,{common}") == names[0]  # a rerun finds the finished job
     assert job_dirname("batch.size=4,model=tiny") == "batch.size=4,model=tiny" and job_dirname("") == "defaults"
+
+
+def test_repeats_name_each_kind_of_flag_once_with_how_many_repeats_raised_it():
+    """Three repeats each flagged host-bound in their own words ('GPU busy 42%', '54%'): one flag with the count,
+    and a repeat's own 'wide interval' is dropped once the repeats' spread gives the interval."""
+    reports = []
+    for i, (rate, busy) in enumerate(((6000, 42), (6400, 54), (6200, 47))):
+        r = _report(f"none-{i}", 8, 1, rate)
+        r["overrides"] = ["debug=none", f"repeat={i}"]
+        r["flags"] = {"reasons": [f"host-bound (GPU busy {busy}%): such a step moved up to 20%"]
+                      + (["wide interval: +-13% of the mean (over 10%)"] if i == 0 else [])
+                      + (["1 new batch shapes inside the timed window"] if i == 2 else [])}
+        reports.append(r)
+    row = summary.table(reports).iloc[0]
+    assert row["repeat"] == "3 of 3"
+    assert row["flags"] == ("host-bound (GPU busy 42%): such a step moved up to 20% (3 of 3 repeats); "
+                            "1 new batch shapes inside the timed window (1 of 3 repeats)")
