@@ -7,8 +7,10 @@ measure, report.
 """
 from __future__ import annotations
 
+import faulthandler
 import glob
 import logging
+import signal
 import sys
 import time
 import traceback
@@ -196,6 +198,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
 def cli() -> None:
     """The command line: `python -m src.run ...` in a checkout, `trainsweep ...` installed."""
     sys.argv = hydra_argv(sys.argv)
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID`: a hung run (a rank stuck in a collective) prints where it is
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     if not distributed.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
         sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
     try:

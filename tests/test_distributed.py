@@ -99,3 +99,22 @@ def test_slurm_jobs_get_their_gpus_and_tasks_from_the_distributed_group():
         cfg = hydra_compose("config", overrides=["hydra/launcher=slurm", "distributed=fsdp",
                                                  "distributed.nproc_per_job=4"], return_hydra_config=True)
     assert cfg.hydra.launcher.gpus_per_node == 4 and cfg.hydra.launcher.tasks_per_node == 4
+
+
+def test_usr1_prints_where_a_running_job_is_and_the_job_goes_on(tmp_path):
+    """A rank stuck in a collective shows no error, only silence (an FSDP run on two H200s trained, then printed
+    nothing for 5 minutes): `kill -USR1 PID` makes a run print every thread's stack, and it keeps going."""
+    import signal
+
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "src.run", *QUICK, f"hydra.run.dir={run_dir}"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not (run_dir / "config.yaml").exists():  # the run writes it once the handler is in place
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()[1][-3000:]
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGUSR1)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert "Current thread" in err and "most recent call first" in err
+    assert read_report(run_dir)["status"] == "ok"

@@ -4,7 +4,8 @@
 # 1. one GPU vs two (torchrun DDP) at the best single-GPU config of experiments/batch_vs_accum
 #    (Qwen3-4B shape, LoRA classification, bs 16);
 # 2. a full fine-tune of the Qwen3-4B shape with fp32 weights and AdamW states (4.02B x 16 bytes = 64 GB
-#    before activations: more than one 80 GB card holds at this batch), on one GPU, then FSDP over both.
+#    before activations: an 80 GB card holds it at bs 4, 60 GB allocated on an H200), on one GPU, then FSDP over
+#    both without the final save, then with it (a watchdog prints the ranks' stacks if it hangs, as it did once).
 # Device: two GPUs of one host (nvidia-h100-x2 or nvidia-h200-x2). Carry .whl (scripts/gpu_wheels.sh).
 #   bash experiments/scaling/gpu.sh
 # Results: $OUT/scaling_reports.jsonl (one line per run) and $OUT/scaling.log.
@@ -17,7 +18,14 @@ ONE="env CUDA_VISIBLE_DEVICES=0 python3" TWO="torchrun --nproc_per_node=2"
 LAUNCH=$ONE run one_gpu $LORA
 LAUNCH=$TWO run two_gpu_ddp $LORA
 LAUNCH=$ONE run one_gpu_full_ft_fp32 $FULL_FT
-LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32 distributed=fsdp $FULL_FT
+LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32 distributed=fsdp $FULL_FT trainer.save_final=false
+# The same with the final save (trainer.save_final=true, the default): on two H200s this run trained its 20 steps
+# and then printed nothing for 5 minutes. If it is not done in 150 s each rank prints its stacks (src/run.py
+# answers SIGUSR1 with them) and the job is stopped 30 s later: the log then says where it hung.
+( sleep 150; pkill -USR1 -P "$(pgrep -d, -f 'torchrun --nproc_per_node')"; sleep 30; pkill -f 'torchrun --nproc_per_node' ) &
+watchdog=$!
+LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32_saved distributed=fsdp $FULL_FT
+kill $watchdog 2>/dev/null
 [ -f "$REPORTS" ] && python3 - "$REPORTS" <<'PY'
 import json, sys
 rows = {r["label"]: r for r in map(json.loads, open(sys.argv[1]))}
