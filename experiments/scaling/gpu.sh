@@ -22,7 +22,7 @@ LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32 distributed=fsdp $FULL_FT trainer.save
 # The same with the final save (trainer.save_final=true, the default): on two H200s this run trained its 20 steps
 # and then printed nothing for 5 minutes. If it is not done in 150 s each rank prints its stacks (src/run.py
 # answers SIGUSR1 with them) and the job is stopped 30 s later: the log then says where it hung.
-( sleep 150; pkill -USR1 -P "$(pgrep -d, -f 'torchrun --nproc_per_node')"; sleep 30; pkill -f 'torchrun --nproc_per_node' ) &
+( sleep 150; pkill -USR1 -f -- '-u -m src.run'; sleep 30; pkill -f -- '-u -m src.run' ) &
 watchdog=$!
 LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32_saved distributed=fsdp $FULL_FT
 kill $watchdog 2>/dev/null
