@@ -20,11 +20,15 @@ LAUNCH=$TWO run two_gpu_ddp $LORA
 LAUNCH=$ONE run one_gpu_full_ft_fp32 $FULL_FT
 LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32 distributed=fsdp $FULL_FT trainer.save_final=false
 # The same with the final save (trainer.save_final=true, the default): on two H200s this run trained its 20 steps
-# and then printed nothing for 5 minutes. If it is not done in 150 s each rank prints its stacks (src/run.py
-# answers SIGUSR1 with them) and the job is stopped 30 s later: the log then says where it hung.
-( sleep 150; pkill -USR1 -f -- '-u -m src.run'; sleep 30; pkill -f -- '-u -m src.run' ) &
+# and then printed nothing for 5 minutes; a second call's stack dump found a rank inside the save's full-state-dict
+# gather (results/h200x2/fsdp_saved_stacks.log), the other rank's lost among its DataLoader workers' dumps. So here
+# each rank logs to its own file (torchrun --log-dir), and if the job is not done in 150 s the watchdog sends
+# SIGUSR1 (src/run.py answers with every thread's stack) to the ranks alone: torchrun's children, not their
+# DataLoader workers (forked with the same command line) nor torchrun (USR1 would end it). 30 s later it stops them.
+ranks() { for p in $(pgrep -f -- '-u -m src.run'); do grep -qa torchrun "/proc/$(ps -o ppid= -p "$p" | tr -d ' ')/cmdline" && echo "$p"; done; }
+( sleep 150; kill -USR1 $(ranks); sleep 30; kill $(ranks) ) 2>/dev/null &
 watchdog=$!
-LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32_saved distributed=fsdp $FULL_FT
+LAUNCH="$TWO --log-dir $OUT/fsdp_saved_ranks --redirects 3" run two_gpu_fsdp_full_ft_fp32_saved distributed=fsdp $FULL_FT
 kill $watchdog 2>/dev/null
 [ -f "$REPORTS" ] && python3 - "$REPORTS" <<'PY'
 import json, sys
