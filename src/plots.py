@@ -123,7 +123,8 @@ def memory_figure(df: pd.DataFrame, where: str):
     for i, (name, sub) in enumerate(_series(shown)):
         sub, colour = sub.sort_values("batch"), f"C{i % 10}"
         held = sub[mem[sub.index].notna()]
-        ax.plot(held["batch"], mem[held.index], marker="o", color=colour, label=textwrap.fill(f"{col.split('_')[1]}, {name}", 44))
+        label = textwrap.fill(f"{col.split('_')[1]}, {name}", 44)  # a model's overrides can run long
+        ax.plot(held["batch"], mem[held.index], marker="o", color=colour, label=label)
         sat = held[saturated[held.index] == True]  # noqa: E712 (None: unknown)
         ax.scatter(sat["batch"], mem[sat.index], marker="x", s=90, color="red", zorder=3)
         ran = sub[measured[sub.index].notna()]

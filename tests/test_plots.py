@@ -182,8 +182,8 @@ def test_memory_has_one_line_per_model_and_predictions_for_jobs_that_ran_out_of_
     for model, base in (("small", 8.0), ("large", 11.0)):
         for size, status in ((16, "ok"), (32, "ok"), (64, "oom")):
             r = _report(size, 1, 1000 if status == "ok" else None, status=status, model=model,
-                        memory={"peak_reserved": base + size / 8, "peak_allocated": base - 1 + size / 8, "capacity": 24.0}
-                        if status == "ok" else {"capacity": 24.0})
+                        memory={"peak_reserved": base + size / 8, "peak_allocated": base - 1 + size / 8,
+                                "capacity": 24.0} if status == "ok" else {"capacity": 24.0})
             r["overrides"] = [f"model={model}", f"batch.size={size}"]
             r["job"] = f"{model}_bs{size}"
             r["memory_predicted_gb"] = {"peak_allocated": base - 1.1 + size / 8 + (16 if status == "oom" else 0)}
