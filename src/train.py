@@ -110,6 +110,12 @@ def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
     from . import distributed
 
     trainer.save_model(str(final))
+    # Under FSDP the save all-gathers the full weights onto rank 0, which copies each to the CPU (the host waits);
+    # the other ranks only queue their side of each gather on the GPU and return. On two H200s rank 0 then waited
+    # in that gather for minutes while rank 1's process was gone (no stack from it or its workers): a rank that
+    # exits takes the gathers still queued with it. So every rank waits here until rank 0 has the whole state
+    # dict (a barrier blocks the host; a no-op in one process).
+    trainer.accelerator.wait_for_everyone()
     if not distributed.is_main():
         return None
     if tokenizer is not None:  # synthetic data is token ids: no tokenizer to keep

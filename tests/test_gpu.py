@@ -83,6 +83,9 @@ def test_torchrun_on_two_gpus(tmp_path, strategy, peft):
     assert rep["status"] == "ok" and rep["resolved"]["distributed"] == strategy and rep["env"]["world_size"] == 2
     assert len(rep["distributed"]["memory_per_rank"]) == 2
     assert rep["memory_gb"]["peak_allocated"] == max(m["peak_allocated"] for m in rep["distributed"]["memory_per_rank"])
+    # the final save: under FSDP the full weights gathered onto rank 0 (a rank leaving early hung it on two H200s)
+    assert rep["saved"]["kind"] == ("model" if peft == "none" else "adapter")
+    assert any((tmp_path / "final").glob("*.safetensors"))
 
 
 LEVERS = {  # each speed lever on its own, on a 4-layer model of Qwen3-4B's width (compile and build take seconds)

@@ -223,3 +223,19 @@ def test_the_cpu_size_guard_passes_a_shrunk_model_the_override_and_a_gpu():
     check("model.arch.num_hidden_layers=2")
     check("model.allow_large_on_cpu=true")
     check(device="cuda")
+
+
+def test_every_rank_waits_at_the_final_save_until_rank_0_has_the_weights(tmp_path, monkeypatch):
+    """Under FSDP rank 0 gathers the full weights while the other ranks only queue their side of each gather: on
+    two H200s rank 0 waited in that gather while rank 1 had exited. After trainer.save_model every rank must wait
+    at a barrier before it returns."""
+    from accelerate import Accelerator
+    from transformers import Trainer
+
+    calls = []
+    save = Trainer.save_model
+    monkeypatch.setattr(Trainer, "save_model", lambda self, path: (calls.append("save_model"), save(self, path)))
+    monkeypatch.setattr(Accelerator, "wait_for_everyone", lambda self: calls.append("wait_for_everyone"))
+    rep = run(compose(*QUICK), tmp_path)
+    assert rep["status"] == "ok" and rep["saved"]["kind"] == "adapter"
+    assert calls[calls.index("save_model"):] == ["save_model", "wait_for_everyone"]

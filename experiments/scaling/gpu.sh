@@ -20,8 +20,8 @@ LAUNCH=$TWO run two_gpu_ddp $LORA
 LAUNCH=$ONE run one_gpu_full_ft_fp32 $FULL_FT
 LAUNCH=$TWO run two_gpu_fsdp_full_ft_fp32 distributed=fsdp $FULL_FT trainer.save_final=false
 # The same with the final save (trainer.save_final=true, the default): on two H200s this run trained its 20 steps
-# and then printed nothing for 5 minutes; a second call's stack dump found a rank inside the save's full-state-dict
-# gather (results/h200x2/fsdp_saved_stacks.log), the other rank's lost among its DataLoader workers' dumps. So here
+# and then printed nothing for 5 minutes; a second call's stack dump found rank 0 inside the save's full-state-dict
+# gather and rank 1 gone (results/h200x2/fsdp_saved_stacks.log). save_final now ends in a barrier. So here
 # each rank logs to its own file (torchrun --log-dir), and if the job is not done in 150 s the watchdog sends
 # SIGUSR1 (src/run.py answers with every thread's stack) to the ranks alone: torchrun's children, not their
 # DataLoader workers (forked with the same command line) nor torchrun (USR1 would end it). 30 s later it stops them.
