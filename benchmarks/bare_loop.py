@@ -12,9 +12,12 @@ from pathlib import Path
 
 import torch
 
-from src import data, env, models, train
-from src.config import compose
-from src.trainer_hooks import TrainerHooks
+from src.data import collate, prepare
+from src.machine import env
+from src.model import build as models
+from src.train import trainer as train
+from src.config.compose import compose
+from src.measure.hooks import TrainerHooks
 
 
 class BareLoop:
@@ -28,11 +31,11 @@ class BareLoop:
         env.set_allocator(cfg.env.alloc_conf)
         env.apply(cfg)
         conf = models.hf_config(cfg)
-        train_ds, _, _ = data.build_datasets(cfg, conf)
+        train_ds, _, _ = prepare.rows(cfg, conf)
         self.model = models.build_model(cfg, res, conf)
         trainer = train.trainer_class(cfg.task.name)(
             model=self.model, args=train.training_args(cfg, res, Path("/tmp/bare_loop")), train_dataset=train_ds,
-            data_collator=data.collator_for(cfg, conf))
+            data_collator=collate.collator_for(cfg, conf))
         self.ga, self.steps, self.warm = cfg.batch.grad_accum, cfg.trainer.max_steps, cfg.measure.warmup_steps
         it = iter(trainer.get_train_dataloader())
         self.batches = [[{k: v.to(res.device) for k, v in next(it).items()} for _ in range(self.ga)]

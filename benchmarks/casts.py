@@ -12,8 +12,9 @@ out-ran LoRA with fp32 adapters on an H100 (9,320 vs 8,428 real tok/s at bs 32, 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from src import env, models
-from src.config import compose
+from src.machine import env
+from src.model import build as models
+from src.config.compose import compose
 
 
 class CountCasts(TorchDispatchMode):

@@ -12,8 +12,10 @@ import sys
 import torch
 from omegaconf import OmegaConf
 
-from src import data, env, memory_model, models
-from src.config import compose
+from src.data import collate
+from src.machine import env
+from src.model import build as models, memory_model
+from src.config.compose import compose
 
 
 def full_model_on_meta(cfg, res, conf):
@@ -34,7 +36,7 @@ def main(path: str) -> None:
         res.weights_dtype = getattr(torch, rep["resolved"]["weights_dtype"])
         res.amp, res.attention = rep["resolved"]["amp"], rep["resolved"]["attention"]
         conf = models.hf_config(cfg)
-        collator = data.collator_for(cfg, conf, rep["data"]["lengths"])
+        collator = collate.collator_for(cfg, conf, rep["data"]["lengths"])
         batch = memory_model.widest_batch(cfg, conf, collator, rep["data"]["lengths"], "cpu")
         pred = memory_model.predict(cfg, res, conf, full_model_on_meta(cfg, res, conf), batch)
         widest = pred["widest_tokens"]

@@ -1,7 +1,7 @@
 """What trainsweep's measurement costs on a real training step. Two figures:
 
 1. hooks: host time of our hooks per optimizer step (Measure's five hooks, the token counter, the
-   log-window drain, called through src/trainer_hooks.py) over many simulated steps on a real batch. Measurement adds no sync, so this host
+   log-window drain, called through src/measure/hooks.py) over many simulated steps on a real batch. Measurement adds no sync, so this host
    time is the most it can add to a step.
 2. ab: the same model and batches trained in one warm process (the bare loop, with our hooks called where
    the Trainer calls them), in pairs of short blocks, measurement off and on, on the same batches: the
@@ -17,19 +17,20 @@ import time
 
 import torch
 
-from src.measure import Measure, TokenCounter
-from src.trainer_hooks import TrainerHooks
+from src.measure.meter import Measure, TokenCounter
+from src.measure.hooks import TrainerHooks
 
 
 def hooks(overrides: list[str], steps: int = 2000) -> dict:
-    from src import data, models
-    from src.config import compose
+    from src.data import collate, sources
+    from src.model import build as models
+    from src.config.compose import compose
 
     cfg = compose(overrides)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     conf = models.hf_config(cfg)
-    rows = list(data.synthetic(cfg, conf, cfg.batch.size, 0))
-    batch = {k: v.to(device) for k, v in data.collator_for(cfg, conf)(rows).items()}
+    rows = list(sources.synthetic(cfg, conf, cfg.batch.size, 0))
+    batch = {k: v.to(device) for k, v in collate.collator_for(cfg, conf)(rows).items()}
     counter = TokenCounter(cfg.task.name)
     meter_hooks = TrainerHooks(Measure(counter, device, warmup=10, max_steps=steps, profile_steps=0),
                                log_every=cfg.trainer.logging_steps)
@@ -80,10 +81,11 @@ def ab(pairs: int, overrides: list[str], block: int = 4) -> dict:
 
 def internals(overrides: list[str], repeat: int = 50) -> dict:
     """Host time of what the HF Trainer does to the whole model every step, besides the math: the two
-    walks src/train.py removes (parameter count for total_flos, clipping over every weight) and the two
+    walks src/train/trainer.py removes (parameter count for total_flos, clipping over every weight) and the two
     that remain (model.train() and model.zero_grad() on every module and parameter)."""
-    from src import env, models
-    from src.config import compose
+    from src.machine import env
+    from src.model import build as models
+    from src.config.compose import compose
 
     cfg = compose(overrides)
     res = env.resolve(cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from src.config import compose
+from src.config.compose import compose
 from src.run import run
 
 

@@ -9,7 +9,7 @@ script changes: no Trainer subclass, no new arguments, and training computes wha
 
 What src.run reads from its Hydra config is read here from the Trainer instead (`config_from_trainer`): the
 task from the model's class, batch size, grad accumulation, precision and schedule from TrainingArguments,
-padding and lengths from the first rows of the train dataset. The measuring itself is src/measure.py's.
+padding and lengths from the first rows of the train dataset. The measuring itself is src/measure/meter.py's.
 """
 from __future__ import annotations
 
@@ -25,9 +25,17 @@ import torch
 from omegaconf import OmegaConf
 from transformers import TrainerCallback
 
-from . import analysis, diagnose, env, flops, measure, models, report, report_files
-from .config import MeasureConfig
-from .data import length_stats
+from .checks import preflight
+from .checks.training import device_facts, precision_checks, schedule_check
+from .config.training import MeasureConfig
+from .data.prepare import length_stats
+from .machine import env
+from .measure import meter
+from .model import build as models
+from .model import flops
+from .report import analysis, document
+from .report import files as report_files
+from .report.sections import Flops
 
 log = logging.getLogger(__name__)
 TASKS = ("classification", "causal_lm", "seq2seq")  # the tasks the model checks know; others get the rest
@@ -179,7 +187,7 @@ def rng_kept():
 
 
 def _to_meter(hook: str):
-    """A Trainer hook that hands its call to the meter (src/measure.py's Measure) once train begin has built it."""
+    """A Trainer hook that hands its call to the meter (src/measure/meter.py's Measure) once train begin has built it."""
     def forward(self, args, state, control, **kw):
         if self.meter:
             getattr(self.meter, hook)(args, state, control, **kw)
@@ -187,7 +195,7 @@ def _to_meter(hook: str):
 
 
 class TrainsweepCallback(TrainerCallback):
-    """Preflight checks at train begin; tokens, step times and memory while training (src/measure.py's
+    """Preflight checks at train begin; tokens, step times and memory while training (src/measure/meter.py's
     Measure, built once the Trainer knows its step count); the report at train end. Tokens are counted by a
     forward pre-hook on the model, from each training micro-batch's own tensors: summed on the device, read
     once at the end, as src.run's Trainer counts them."""
@@ -210,7 +218,7 @@ class TrainsweepCallback(TrainerCallback):
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings)
         res = resolved_of(args, model)
         self.cfg, self.res = cfg, res
-        rep = report.Report(config=OmegaConf.to_container(cfg), resolved=env.describe(res), env=env.info(res.device),
+        rep = document.Report(config=OmegaConf.to_container(cfg), resolved=env.describe(res), env=env.info(res.device),
                             params=models.parameter_counts(model), timing_s={})
         if rows:
             rep.data = {"lengths": length_stats(rows), "rows": len(dataset)}  # lengths of the first rows
@@ -219,8 +227,8 @@ class TrainsweepCallback(TrainerCallback):
             rep.diagnostics = self._preflight(model, tokenizer, collator, rows)
             rep.timing_s["diagnostics"] = time.perf_counter() - self.started
         self.report = rep
-        counter = measure.TokenCounter(cfg.task.name)
-        self.meter = measure.Measure.from_config(counter, res.device, cfg)
+        counter = meter.TokenCounter(cfg.task.name)
+        self.meter = meter.Measure.from_config(counter, res.device, cfg)
         self._hook = model.register_forward_pre_hook(self._counting(counter), with_kwargs=True)
         self.meter.on_train_begin(args, state, control, **kw)
         self.train_begin = time.perf_counter()
@@ -232,20 +240,20 @@ class TrainsweepCallback(TrainerCallback):
         try:
             with rng_kept():
                 if rows and collator is not None and cfg.task.name in TASKS:
-                    return diagnose.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
+                    return preflight.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
                                               expensive=False)
-                return [diagnose.schedule_check(cfg)] + diagnose.precision_checks(cfg, res, diagnose.device_facts(res))
+                return [schedule_check(cfg)] + precision_checks(cfg, res, device_facts(res))
         except Exception as exc:
             log.warning("trainsweep: preflight checks skipped: %s: %s", type(exc).__name__, exc)
             return []
         finally:  # a check cut short must not leave its gradients for the first step to add to
             model.zero_grad(set_to_none=True)
 
-    def _flops(self, model, seq: float) -> report.Flops:
-        return report.Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
+    def _flops(self, model, seq: float) -> Flops:
+        return Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
 
     @staticmethod
-    def _counting(counter: measure.TokenCounter):
+    def _counting(counter: meter.TokenCounter):
         def count(module, args, kwargs):
             # training micro-batches only: evaluation runs in eval mode, generation without grad
             if module.training and torch.is_grad_enabled() and "input_ids" in kwargs:
@@ -279,7 +287,7 @@ class TrainsweepCallback(TrainerCallback):
             rep.status, rep.error = "error", f"{type(exc).__name__}: {exc}"
         rep.timing_s["total"] = time.perf_counter() - self.started
         if state.is_world_process_zero:  # under torchrun every rank measures; rank 0 writes
-            print(f"\ntrainsweep report: {self.out_dir / 'report.json'}\n{report.format_summary(rep)}", flush=True)
+            print(f"\ntrainsweep report: {self.out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
             try:
                 report_files.write(self.out_dir, rep)
             except OSError as exc:  # the summary above is on screen; training's result is the script's own

@@ -23,9 +23,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from . import distributed
-from .cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
-from .config import CONF_DIR, ConfigError, validate  # importing registers the schema Hydra composes against
+from .base import files, ranks
+from .config.cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
+from .config.compose import CONF_DIR  # importing registers the schema and the resolvers Hydra composes with
+from .config.errors import ConfigError
+from .config.schema import validate
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -37,17 +39,17 @@ _composed = False  # set once Hydra has composed a config and handed it over
 def main(cfg: DictConfig) -> float | None:
     global _composed
     _composed = True
-    distributed.from_submitit()  # a multi-process sweep job: torchrun's variables, before anything reads them
+    ranks.from_submitit()  # a multi-process sweep job: torchrun's variables, before anything reads them
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
-    from . import report_files
+    from .report import files as report_files
 
     with ExitStack() as held:
-        if distributed.is_main():  # rank 0 writes the directory; torchrun's other ranks share it
+        if ranks.is_main():  # rank 0 writes the directory; torchrun's other ranks share it
             try:
-                held.enter_context(report_files.lock(out_dir))
-            except report_files.Busy as exc:  # a second writer would mix its files with the first's
+                held.enter_context(files.lock(out_dir))
+            except files.Busy as exc:  # a second writer would mix its files with the first's
                 print(f"not started: {exc}", file=sys.stderr)
                 if in_sweep:
                     return None
@@ -84,13 +86,14 @@ def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None
     """Save the trained adapter or model and the tokenizer to out_dir/final, after trainer.train has returned:
     outside the timed window and the train time, timed on its own. A save that fails (a full disk) keeps the
     measured report and marks the run an error, so a sweep runs it again."""
-    from . import report, train
+    from .report import sections
+    from .train import trainer as train
 
     t_save = time.perf_counter()
     try:
         saved = train.save_final(trainer, tokenizer, out_dir / "final", "model" if cfg.peft.method == "none" else "adapter")
         if saved:
-            rep.saved = report.Saved(**saved)
+            rep.saved = sections.Saved(**saved)
     except Exception as exc:
         log.error("the trained model was not saved:\n%s", traceback.format_exc())
         rep.status, rep.error = "error", f"final model not saved to {out_dir / 'final'}: {type(exc).__name__}: {exc}"
@@ -99,25 +102,35 @@ def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None
 
 def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
     """Train and measure one config; returns what report.json holds."""
-    from . import report, report_files
+    from .report import document
+    from .report import files as report_files
 
     t_start = time.perf_counter()
-    writer = distributed.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
+    writer = ranks.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
     out_dir.mkdir(parents=True, exist_ok=True)
     if writer:
-        report_files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    rep = report.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
+        files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
                         config_hash=report_files.config_hash(cfg))
     logs = None
     try:
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
         validate(cfg, _cuda_available())
-        from .checkpoints import last_checkpoint
+        from .train.checkpoints import last_checkpoint
 
         resume_from = last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
         import torch  # noqa: F401  (heavy imports after the checks)
 
-        from . import analysis, data, debug, diagnose, env, flops, loggers, measure, memory_model, metrics, models, train
+        from .checks import preflight
+        from .data import prepare
+        from .machine import env
+        from .measure import meter as measure
+        from .model import build as models
+        from .model import flops, memory_model, speed
+        from .report import analysis, loggers
+        from .report.sections import Flops
+        from .train import debug, metrics
+        from .train import trainer as train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
@@ -126,33 +139,32 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         rep.resolved, rep.env = env.describe(res), env.info(res.device)
         conf = models.hf_config(cfg)
         models.check_cpu_size(cfg, res, conf)  # before the data and the model: a 4B model on a CPU answers in seconds
-        prep = data.prepare(cfg, conf, out_dir)
+        prep = prepare.prepare(cfg, conf, out_dir)
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info
         model = models.build_model(cfg, res, conf)
         rep.params = models.parameter_counts(model)
         lengths = rep.data["lengths"]
-        collator = data.collator_for(cfg, conf, lengths)
-        rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, collator, lengths)
-        rep.flops = report.Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
+        rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, prep.collator, lengths)
+        rep.flops = Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
                                                          cfg.trainer.gradient_checkpointing))
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
-            rep.compiled_layers = train.compile_regions(model, cfg.trainer)
+            rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
         trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed")(
-            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=data.for_trainer(cfg, prep.train),
+            model=model, args=train.training_args(cfg, res, out_dir), train_dataset=prep.for_trainer,
             eval_dataset=prep.eval,
-            data_collator=debug.wrap_collator(collator, cfg.debug),
+            data_collator=debug.wrap_collator(prep.collator, cfg.debug),
             compute_metrics=metrics.for_task(cfg, prep.tokenizer, conf.pad_token_id),
             callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep.timing_s = {"build": t_built - t_start}
         if cfg.diagnostics.enabled or cfg.mode == "diagnose":
-            rep.diagnostics = diagnose.preflight(cfg, res, model, trainer, collator, prep.train, prep.tokenizer, conf,
+            rep.diagnostics = preflight.preflight(cfg, res, model, trainer, prep.collator, prep.train, prep.tokenizer, conf,
                                                  expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)
             rep.timing_s["diagnostics"] = time.perf_counter() - t_built
         failed = [c["check"] for c in rep.get("diagnostics") or [] if c["status"] == "fail"]
@@ -184,7 +196,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if writer:
         # The summary first: if the disk is full, the numbers are still on screen (and in the job's log).
         try:
-            print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{report.format_summary(rep)}", flush=True)
+            print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
         except OSError:  # stdout gone (a closed pipe or terminal): the report below still lands
             pass
         try:
@@ -200,7 +212,7 @@ def cli() -> None:
     sys.argv = hydra_argv(sys.argv)
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID`: a hung run (a rank stuck in a collective) prints where it is
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-    if not distributed.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
+    if not ranks.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
         sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
     try:
         main()

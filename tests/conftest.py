@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from src.config import compose as compose_list
+from src.config.compose import compose as compose_list
 
 # `make test` runs two workers (pytest-xdist) on CI's two cores: one thread each, for them and the runs
 # they start, so they don't fight over the cores. Tiny models gain nothing from a second thread.

@@ -1,8 +1,9 @@
-"""The report's derived numbers (src/analysis.py): throughput, MFU, the verdict, the typed sections they fill."""
+"""The report's derived numbers (src/report/analysis.py): throughput, MFU, the verdict, the typed sections they fill."""
 import pytest
 
-from src.analysis import flags, mfu, throughput, verdict, with_interval
-from src.report import Breakdown, Compile, CpuMemory, Flops, GpuMemory, Report, Shapes, StepTime, Throughput
+from src.report.analysis import flags, mfu, throughput, verdict, with_interval
+from src.report.sections import Breakdown, Compile, CpuMemory, Flops, GpuMemory, Shapes, StepTime, Throughput
+from src.report.document import Report
 
 
 def test_throughput_is_tokens_per_step_over_seconds_per_step():

@@ -10,9 +10,10 @@ import time
 import pandas as pd
 import pytest
 
-import src.files as files
-from src.config import ConfigError
-from src.files import load_files, train_tokenizer
+from src.base import files as disk
+from src.data import sources
+from src.config.errors import ConfigError
+from src.data.tokenize import tokenize_files, train_tokenizer
 from src.run import run
 from tests.conftest import QUICK, cli, compose
 
@@ -21,7 +22,7 @@ FILES = ["data=files", "logger=none"]
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(disk, "CACHE", tmp_path / "cache")
     # each test's files are new to the cache: datasets' "Generating train split" bar would join the one line
     monkeypatch.setenv("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
@@ -42,14 +43,14 @@ def test_a_file_replaced_with_the_same_mtime_and_size_is_read_anew(tmp_path, mon
     os.utime(new, ns=(stamp, stamp))
     subprocess.run(["cp", "-p", str(old), str(data)], check=True)
     hashed = []
-    monkeypatch.setattr(files, "_hasher", lambda real=files._hasher: hashed.append(1) or real())
+    monkeypatch.setattr(sources, "_hasher", lambda real=sources._hasher: hashed.append(1) or real())
     cfg = compose(*QUICK, *FILES, f"data.train_file={data}", "task.num_labels=2")
     tokenizer = train_tokenizer(cfg, 8000)
-    train, _, info = load_files(cfg, tokenizer)
+    train, _, info = tokenize_files(cfg, tokenizer)
     assert info["label2id"] == {"x": 0, "y": 1} and len(hashed) == 1  # unchanged: the remembered hash serves
     subprocess.run(["cp", "-p", str(new), str(data)], check=True)  # other rows, same name, size and mtime
     assert (data.stat().st_mtime_ns, data.stat().st_size) == (stamp, old.stat().st_size)
-    train, _, info = load_files(cfg, tokenizer)
+    train, _, info = tokenize_files(cfg, tokenizer)
     assert info["label2id"] == {"p": 0, "q": 1} and len(hashed) == 2
     assert tokenizer.decode(train[0]["input_ids"]) == "gamma six"
 
@@ -83,13 +84,13 @@ def test_whole_number_float_labels_are_ids_and_fractional_ones_are_refused(tmp_p
     floats = tmp_path / "floats.csv"
     floats.write_text("text,label\n식대 지출,0.0\n교통비,1.0\n회식,10.0\n택시,2.0\n")
     cfg = compose(*QUICK, *FILES, f"data.train_file={floats}", "task.num_labels=11")
-    train, _, info = load_files(cfg, train_tokenizer(cfg, 8000))
+    train, _, info = tokenize_files(cfg, train_tokenizer(cfg, 8000))
     assert info["label2id"] is None and train["labels"] == [0, 1, 10, 2]  # not text-sorted classes
     half = tmp_path / "half.csv"
     half.write_text("text,label\n식대 지출,1.0\n교통비,0.5\n")
     cfg = compose(*QUICK, *FILES, f"data.train_file={half}", "task.num_labels=2")
     with pytest.raises(ConfigError, match=r"^data.label_column=label: row 1 has 0.5: a class label is a whole number"):
-        load_files(cfg, train_tokenizer(cfg, 8000))
+        tokenize_files(cfg, train_tokenizer(cfg, 8000))
 
 
 def test_mixed_number_and_name_labels_are_one_line_and_exit_2(tmp_path):
@@ -133,15 +134,15 @@ def test_an_empty_file_says_no_rows_and_a_broken_json_line_is_named(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
     with pytest.raises(ConfigError, match=r"the file has no rows \(it is empty, 0 bytes\)"):
-        load_files(compose(*QUICK, *FILES, f"data.train_file={empty}"), None)
+        tokenize_files(compose(*QUICK, *FILES, f"data.train_file={empty}"), None)
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"text": "a", "label": 0}\n{"text": "b", "label": 1}\n{"text": "c", label: 1}\n')
     with pytest.raises(ConfigError, match=r"broken.jsonl: line 3 is not JSON: Expecting property name"):
-        load_files(compose(*QUICK, *FILES, f"data.train_file={broken}"), None)
+        tokenize_files(compose(*QUICK, *FILES, f"data.train_file={broken}"), None)
 
 
 def test_wandb_online_without_a_network_gives_up_in_its_time_box(tmp_path, monkeypatch, caplog):
-    from src.loggers import _init
+    from src.report.loggers import _init
 
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
@@ -159,7 +160,7 @@ def test_wandb_online_without_a_network_gives_up_in_its_time_box(tmp_path, monke
 def test_wandb_init_is_time_boxed_by_default(tmp_path, monkeypatch):
     import wandb
 
-    from src.loggers import _init
+    from src.report.loggers import _init
 
     seen = {}
     monkeypatch.delenv("WANDB_INIT_TIMEOUT", raising=False)

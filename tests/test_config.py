@@ -14,9 +14,15 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-from src import config, models
-from src.cli import choice_type, quote_numeric_choices
-from src.config import Config, ConfigError, validate
+from src.config import data as config_data
+from src.config import model as config_model
+from src.config import training as config_training
+from src.machine import env
+from src.model import build as models
+from src.train import trainer as train
+from src.config.cli import choice_type, quote_numeric_choices
+from src.config.schema import Config, validate
+from src.config.errors import ConfigError
 from tests.conftest import CONF, QUICK, cli, compose
 
 GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep", "rung"))  # rung: composed by tests/test_experiments.py
@@ -286,7 +292,8 @@ CHECK_CASES = [(group, *case) for group, cases in GROUP_CHECKS.items() for case 
 
 
 def test_every_group_with_checks_has_cases():
-    groups = {name for name, obj in vars(config).items() if dataclasses.is_dataclass(obj) and hasattr(obj, "check")}
+    groups = {name for module in (config_model, config_data, config_training) for name, obj in vars(module).items()
+              if dataclasses.is_dataclass(obj) and hasattr(obj, "check")}
     assert groups | {"validate"} == set(GROUP_CHECKS)
 
 
@@ -331,7 +338,7 @@ def test_the_names_hugging_face_users_type_reach_trainsweeps_keys():
 
 
 def test_a_baseline_is_typed_as_the_override_it_names_and_changes_no_job():
-    from src.report_files import config_hash
+    from src.report.files import config_hash
 
     assert compose("baseline=debug=none").baseline == compose("baseline='debug=none'").baseline == "debug=none"
     assert compose("experiment=loop_overheads").baseline == "debug=none"
@@ -339,7 +346,6 @@ def test_a_baseline_is_typed_as_the_override_it_names_and_changes_no_job():
 
 
 def test_any_trainingarguments_field_passes_through_trainer_args(tmp_path):
-    from src import env, train
 
     cfg = compose("trainer.args.lr_scheduler_type=cosine", "trainer.args.adam_beta2=0.95")
     args = train.training_args(cfg, env.resolve(cfg), tmp_path)
@@ -353,7 +359,6 @@ def test_any_trainingarguments_field_passes_through_trainer_args(tmp_path):
     ("trainer.args.lr_scheduler_type=cosinee", "trainer.args={'lr_scheduler_type': 'cosinee'}: "),
 ])
 def test_a_bad_trainer_arg_is_one_config_error(override, message, tmp_path):
-    from src import env, train
 
     cfg = compose(override)
     with pytest.raises(ConfigError) as err:

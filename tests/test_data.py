@@ -3,17 +3,18 @@ import numpy as np
 import pytest
 import torch
 
-from src import data, models
+from src.data import collate, prepare, sources, tokenize
+from src.model import build as models
 from tests.conftest import compose
 
 
 def _rows(cfg, n=256):
-    return data.synthetic(cfg, models.hf_config(cfg), n, 0)
+    return sources.synthetic(cfg, models.hf_config(cfg), n, 0)
 
 
 def test_synthetic_lengths_follow_the_account_tax_shape():
     cfg = compose()
-    stats = data.length_stats(_rows(cfg, 4096))
+    stats = prepare.length_stats(_rows(cfg, 4096))
     assert abs(stats["mean"] - 211) < 3 and stats["max"] <= 287
     assert min(_rows(cfg, 4096)["length"]) >= 40
 
@@ -24,14 +25,14 @@ def test_synthetic_classification_labels_and_ids_are_in_range():
     labels = np.array(ds["labels"])
     assert labels.min() >= 0 and labels.max() < cfg.task.num_labels
     ids = np.concatenate([np.array(x) for x in ds["input_ids"]])
-    assert ids.min() >= data.N_SPECIAL and ids.max() < models.hf_config(cfg).vocab_size
+    assert ids.min() >= sources.N_SPECIAL and ids.max() < models.hf_config(cfg).vocab_size
 
 
 def test_synthetic_data_is_deterministic_by_seed():
     cfg = compose()
     conf = models.hf_config(cfg)
-    assert data.synthetic(cfg, conf, 16, 3)["input_ids"] == data.synthetic(cfg, conf, 16, 3)["input_ids"]
-    assert data.synthetic(cfg, conf, 16, 3)["input_ids"] != data.synthetic(cfg, conf, 16, 4)["input_ids"]
+    assert sources.synthetic(cfg, conf, 16, 3)["input_ids"] == sources.synthetic(cfg, conf, 16, 3)["input_ids"]
+    assert sources.synthetic(cfg, conf, 16, 3)["input_ids"] != sources.synthetic(cfg, conf, 16, 4)["input_ids"]
 
 
 def test_seq2seq_targets_are_a_prefix_of_the_source():
@@ -43,9 +44,9 @@ def test_seq2seq_targets_are_a_prefix_of_the_source():
 def _collate(*overrides, lengths=(5, 9, 3)):
     cfg = compose(*overrides, "data.max_length=16")
     rows = [{"input_ids": list(range(10, 10 + n)), "length": n} for n in lengths]
-    if "task=causal_lm" not in overrides:  # a causal LM row's labels, when it has any, are per token (src/formats.py)
+    if "task=causal_lm" not in overrides:  # a causal LM row's labels, when it has any, are per token (src/data/formats.py)
         rows = [{**row, "labels": i} for i, row in enumerate(rows)]
-    return data.build_collator(cfg, pad_id=0)(rows)
+    return collate.build_collator(cfg, pad_id=0)(rows)
 
 
 def test_max_length_gives_one_fixed_shape():
@@ -72,11 +73,11 @@ def test_causal_lm_labels_ignore_padding():
 
 @pytest.mark.parametrize("padding", ["dynamic", "max_length", "packed"])
 def test_causal_lm_rows_with_their_own_labels_keep_them(padding):
-    """Chat-format rows carry -100 on their prompt (src/formats.py): padded or packed, the labels stay put."""
+    """Chat-format rows carry -100 on their prompt (src/data/formats.py): padded or packed, the labels stay put."""
     cfg = compose("task=causal_lm", f"padding={padding}", "data.max_length=16")
     rows = [{"input_ids": [5, 6, 7, 8], "labels": [-100, -100, 7, 8], "length": 4},
             {"input_ids": [9, 10, 11], "labels": [-100, 10, 11], "length": 3}]
-    batch = data.build_collator(cfg, pad_id=0)(rows)
+    batch = collate.build_collator(cfg, pad_id=0)(rows)
     if padding == "packed":  # and each sequence's first position is -100 as ever
         assert batch["labels"][0, :7].tolist() == [-100, -100, 7, 8, -100, 10, 11] and batch["pack_stats"]["loss"] == 4
     else:
@@ -87,7 +88,7 @@ def test_causal_lm_rows_with_their_own_labels_keep_them(padding):
 def test_packed_batches_are_one_row_with_restarting_positions():
     cfg = compose("task=causal_lm", "padding=packed")
     rows = [{"input_ids": [5, 6, 7], "length": 3}, {"input_ids": [8, 9], "length": 2}]
-    batch = data.build_collator(cfg, pad_id=0)(rows)
+    batch = collate.build_collator(cfg, pad_id=0)(rows)
     # Without a token budget the row is padded up to a multiple of 64 by one dummy sequence of pad ids.
     assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9] + [0] * 59]
     assert batch["position_ids"].tolist() == [[0, 1, 2, 0, 1] + list(range(59))]
@@ -105,7 +106,7 @@ def test_packed_batches_are_one_row_with_restarting_positions():
 def test_longest_pads_each_chunk_at_tokenisation_time():
     cfg = compose("padding=longest", "padding.chunk_size=64")
     conf = models.hf_config(cfg)
-    ds = data.pad_chunks(_rows(cfg, 128), conf.pad_token_id, 64)
+    ds = tokenize.pad_chunks(_rows(cfg, 128), conf.pad_token_id, 64)
     widths = {len(x) for x in ds.select(range(64))["input_ids"]}
     assert len(widths) == 1  # every row of a chunk has the chunk's longest length
     assert sum(ds[0]["attention_mask"]) == ds[0]["length"]

@@ -53,7 +53,7 @@ class Spy:
 
 def _run_watched(tmp_path, monkeypatch, *overrides, steps=8):
     spy = Spy(monkeypatch)
-    import src.train as train
+    from src.train import trainer as train
 
     original = train.trainer_class
 
@@ -64,7 +64,7 @@ def _run_watched(tmp_path, monkeypatch, *overrides, steps=8):
             def train(self, *args, **kwargs):
                 for cb in self.callback_handler.callbacks:
                     module = type(cb).__module__
-                    if module == "src.debug" and type(cb).__name__ == "BadHabits":
+                    if module == "src.train.debug" and type(cb).__name__ == "BadHabits":
                         spy.watch(cb, "bad_habits")
                     elif module.startswith("src."):
                         spy.watch(cb, "ours")

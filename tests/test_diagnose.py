@@ -3,15 +3,17 @@ import copy
 import math
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoTokenizer, Trainer
 
-from src import data, diagnose, env, models, train
-from src.env import Resolved
+from src.checks import data as check_data, model as check_model, training as check_training
+from src.data import collate, sources
+from src.machine import env
+from src.model import build as models
+from src.train import trainer as train
+from src.machine.env import Resolved
 from tests.conftest import ROOT, QUICK, compose, read_report
 
 
@@ -25,9 +27,9 @@ def _build(*overrides, rows=8):
     cfg = compose(*overrides)
     res = env.resolve(cfg)
     conf = models.hf_config(cfg)
-    ds = data.synthetic(cfg, conf, max(rows, 8), 0)
+    ds = sources.synthetic(cfg, conf, max(rows, 8), 0)
     model = models.build_model(cfg, res, conf)
-    collator = data.collator_for(cfg, conf)
+    collator = collate.collator_for(cfg, conf)
     batch = collator([ds[i] for i in range(cfg.batch.size)])
     return cfg, res, conf, ds, model, collator, batch
 
@@ -39,14 +41,14 @@ def tok_setup(local_model_dir):
     cfg = compose("model=auto", f"model.name_or_path={local_model_dir}", "data=files",
                   "data.train_file=tests/data/accounts.csv", "task.num_labels=5")
     conf = models.hf_config(cfg)
-    from src.files import load_files
-    ds, _, _ = load_files(cfg, tok)
+    from src.data.tokenize import tokenize_files
+    ds, _, _ = tokenize_files(cfg, tok)
     return tok, conf, ds
 
 
 def test_tokenizer_checks_pass_on_a_sound_tokenizer(tok_setup):
     tok, conf, ds = tok_setup
-    checks = diagnose.tokenizer_checks(tok, conf, ds, "classification")
+    checks = check_data.tokenizer_checks(tok, conf, ds, "classification")
     assert {c["check"]: c["status"] for c in checks} == {
         "tokenizer.pad_token": "pass", "tokenizer.pad_is_eos": "pass", "tokenizer.vocab_vs_embeddings": "pass",
         "tokenizer.special_tokens": "pass", "tokenizer.padding_side": "pass"}
@@ -56,7 +58,7 @@ def test_missing_pad_token_fails(tok_setup):
     tok, conf, ds = tok_setup
     bad = copy.deepcopy(tok)
     bad.pad_token = None
-    checks = diagnose.tokenizer_checks(bad, conf, ds, "classification")
+    checks = check_data.tokenizer_checks(bad, conf, ds, "classification")
     assert _status(checks, "tokenizer.pad_token") == "fail"
     assert _status(checks, "tokenizer.special_tokens") == "warn"
 
@@ -66,58 +68,58 @@ def test_pad_equal_to_a_trailing_eos_fails_for_classification(tok_setup):
     bad = copy.deepcopy(tok)
     bad.pad_token = bad.eos_token
     ending_in_eos = ds.map(lambda r: {"input_ids": r["input_ids"] + [bad.eos_token_id]})
-    assert _status(diagnose.tokenizer_checks(bad, conf, ending_in_eos, "classification"), "tokenizer.pad_is_eos") == "fail"
-    assert _status(diagnose.tokenizer_checks(bad, conf, ds, "causal_lm"), "tokenizer.pad_is_eos") == "warn"
+    assert _status(check_data.tokenizer_checks(bad, conf, ending_in_eos, "classification"), "tokenizer.pad_is_eos") == "fail"
+    assert _status(check_data.tokenizer_checks(bad, conf, ds, "causal_lm"), "tokenizer.pad_is_eos") == "warn"
 
 
 def test_more_tokens_than_embedding_rows_fails(tok_setup):
     tok, conf, ds = tok_setup
     small = copy.deepcopy(conf)
     small.vocab_size = len(tok) - 1
-    assert _status(diagnose.tokenizer_checks(tok, small, ds, "classification"), "tokenizer.vocab_vs_embeddings") == "fail"
+    assert _status(check_data.tokenizer_checks(tok, small, ds, "classification"), "tokenizer.vocab_vs_embeddings") == "fail"
 
 
 def test_left_padding_warns_for_causal_lm_training(tok_setup):
     tok, conf, ds = tok_setup
     left = copy.deepcopy(tok)
     left.padding_side = "left"
-    assert _status(diagnose.tokenizer_checks(left, conf, ds, "causal_lm"), "tokenizer.padding_side") == "warn"
+    assert _status(check_data.tokenizer_checks(left, conf, ds, "causal_lm"), "tokenizer.padding_side") == "warn"
 
 
 # -- data ---------------------------------------------------------------------------------------------
 def test_data_checks_pass_and_fail():
     # Length grouping sorts within mega-batches of 50 batches: it needs a data set larger than one batch.
     cfg, _, conf, ds, *_ = _build("padding=grouped", rows=256)
-    checks = diagnose.data_checks(cfg, ds)
+    checks = check_data.data_checks(cfg, ds)
     assert [_status(checks, n) for n in ("data.labels_in_range", "data.truncation", "data.padding_waste")] == ["pass"] * 3
     waste = [c for c in checks if c["check"] == "data.padding_waste"][0]
     assert "packed" in waste["value"]  # padding-free is an option for classification too
     # One batch of 8 rows can't be grouped by length: packing them wastes >10 points less
-    assert _status(diagnose.data_checks(cfg, ds.select(range(8))), "data.padding_waste") == "warn"
+    assert _status(check_data.data_checks(cfg, ds.select(range(8))), "data.padding_waste") == "warn"
     bad = ds.map(lambda r: {"labels": 999})
-    assert _status(diagnose.data_checks(cfg, bad), "data.labels_in_range") == "fail"
+    assert _status(check_data.data_checks(cfg, bad), "data.labels_in_range") == "fail"
     short = compose("padding=max_length", "data.max_length=100")
-    assert _status(diagnose.data_checks(short, ds), "data.truncation") == "warn"  # most rows are longer than 100
-    assert _status(diagnose.data_checks(compose("padding=max_length", "data.max_length=1000"), ds), "data.padding_waste") == "warn"
+    assert _status(check_data.data_checks(short, ds), "data.truncation") == "warn"  # most rows are longer than 100
+    assert _status(check_data.data_checks(compose("padding=max_length", "data.max_length=1000"), ds), "data.padding_waste") == "warn"
 
 
 def test_pad_fraction_of_each_strategy():
     import numpy as np
     lengths = np.array([10, 20, 30, 40])
-    assert diagnose.pad_fraction(lengths, "max_length", 2, 50, None) == pytest.approx(1 - 100 / 200)
-    assert diagnose.pad_fraction(lengths, "longest", 2, 50, None, chunk=2) == pytest.approx(1 - 100 / (20 * 2 + 40 * 2))
-    assert diagnose.pad_fraction(lengths, "grouped", 2, 50, None) == pytest.approx(1 - 100 / (40 * 2 + 20 * 2))
+    assert check_data.pad_fraction(lengths, "max_length", 2, 50, None) == pytest.approx(1 - 100 / 200)
+    assert check_data.pad_fraction(lengths, "longest", 2, 50, None, chunk=2) == pytest.approx(1 - 100 / (20 * 2 + 40 * 2))
+    assert check_data.pad_fraction(lengths, "grouped", 2, 50, None) == pytest.approx(1 - 100 / (40 * 2 + 20 * 2))
     # packed, batch.size rows a row: [10, 20] and [30, 40] padded up to multiples of 64
-    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None) == pytest.approx(1 - 100 / (64 + 128))
+    assert check_data.pad_fraction(lengths, "packed", 2, 50, None) == pytest.approx(1 - 100 / (64 + 128))
     # packed at a token budget: only the packs' unfilled tails
-    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None, tokens=100) == 0.0  # one full pack
-    assert diagnose.pad_fraction(lengths, "packed", 2, 50, None, tokens=64) == pytest.approx(1 - 100 / (2 * 64))
+    assert check_data.pad_fraction(lengths, "packed", 2, 50, None, tokens=100) == 0.0  # one full pack
+    assert check_data.pad_fraction(lengths, "packed", 2, 50, None, tokens=64) == pytest.approx(1 - 100 / (2 * 64))
 
 
 # -- model ------------------------------------------------------------------------------------------
 def test_the_default_random_model_starts_at_ln_k_and_its_gradient_scale_is_shown_not_judged():
     cfg, res, conf, ds, model, collator, batch = _build("trainer.max_grad_norm=0.01")
-    checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
+    checks = {c["check"]: c for c in check_model.model_checks(cfg, res, model, batch, conf)}
     for name in ("model.pooling", "model.initial_loss", "train.head_step"):
         assert checks[name]["status"] == "pass", name
     # the random-init classifier's head starts at zero: every logit 0, the loss exactly ln(num_labels)
@@ -130,11 +132,11 @@ def test_the_default_random_model_starts_at_ln_k_and_its_gradient_scale_is_shown
 def test_grad_norm_is_judged_on_a_deliberately_set_scale():
     # the tiny model's hidden states at the norm they have anyway (sqrt(64)), set on purpose: the check judges it
     cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=8", "trainer.max_grad_norm=100")
-    checks = diagnose.model_checks(cfg, res, model, batch, conf)
+    checks = check_model.model_checks(cfg, res, model, batch, conf)
     for name in ("model.pooling", "model.initial_loss", "train.head_step", "train.grad_norm"):
         assert _status(checks, name) == "pass", name
     cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=8", "trainer.max_grad_norm=0.01")
-    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "train.grad_norm") == "fail"
+    assert _status(check_model.model_checks(cfg, res, model, batch, conf), "train.grad_norm") == "fail"
 
 
 def test_the_default_qwen3_shape_on_random_weights_passes_its_own_checks(tmp_path):
@@ -155,12 +157,12 @@ def test_pooling_fails_when_the_last_token_is_the_pad_id():
     cfg, res, conf, ds, model, collator, batch = _build()
     lengths = batch["attention_mask"].sum(-1)
     batch["input_ids"][torch.arange(len(lengths)), lengths - 1] = conf.pad_token_id  # a trailing eos when pad == eos
-    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "model.pooling") == "fail"
+    assert _status(check_model.model_checks(cfg, res, model, batch, conf), "model.pooling") == "fail"
 
 
 def test_loss69_fails_initial_loss_grad_norm_and_head_step_and_names_the_fix():
     cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=1150")
-    checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
+    checks = {c["check"]: c for c in check_model.model_checks(cfg, res, model, batch, conf)}
     assert checks["model.initial_loss"]["status"] == "fail" and checks["model.initial_loss"]["value"]["loss"] > 40
     assert "model.init.head_init=scaled" in checks["model.initial_loss"]["hint"]
     assert checks["train.grad_norm"]["status"] == "fail" and checks["train.grad_norm"]["value"]["clipped_fraction"] > 0.99
@@ -170,7 +172,7 @@ def test_loss69_fails_initial_loss_grad_norm_and_head_step_and_names_the_fix():
 @pytest.mark.parametrize("head_init,at_most", [("zero", 1.0001), ("scaled", 1.1)])
 def test_fixed_head_starts_within_ten_percent_of_ln_k(head_init, at_most):
     cfg, res, conf, ds, model, collator, batch = _build("experiment=seed_loss69_fixed", f"model.init.head_init={head_init}")
-    checks = {c["check"]: c for c in diagnose.model_checks(cfg, res, model, batch, conf)}
+    checks = {c["check"]: c for c in check_model.model_checks(cfg, res, model, batch, conf)}
     assert checks["model.initial_loss"]["status"] == "pass"
     assert checks["model.initial_loss"]["value"]["loss"] < at_most * torch.log(torch.tensor(280.0))
     assert checks["train.head_step"]["status"] == "pass" and checks["model.pooling"]["status"] == "pass"
@@ -178,34 +180,34 @@ def test_fixed_head_starts_within_ten_percent_of_ln_k(head_init, at_most):
 
 def test_checkpointing_without_input_grads_fails_and_non_reentrant_passes(monkeypatch):
     cfg, res, conf, ds, model, collator, batch = _build("trainer.gradient_checkpointing=true")
-    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "train.checkpointing_grads") == "pass"
+    assert _status(check_model.model_checks(cfg, res, model, batch, conf), "train.checkpointing_grads") == "pass"
     cfg, res, conf, ds, model, collator, batch = _build("trainer.gradient_checkpointing=true", "trainer.checkpoint_reentrant=true")
     # Today's peft and transformers both enable input grads with checkpointing; emulate a stack that doesn't.
     inner = model.base_model.model
     inner.disable_input_require_grads()
     monkeypatch.setattr(inner, "enable_input_require_grads", lambda: None)
-    assert _status(diagnose.model_checks(cfg, res, model, batch, conf), "train.checkpointing_grads") == "fail"
+    assert _status(check_model.model_checks(cfg, res, model, batch, conf), "train.checkpointing_grads") == "fail"
 
 
 # -- schedule, precision ----------------------------------------------------------------------------
 def test_schedule_check():
-    assert diagnose.schedule_check(compose("trainer.warmup_steps=5"))["status"] == "pass"
-    seed = diagnose.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=2000", "trainer.scheduler=linear"))
+    assert check_training.schedule_check(compose("trainer.warmup_steps=5"))["status"] == "pass"
+    seed = check_training.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=2000", "trainer.scheduler=linear"))
     assert seed["status"] == "warn" and seed["value"]["fraction_of_target"] == pytest.approx(20 / 700, rel=1e-3)
-    assert diagnose.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=200"))["status"] == "fail"
+    assert check_training.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=200"))["status"] == "fail"
 
 
 def test_precision_checks():
     gpu = {"bf16": True, "ampere": True, "tf32": False}
     bf16 = Resolved("cuda", torch.bfloat16, "bf16", "sdpa")
-    assert [c["status"] for c in diagnose.precision_checks(compose(), bf16, gpu)] == ["pass"]
+    assert [c["status"] for c in check_training.precision_checks(compose(), bf16, gpu)] == ["pass"]
     fp16 = Resolved("cuda", torch.float16, "fp16", "sdpa")
-    assert diagnose.precision_checks(compose(), fp16, gpu)[0]["check"] == "precision.fp16_vs_bf16"
+    assert check_training.precision_checks(compose(), fp16, gpu)[0]["check"] == "precision.fp16_vs_bf16"
     fp32 = Resolved("cuda", torch.float32, "none", "sdpa")
-    assert diagnose.precision_checks(compose(), fp32, gpu)[0]["check"] == "precision.tf32"
+    assert check_training.precision_checks(compose(), fp32, gpu)[0]["check"] == "precision.tf32"
     qlora = compose("peft.compute_dtype=float32")
     qlora.peft.method = "qlora"
-    assert diagnose.precision_checks(qlora, bf16, gpu)[0]["check"] == "precision.qlora_compute_dtype"
+    assert check_training.precision_checks(qlora, bf16, gpu)[0]["check"] == "precision.qlora_compute_dtype"
 
 
 # -- gradient accumulation ----------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def test_grad_accum_equivalence_passes_with_our_trainer(task, tmp_path):
     cfg, res, conf, ds, model, collator, _ = _build("batch=4", *extra)
     trainer = train.trainer_class(cfg.task.name)(model=model, args=train.training_args(cfg, res, tmp_path),
                                                  train_dataset=ds, data_collator=collator)
-    check = diagnose.grad_accum_check(trainer, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
+    check = check_training.grad_accum_check(trainer, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
     assert check["status"] == "pass", check
 
 
@@ -223,7 +225,7 @@ def test_grad_accum_equivalence_fails_with_the_plain_trainer(tmp_path):
     """The plain HF Trainer scales a sequence classifier's loss and gradients by grad_accum (transformers#47688)."""
     cfg, res, conf, ds, model, collator, _ = _build("batch=4")
     plain = Trainer(model=model, args=train.training_args(cfg, res, tmp_path), train_dataset=ds, data_collator=collator)
-    check = diagnose.grad_accum_check(plain, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
+    check = check_training.grad_accum_check(plain, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
     assert check["status"] == "fail" and check["value"]["ratio_of_grad_norms"] == pytest.approx(2.0, rel=1e-3)
 
 

@@ -7,9 +7,11 @@ import time
 
 import pytest
 
-from src import distributed, train
-from src.config import ConfigError, validate
-from src.analysis import worst_memory
+from src.base import ranks
+from src.train import trainer as train
+from src.config.errors import ConfigError
+from src.config.schema import validate
+from src.report.analysis import worst_memory
 from tests.conftest import QUICK, ROOT, compose, read_report
 
 
@@ -35,7 +37,7 @@ def test_torchrun_two_ranks_train_one_job_with_one_report(tmp_path):
 
 def test_ranks_of_one_launch_name_the_same_run_directory():
     # Two processes started a second apart by one parent, as torchrun starts its workers.
-    code = "from src.distributed import run_stamp; print(run_stamp('%H-%M-%S'))"
+    code = "from src.base.ranks import run_stamp; print(run_stamp('%H-%M-%S'))"
     def stamp(world):
         env = {**os.environ, "WORLD_SIZE": world}
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -49,11 +51,11 @@ def test_ranks_of_one_launch_name_the_same_run_directory():
 
 
 def test_worst_memory_takes_each_peak_from_the_rank_closest_to_the_limit():
-    ranks = [{"peak_allocated": 30.0, "peak_reserved": 40.0, "capacity": 79.2, "alloc_retries": 0, "device_used": 41.0},
-             {"peak_allocated": 35.0, "peak_reserved": 38.0, "capacity": 79.2, "alloc_retries": 2, "device_used": 40.0}]
-    worst = worst_memory(ranks)
+    per_rank = [{"peak_allocated": 30.0, "peak_reserved": 40.0, "capacity": 79.2, "alloc_retries": 0, "device_used": 41.0},
+                {"peak_allocated": 35.0, "peak_reserved": 38.0, "capacity": 79.2, "alloc_retries": 2, "device_used": 40.0}]
+    worst = worst_memory(per_rank)
     assert worst == {"peak_allocated": 35.0, "peak_reserved": 40.0, "capacity": 79.2, "alloc_retries": 2, "device_used": 41.0}
-    assert distributed.combine([{"tokens": {"real": 5}, "memory": {}}, {"tokens": {"real": 7}, "memory": {}}])["tokens"] == {"real": 12}
+    assert ranks.combine([{"tokens": {"real": 5}, "memory": {}}, {"tokens": {"real": 7}, "memory": {}}])["tokens"] == {"real": 12}
 
 
 def test_fsdp_settings_reach_the_trainer():

@@ -7,7 +7,8 @@ from hydra import compose as hydra_compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from src.config import ConfigError, validate
+from src.config.errors import ConfigError
+from src.config.schema import validate
 from tests.conftest import CONF, QUICK, ROOT, cli, compose, read_report
 
 SWEPT = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")

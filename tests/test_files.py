@@ -6,13 +6,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from src.config import ConfigError
-from src.files import load_files, train_tokenizer
+from src.config.errors import ConfigError
+from src.data.tokenize import tokenize_files, train_tokenizer
 from src.run import run
 from tests.conftest import QUICK, ROOT, cli, compose, read_report
 
@@ -24,9 +23,9 @@ FILES = ["data=files", "task.num_labels=5", "logger=none"]
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     """Each test gets its own tokenisation cache, so cache hits are the test's own."""
-    import src.files as files
+    from src.base import files as disk
 
-    monkeypatch.setattr(files, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(disk, "CACHE", tmp_path / "cache")
 
 
 @pytest.fixture
@@ -54,13 +53,13 @@ def test_tokenisation_is_cached_and_the_second_run_says_so(tmp_path):
     pd.concat([pd.read_csv(ACCOUNTS)] * 500).to_csv(big, index=False)  # 20,000 rows
     cfg = compose(*QUICK, *FILES, f"data.train_file={big}")
     tokenizer = train_tokenizer(cfg, 8000)
-    _, _, first = load_files(cfg, tokenizer)
-    _, _, second = load_files(cfg, tokenizer)
+    _, _, first = tokenize_files(cfg, tokenizer)
+    _, _, second = tokenize_files(cfg, tokenizer)
     cold, warm = first["tokenize"]["train"], second["tokenize"]["train"]
     assert (cold["cache_hit"], warm["cache_hit"]) == (False, True) and cold["rows"] == 20_000
     assert warm["seconds"] < cold["seconds"] / 3
     changed = compose(*QUICK, *FILES, f"data.train_file={big}", "data.max_length=16")
-    assert load_files(changed, tokenizer)[2]["tokenize"]["train"]["cache_hit"] is False  # a new setting: tokenised anew
+    assert tokenize_files(changed, tokenizer)[2]["tokenize"]["train"]["cache_hit"] is False  # a new setting: tokenised anew
 
 
 def test_integer_labels_are_used_as_ids_and_checked(tmp_path):
@@ -69,11 +68,11 @@ def test_integer_labels_are_used_as_ids_and_checked(tmp_path):
     df["label"] = df.index % 5
     df.to_csv(path, index=False)
     cfg = compose(*QUICK, *FILES, f"data.train_file={path}")
-    train, _, info = load_files(cfg, train_tokenizer(cfg, 8000))
+    train, _, info = tokenize_files(cfg, train_tokenizer(cfg, 8000))
     assert info["label2id"] is None and train["labels"][:6] == [0, 1, 2, 3, 4, 0]
     with pytest.raises(ConfigError, match=r"40 labels outside \[0, 3\) \(first: row 0, label 0\)|labels outside \[0, 3\)"):
         cfg = compose(*QUICK, *FILES, f"data.train_file={path}", "task.num_labels=3")
-        load_files(cfg, train_tokenizer(cfg, 8000))
+        tokenize_files(cfg, train_tokenizer(cfg, 8000))
 
 
 def test_classification_eval_reports_accuracy_and_f1(tmp_path):
@@ -96,7 +95,7 @@ def test_seq2seq_eval_reports_rouge_on_korean_text(tmp_path, local_model_dir):
 def test_rouge_scores_korean_words():
     from types import SimpleNamespace
 
-    from src.metrics import Rouge
+    from src.train.metrics import Rouge
 
     class Words:  # a stand-in tokenizer: ids are word numbers
         vocab = ["<pad>", "거래처", "접대", "식사"]
@@ -136,8 +135,9 @@ def test_a_label_count_other_than_num_labels_is_one_line_naming_the_override(tmp
     cfg = compose(*FILES, f"data.train_file={ids}", "task.num_labels=280")
     with pytest.raises(ConfigError, match=rf"^task.num_labels=280: {ids} has label ids 0..4: 5 classes, not 280; "
                                           r"set task.num_labels=5$"):
-        load_files(cfg, train_tokenizer(cfg, 8000))
-    assert load_files(compose(*FILES, f"data.train_file={ids}"), train_tokenizer(cfg, 8000))[0]["labels"] == [0, 1, 4]
+        tokenize_files(cfg, train_tokenizer(cfg, 8000))
+    fine = compose(*FILES, f"data.train_file={ids}")
+    assert tokenize_files(fine, train_tokenizer(fine, 8000))[0]["labels"] == [0, 1, 4]
 
 
 def test_eval_label_ids_past_the_training_classes_are_refused(tmp_path):
@@ -146,7 +146,7 @@ def test_eval_label_ids_past_the_training_classes_are_refused(tmp_path):
     other.write_text("text,label\n회식,2\n")
     cfg = compose(*FILES, f"data.train_file={train}", f"data.eval_file={other}", "task.num_labels=2")
     with pytest.raises(ConfigError, match="has labels that the training file does not"):
-        load_files(cfg, train_tokenizer(cfg, 8000))
+        tokenize_files(cfg, train_tokenizer(cfg, 8000))
 
 
 def test_empty_file_and_undecodable_bytes_name_the_problem(tmp_path):
@@ -154,12 +154,12 @@ def test_empty_file_and_undecodable_bytes_name_the_problem(tmp_path):
     empty.write_text("text,label\n")
     cfg = compose(*QUICK, *FILES, f"data.train_file={empty}")
     with pytest.raises(ConfigError, match="the file has no rows"):
-        load_files(cfg, None)
+        tokenize_files(cfg, None)
     cp949 = tmp_path / "cp949.csv"
     lines = ACCOUNTS.read_text().splitlines()
     cp949.write_bytes(("\n".join(lines[:5]) + "\n").encode() + (lines[5] + "\n").encode("cp949") + b"x,y\n")
     with pytest.raises(ConfigError, match=r"not UTF-8 at line 6 \(byte \d+\); re-encode it, e.g. iconv -f cp949 -t utf-8"):
-        load_files(compose(*QUICK, *FILES, f"data.train_file={cp949}"), None)
+        tokenize_files(compose(*QUICK, *FILES, f"data.train_file={cp949}"), None)
 
 
 def test_eval_labels_unknown_to_training_are_refused(tmp_path):
@@ -167,7 +167,7 @@ def test_eval_labels_unknown_to_training_are_refused(tmp_path):
     pd.DataFrame({"text": ["새 계정의 지출"], "label": ["새계정"]}).to_csv(other, index=False)
     cfg = compose(*QUICK, *FILES, f"data.train_file={ACCOUNTS}", f"data.eval_file={other}")
     with pytest.raises(ConfigError, match="has labels that the training file does not"):
-        load_files(cfg, train_tokenizer(cfg, 8000))
+        tokenize_files(cfg, train_tokenizer(cfg, 8000))
 
 
 def test_an_interrupted_run_resumes_to_the_same_final_step(tmp_path):
@@ -196,7 +196,7 @@ def test_resume_without_a_checkpoint_is_a_config_error(tmp_path):
 
 
 def test_resume_skips_a_checkpoint_the_kill_left_incomplete(tmp_path):
-    from src.checkpoints import last_checkpoint
+    from src.train.checkpoints import last_checkpoint
 
     for step, complete in ((5, True), (10, True), (15, False)):
         ckpt = tmp_path / "checkpoints" / f"checkpoint-{step}"

@@ -8,7 +8,7 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
-from src import flops, models
+from src.model import build as models, flops
 from tests.conftest import compose
 
 

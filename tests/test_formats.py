@@ -8,10 +8,10 @@ import pickle
 import pytest
 import torch
 
-import src.files as files
-from src import data, formats
-from src.config import ConfigError
-from src.measure import TokenCounter, window_tokens
+from src.base import files as disk
+from src.data import collate, formats, prepare, tokenize
+from src.config.errors import ConfigError
+from src.measure.meter import TokenCounter, window_tokens
 from src.run import run
 from tests.conftest import QUICK, ROOT, cli, compose, read_report
 
@@ -30,7 +30,7 @@ THINKING = ("{%- for m in messages -%}{%- if m.role == 'assistant' and loop.last
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(disk, "CACHE", tmp_path / "cache")
     monkeypatch.setenv("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
 
@@ -73,7 +73,7 @@ def _write(tmp_path, fmt, conversations=None):
 
 def _load(path, fmt, tokenizer, *overrides):
     cfg = compose(*CHAT, f"data.train_file={path}", f"data.format={fmt}", *overrides)
-    train, _, info = files.load_files(cfg, tokenizer)
+    train, _, info = tokenize.tokenize_files(cfg, tokenizer)
     return cfg, train, info
 
 
@@ -153,9 +153,9 @@ def test_truncation_keeps_labels_aligned_and_drops_rows_without_an_answer(tmp_pa
 def test_every_padding_strategy_carries_the_answer_labels(padding, tmp_path):
     tok = _tokenizer(CHATML)
     cfg = compose(*CHAT, f"data.train_file={ALPACA}", "data.format=alpaca", f"padding={padding}", "data.max_length=128")
-    train, _, _ = data.build_datasets(cfg, None, tok, tok.pad_token_id)
+    train, _, _ = prepare.rows(cfg, None, tok)
     rows = [train[i] for i in range(4)]
-    batch = data.build_collator(cfg, tok.pad_token_id)(rows)
+    batch = collate.build_collator(cfg, tok.pad_token_id)(rows)
     labels, ids = batch["labels"], batch["input_ids"]
     assert labels.shape == ids.shape and ((labels == -100) | (labels == ids)).all()
     want = [r["output"] + "<|im_end|>\n" for r in ROWS[:4]]
@@ -174,11 +174,11 @@ def test_throughput_counts_every_real_token_and_the_loss_only_the_answers(tmp_pa
     tok = _tokenizer(CHATML)
     for padding in ("dynamic", "packed"):
         cfg = compose(*CHAT, f"data.train_file={ALPACA}", "data.format=alpaca", f"padding={padding}")
-        train, _, _ = data.build_datasets(cfg, None, tok, tok.pad_token_id)
+        train, _, _ = prepare.rows(cfg, None, tok)
         rows = [train[i] for i in range(4)]
         counter = TokenCounter("causal_lm")
         start = counter.snapshot()
-        counter.add(data.build_collator(cfg, tok.pad_token_id)(rows))
+        counter.add(collate.build_collator(cfg, tok.pad_token_id)(rows))
         counts = window_tokens(start, counter.snapshot())
         answers = sum(1 for r in rows for t in r["labels"] if t != -100)
         assert counts["real"] == sum(r["length"] for r in rows)  # prompts are computed: tokens processed

@@ -32,7 +32,8 @@ def test_tiny_run_on_gpu_measures_with_events_profiler_and_nvml(tmp_path):
 def test_qlora_quantises_random_weights_on_the_gpu_in_seconds(tmp_path):
     import bitsandbytes as bnb
 
-    from src import env, models
+    from src.machine import env
+    from src.model import build as models
 
     cfg = compose("peft=qlora", "model=qwen3", "model.arch.num_hidden_layers=4")
     before = torch.cuda.memory_allocated()
@@ -149,7 +150,8 @@ def test_qlora_memory_prediction_holds_at_16_layers(tmp_path, model, within):
 
 
 PROBE_ALLOCATOR = """
-from src import run, env
+from src import run
+from src.machine import env
 run._cuda_available()  # what a run does before it sets the allocator
 import torch
 {set}

@@ -7,8 +7,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
-from src import env, models
-from src.config import ConfigError, validate
+from src.data import collate
+from src.machine import env
+from src.model import build as models
+from src.config.errors import ConfigError
+from src.config.schema import validate
 from src.run import run
 from tests.conftest import QUICK, compose
 
@@ -32,15 +35,14 @@ def test_adapter_dtype_keeps_lora_in_fp32_or_in_the_weights_dtype(adapter_dtype,
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_packed_sequences_attend_only_within_themselves(attention):
     """padding=packed puts several sequences in one row: their logits must equal each sequence run alone."""
-    from src import data
 
     opts = ("task=causal_lm", "padding=packed", "peft=none", "precision=fp32", f"attention={attention}")
     cfg = compose(*opts)
     model, _ = _model(*opts)
     model.eval()
     seqs = [torch.randint(3, 1000, (n,), generator=torch.Generator().manual_seed(n)).tolist() for n in (7, 12, 5)]
-    batch = data.build_collator(cfg, pad_id=0)([{"input_ids": s} for s in seqs])
-    inputs = {k: v for k, v in data.to_device(batch, "cpu").items() if k != "labels"}  # what the Trainer feeds the model
+    batch = collate.build_collator(cfg, pad_id=0)([{"input_ids": s} for s in seqs])
+    inputs = {k: v for k, v in collate.to_device(batch, "cpu").items() if k != "labels"}  # what the Trainer feeds the model
     with torch.no_grad():
         together = model(**inputs).logits[0, :sum(map(len, seqs))]  # the real tokens; the dummy tail follows
         alone = torch.cat([model(input_ids=torch.tensor([s])).logits[0] for s in seqs])
@@ -96,15 +98,15 @@ def test_levers_the_cpu_cannot_use_are_config_errors(args, message):
 
 
 def test_buckets_bound_the_batch_shapes_to_five():
-    from src import data
+    from src.model import build as models
 
     cfg = compose("padding=buckets")
-    collate = data.collator_for(cfg, models.hf_config(cfg))
+    collator = collate.collator_for(cfg, models.hf_config(cfg))
     gen = torch.Generator().manual_seed(0)
     widths = set()
     for _ in range(50):
         lengths = torch.randint(40, 288, (8,), generator=gen).tolist()
-        batch = collate([{"input_ids": [5] * n, "labels": 1} for n in lengths])
+        batch = collator([{"input_ids": [5] * n, "labels": 1} for n in lengths])
         widths.add(batch["input_ids"].shape[1])
         assert batch["attention_mask"].sum().item() == sum(lengths)
     assert widths <= {64, 128, 192, 256, 320} and len(widths) >= 2

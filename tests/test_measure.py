@@ -7,9 +7,9 @@ import time
 import pytest
 import torch
 
-from src.measure import Measure, TokenCounter, window_tokens
-from src.timing import PHASES, Clock, StepTimer, StopRule, Window, union_seconds
-from src.trainer_hooks import TrainerHooks
+from src.measure.meter import Measure, TokenCounter, window_tokens
+from src.measure.timing import Clock, PHASES, StepTimer, StopRule, Window, union_seconds
+from src.measure.hooks import TrainerHooks
 
 
 def _padded_batch():
@@ -36,12 +36,12 @@ def test_causal_lm_loss_tokens_skip_the_unpredicted_first_position():
 
 def test_packed_batches_are_counted_from_the_collators_pack_stats():
     """A packed row has no attention_mask: samples, real and loss tokens come from what the collator packed."""
-    from src import data
+    from src.data import collate
     from tests.conftest import compose
 
     counter = TokenCounter("causal_lm")
     rows = [{"input_ids": [5, 6, 7], "length": 3}, {"input_ids": [8, 9], "length": 2}]
-    batch = data.build_collator(compose("task=causal_lm", "padding=packed"), pad_id=0)(rows)
+    batch = collate.build_collator(compose("task=causal_lm", "padding=packed"), pad_id=0)(rows)
     start = counter.snapshot()
     counter.add(batch)
     got = window_tokens(start, counter.snapshot())

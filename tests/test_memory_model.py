@@ -3,7 +3,9 @@ the real depth as autograd really keeps them (on the CPU the probe is the bytes 
 import pytest
 import torch
 
-from src import data, env, memory_model, models
+from src.data import collate
+from src.machine import env
+from src.model import build as models, memory_model
 from tests.conftest import compose
 
 
@@ -12,7 +14,7 @@ def _setup(*overrides):
     res = env.resolve(cfg)
     conf = models.hf_config(cfg)
     lengths = {"max": 100, "min": 40}
-    batch = memory_model.widest_batch(cfg, conf, data.collator_for(cfg, conf, lengths), lengths, "cpu")
+    batch = memory_model.widest_batch(cfg, conf, collate.collator_for(cfg, conf, lengths), lengths, "cpu")
     return cfg, res, conf, batch
 
 
@@ -138,7 +140,7 @@ def test_checkpointing_every_second_layer_predicts_between_none_and_all():
 def test_a_prediction_near_capacity_warns_that_the_allocators_reserve_may_not_fit():
     # on an H200 under a 24 GB cap, jobs predicted at 20.6 and 21.6 GB ran out of memory with about 4 GB reserved
     # but unallocated (experiments/batch_vs_accum_saturation)
-    from src.memory_model import capacity_warning
+    from src.model.memory_model import capacity_warning
 
     assert "expect OOM" in capacity_warning(25.7, 24.0, None)
     near = capacity_warning(20.6, 24.0, "expandable_segments:True")

@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from src import data, diagnose, env, models, packing, train
-from src.config import ConfigError, validate
+from src.checks import training as check_training
+from src.data import collate, packing, prepare, sources
+from src.machine import env
+from src.model import build as models
+from src.train import trainer as train
+from src.config.errors import ConfigError
+from src.config.schema import validate
 from src.run import run
 from tests.conftest import QUICK, cli, compose
 
@@ -41,10 +46,10 @@ def _packed_batches(task):
     """Every pack of 64 synthetic rows, plus a one-row pack whose long tail needs several dummy sequences."""
     cfg = compose(f"task={task}", "padding=packed", f"batch.tokens={BUDGET}")
     conf = models.hf_config(cfg)
-    ds = data.synthetic(cfg, conf, 64, 0)
-    collate = data.collator_for(cfg, conf, data.length_stats(ds))
-    packs = [[ds[j] for j in p] for p in data.for_trainer(cfg, ds).packs] + [[ds[0]]]
-    return cfg, collate, [(rows, collate([{"pack": rows}])) for rows in packs]
+    ds = sources.synthetic(cfg, conf, 64, 0)
+    collator = collate.collator_for(cfg, conf, prepare.length_stats(ds))
+    packs = [[ds[j] for j in p] for p in prepare.for_trainer(cfg, ds).packs] + [[ds[0]]]
+    return cfg, collator, [(rows, collator([{"pack": rows}])) for rows in packs]
 
 
 @pytest.mark.parametrize("task", ["classification", "causal_lm"])
@@ -108,9 +113,9 @@ def test_packed_classification_equals_each_sequence_alone(peft):
     model.eval()
     seqs = _seqs(7, 12, 5)
     labels = torch.tensor([0, 1, 2])
-    batch = data.build_collator(cfg, pad_id=0)([{"input_ids": s, "labels": int(y)} for s, y in zip(seqs, labels)])
+    batch = collate.build_collator(cfg, pad_id=0)([{"input_ids": s, "labels": int(y)} for s, y in zip(seqs, labels)])
     with torch.no_grad():
-        packed = model(**data.to_device(batch, "cpu"))
+        packed = model(**collate.to_device(batch, "cpu"))
         # no cu_seq_lens: the model's own forward, pooling the last non-pad token of an unpadded row
         alone = torch.cat([model(input_ids=torch.tensor([s])).logits for s in seqs])
     assert torch.allclose(packed.logits[:3], alone, atol=1e-4)
@@ -122,11 +127,11 @@ def test_packed_causal_lm_loss_is_the_sum_of_each_sequences_loss():
     cfg, model = _model("task=causal_lm", "padding=packed", "precision=fp32", "peft=none")
     model.eval()
     seqs = _seqs(7, 12, 5)
-    batch = data.build_collator(cfg, pad_id=0)([{"input_ids": s} for s in seqs])
+    batch = collate.build_collator(cfg, pad_id=0)([{"input_ids": s} for s in seqs])
     with torch.no_grad():
-        packed = model(**data.to_device(batch, "cpu")).loss  # a mean over the scored tokens
+        packed = model(**collate.to_device(batch, "cpu")).loss  # a mean over the scored tokens
         # num_items_in_batch=1: the token sum the Trainer divides by the accumulated batch's count
-        summed = model(**data.to_device(batch, "cpu"), num_items_in_batch=1).loss
+        summed = model(**collate.to_device(batch, "cpu"), num_items_in_batch=1).loss
         own = sum(model(input_ids=torch.tensor([s]), labels=torch.tensor([s])).loss.item() * (len(s) - 1) for s in seqs)
     assert batch["pack_stats"]["loss"] == sum(len(s) - 1 for s in seqs)
     assert packed.item() * batch["pack_stats"]["loss"] == pytest.approx(own, rel=1e-5)
@@ -138,11 +143,11 @@ def test_packed_classification_grad_accum_equals_the_larger_batch(tmp_path):
     """The packed classifier sums its loss over num_items_in_batch: two packs of 4 rows = one pack of 8."""
     cfg, model = _model("padding=packed", f"batch.tokens={BUDGET}", "batch=4")
     conf = models.hf_config(cfg)
-    ds = data.synthetic(cfg, conf, 8, 0)
-    collator = data.collator_for(cfg, conf)
+    ds = sources.synthetic(cfg, conf, 8, 0)
+    collator = collate.collator_for(cfg, conf)
     trainer = train.trainer_class("classification", packed=True)(
         model=model, args=train.training_args(cfg, env.resolve(cfg), tmp_path), train_dataset=ds, data_collator=collator)
-    check = diagnose.grad_accum_check(trainer, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
+    check = check_training.grad_accum_check(trainer, model, [ds[i] for i in range(8)], collator, "cpu", 1e-3)
     assert check["status"] == "pass", check
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 
-from src import plots, summary
-from src.report import PHASES
+from src.report import plots, summary
+from src.measure import PHASES
 
 H100 = "NVIDIA H100 80GB HBM3"
 

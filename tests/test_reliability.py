@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from src import report_files
-from src.checkpoints import last_checkpoint
+from src.report import files as report_files, summary
+from src.train.checkpoints import last_checkpoint
 from src.run import run
 from tests.conftest import QUICK, ROOT, cli, compose, read_report
 
@@ -201,7 +201,6 @@ def test_a_full_disk_prints_the_summary_and_keeps_the_earlier_report(tmp_path):
 
 
 def test_a_full_disk_leaves_the_earlier_sweep_summary_whole(tmp_path):
-    from src import summary
     from tests.test_sweep import _report
 
     def add_jobs(sizes):
@@ -212,7 +211,7 @@ def test_a_full_disk_leaves_the_earlier_sweep_summary_whole(tmp_path):
     summary.write(tmp_path)
     before = (tmp_path / "summary.csv").read_text()
     add_jobs([8, 16, 32, 64, 128])  # a longer table than the disk has room for
-    proc = subprocess.run([sys.executable, "-c", "import sys; from src import summary; summary.write(sys.argv[1])",
+    proc = subprocess.run([sys.executable, "-c", "import sys; from src.report import summary; summary.write(sys.argv[1])",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           preexec_fn=_file_size_limit(len(before) + 20))
     assert proc.returncode == 1 and "File too large" in proc.stderr
@@ -223,7 +222,7 @@ def test_a_full_disk_leaves_the_earlier_sweep_summary_whole(tmp_path):
 # -- 10. config errors before heavy imports ---------------------------------------------------------------------
 @pytest.mark.parametrize("bad", ["trainer.lr=-1", "resume=true"])
 def test_a_config_error_answers_before_anything_heavy_is_imported(bad, tmp_path):
-    code = ("import sys; from pathlib import Path; from src.config import compose; from src.run import run\n"
+    code = ("import sys; from pathlib import Path; from src.config.compose import compose; from src.run import run\n"
             "rep = run(compose(sys.argv[1:2]), Path(sys.argv[2]))\n"
             "print(rep['status'], sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code, bad, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,

@@ -1,10 +1,11 @@
 """report.json's keys are an interface (sweep summaries, W&B, people's scripts read them): pinned here, so a
 refactor of how the report is built cannot move or drop one unnoticed. A new field may join without touching
-this file: adding a measured figure is its section's dataclass and src/analysis.py, nothing else."""
+this file: adding a measured figure is its section's dataclass and src/report/analysis.py, nothing else."""
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from src.report import Report, Throughput
+from src.report.document import Report
+from src.report.sections import Throughput
 from src.run import run
 from tests.conftest import QUICK, compose, read_report
 

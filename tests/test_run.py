@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from src import env, models
-from src.config import ConfigError
+from src.machine import env
+from src.model import build as models
+from src.config.errors import ConfigError
 from src.run import run
 from tests.conftest import QUICK, cli, compose, read_report
 from tests.test_config import CPU_REFUSES, GPU_ONLY_PACKAGE, NEEDS, OPTIONS

@@ -5,7 +5,7 @@ from statistics import fmean, stdev
 
 import pytest
 
-from src.stats import MIN_EFFECT, Interval, batch_means, compare, of_repeats, of_samples, t_quantile
+from src.base.stats import Interval, MIN_EFFECT, batch_means, compare, of_repeats, of_samples, t_quantile
 
 
 def steps(mean: float, noise: float, n: int, rho: float = 0.8, seed: int = 0) -> list[float]:
@@ -116,7 +116,7 @@ def test_welch_degrees_of_freedom_never_fall_below_the_smaller_side():
 
 
 def test_a_win_whose_interval_spans_more_than_2x_claims_only_its_lower_end():
-    from src.stats import Comparison
+    from src.base.stats import Comparison
 
     text = Comparison(5.33, 1.08, 26.39).text("bucketed", "longest")
     assert text == "bucketed beats longest by at least 1.08x (measured 5.33x, interval 1.08-26.39: too noisy to say by how much)"

@@ -8,7 +8,7 @@ import torch
 
 from hydra_plugins.trainsweep.batch_search import plan
 from hydra_plugins.trainsweep.launcher import job_gpus
-from src import plots, summary
+from src.report import plots, summary
 from tests.conftest import CONF, QUICK, cli, compose, read_report
 
 
@@ -241,7 +241,7 @@ def test_the_summary_reads_a_jsonl_of_collected_reports_and_gives_old_reports_th
 
 def test_a_job_with_many_overrides_gets_a_short_unique_stable_dir_name():
     # a 12-override sweep job on the GPU named its dir with all of them: 292 bytes, "File name too long"
-    from src.config import MAX_DIRNAME, job_dirname
+    from src.config.compose import MAX_DIRNAME, job_dirname
 
     common = ",".join(f"data.length_{k}={v}" for k, v in (("max", 2048), ("mean", 1800), ("std", 200))) + \
         ",gpu.memory_cap_gb=24,logger=none,measure.warmup_steps=2,model=solar-10.7b,peft.compute_dtype=bfloat16," \

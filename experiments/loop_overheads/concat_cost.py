@@ -11,7 +11,7 @@ import time
 from types import SimpleNamespace
 
 sys.path.insert(0, ".")
-from src.debug import BadHabits  # noqa: E402
+from src.train.debug import BadHabits  # noqa: E402
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
 habit = BadHabits(SimpleNamespace(empty_cache=False, item_sync=False, pandas_concat=True))

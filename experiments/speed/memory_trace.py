@@ -20,8 +20,10 @@ import torch
 from transformers import TrainerCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from src import data, env, memory_model, models  # noqa: E402
-from src.config import compose  # noqa: E402
+from src.data import collate, prepare
+from src.machine import env
+from src.model import build as models, memory_model  # noqa: E402
+from src.config.compose import compose  # noqa: E402
 from src.run import run  # noqa: E402
 
 GB = 2**30
@@ -93,8 +95,8 @@ def main(out_path: str, label: str, *overrides: str) -> None:
         torch.cuda.empty_cache()
         res = env.setup(cfg)
         conf = models.hf_config(cfg)
-        lengths = data.prepare(cfg, conf, Path(tmp)).info["lengths"]
-        collator = data.collator_for(cfg, conf, lengths)
+        lengths = prepare.prepare(cfg, conf, Path(tmp)).info["lengths"]
+        collator = collate.collator_for(cfg, conf, lengths)
         batch = memory_model.widest_batch(cfg, conf, collator, lengths, res.device)
         row["probe_gb"] = {n: {k: v / GB for k, v in memory_model.probe_copy(cfg, res, conf, batch, n).items()}
                            for n in (1, 2, 3, 4)}

@@ -1,5 +1,5 @@
 """Tokenisation cost of a corpus shaped like the account-tax texts (~535 characters a row, the report's
-mean), through trainsweep's own loader (src/files.py): num_proc 1 vs N, cold vs cached, and the fast
+mean), through trainsweep's own loader (src/data/tokenize.py): num_proc 1 vs N, cold vs cached, and the fast
 tokenizer's own threads on or off. Each variant runs in a fresh process with a fresh cache.
 
     python experiments/tokenization/bench.py [ROWS]      -> one JSON line per variant, then a table
@@ -44,16 +44,17 @@ def variant(rows: int, num_proc: int, tokenizer_threads: bool) -> dict:
     os.environ["TOKENIZERS_PARALLELISM"] = "true" if tokenizer_threads else "false"
     import resource
 
-    import src.files as files
-    from src.config import compose
+    from src.base import files as disk
+    from src.data import tokenize
+    from src.config.compose import compose
 
     path = corpus(rows)
     cfg = compose(["data=files", f"data.train_file={path}", "data.max_length=320", f"data.num_proc={num_proc}"])
-    tokenizer = files.train_tokenizer(cfg, 8000)  # cached under outputs/cache: the same for every variant
+    tokenizer = tokenize.train_tokenizer(cfg, 8000)  # cached under outputs/cache: the same for every variant
     with tempfile.TemporaryDirectory() as cache:
-        files.CACHE = Path(cache)
-        _, _, cold = files.load_files(cfg, tokenizer)
-        _, _, warm = files.load_files(cfg, tokenizer)
+        disk.CACHE = Path(cache)
+        _, _, cold = tokenize.tokenize_files(cfg, tokenizer)
+        _, _, warm = tokenize.tokenize_files(cfg, tokenizer)
     return {"rows": rows, "num_proc": num_proc, "tokenizer_threads": tokenizer_threads,
             "cold_s": cold["tokenize"]["train"]["seconds"], "cached_s": warm["tokenize"]["train"]["seconds"],
             "cache_hit_second": warm["tokenize"]["train"]["cache_hit"], "cpu_count": os.cpu_count(),

@@ -57,7 +57,7 @@ class BatchSearchSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
-        Report, report_files = app("report").Report, app("report_files")
+        Report, report_files = app("report.document").Report, app("report.files")
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -86,7 +86,7 @@ class BatchSearchSweeper(Sweeper):
                 stop = f"{misses} sizes in a row gained less than {self.min_gain:.0%} over batch {best['batch']}"
                 break
         answer = {"best": best, "stopped_because": stop, "path": path, "effective_batch": self.effective_batch}
-        report_files.atomic_write(sweep_dir / "search.json", json.dumps(answer, indent=2))
+        app("base.files").atomic_write(sweep_dir / "search.json", json.dumps(answer, indent=2))
         if best:
             log.info(f"batch search: micro-batch {best['batch']} x grad_accum {best['grad_accum']} is fastest, "
                      f"{best['real_tokens_per_s']:,.0f} real tokens/s (stopped: {stop})")

@@ -57,7 +57,7 @@ def job_gpus(params: dict) -> dict:
 def rounds(jobs: Sequence[Sequence[str]], repeats: int) -> list[list[str]]:
     """Every job once per round, round after round, so a drift of the machine hits every job alike; repeat 0
     is the plain job (its directory unchanged: a finished sweep gains repeats without recomputing), repeat
-    r > 0 adds the override repeat=r. The summary ranks each job on its repeats (src/summary.py)."""
+    r > 0 adds the override repeat=r. The summary ranks each job on its repeats (src/report/summary.py)."""
     return [list(job) + ([f"repeat={r}"] if r else []) for r in range(repeats) for job in jobs]
 
 
@@ -72,7 +72,7 @@ def link_log(job_dir: Path) -> None:
 
 def job_line(job_dir: Path) -> str:
     """One line per finished job while the sweep runs: status, real tokens/s with its interval, flags."""
-    rep = app("report_files").read(job_dir / "report.json")
+    rep = app("report.files").read(job_dir / "report.json")
     if rep is None:
         return "no report"
     th, flags = rep.get("throughput"), rep.get("flags")
@@ -108,7 +108,7 @@ class IsolatedLauncher(LocalLauncher):
 
     def __init__(self, repeats: int = 1, **params):
         super().__init__(**params)
-        self.repeats = repeats  # src/cli.py refuses anything but a positive integer
+        self.repeats = repeats  # src/config/cli.py refuses anything but a positive integer
 
     def __call__(self, *args, **kwargs):  # in the job's process
         if self.sweep_pid is not None:
@@ -116,7 +116,7 @@ class IsolatedLauncher(LocalLauncher):
         return super().__call__(*args, **kwargs)
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        report_files = app("report_files")
+        report_files = app("report.files")
         self.sweep_pid = os.getpid()
         if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
             self.params.update(job_gpus(self.params))
@@ -134,7 +134,7 @@ class IsolatedLauncher(LocalLauncher):
                 log.info(f"{name}: finished earlier ({done.status}), skipped")
                 returns.append(self._completed(overrides, job_dir, done.real_tokens_per_s))
                 continue
-            if report_files.locked(job_dir):  # another process writes there: its files stay its own
+            if app("base.files").locked(job_dir):  # another process writes there: its files stay its own
                 log.warning(f"{name}: {job_dir} is in use by another process, skipped")
                 returns.append(self._completed(overrides, job_dir, None))
                 continue

@@ -1,0 +1,105 @@
+"""Checks of the tokenizer and the rows: pad/eos, padding side, lengths against data.max_length, and how much
+of each batch would be padding under each strategy."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..config.data import PACKED_TASKS
+from .results import result
+
+
+# -- tokenizer ----------------------------------------------------------------------------------------
+def tokenizer_checks(tokenizer, conf, train_ds, task: str) -> list[dict]:
+    if tokenizer is None:
+        return []
+    out = []
+    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    out.append(result("tokenizer.pad_token", "pass" if pad is not None else "fail", tokenizer.pad_token,
+                      "a pad token", "" if pad is not None else "set tokenizer.pad_token to a token the texts never contain"))
+    if pad is None or pad != eos:
+        out.append(result("tokenizer.pad_is_eos", "pass", f"pad {pad}, eos {eos}", "pad != eos"))
+    else:
+        ids = train_ds.select(range(min(len(train_ds), 2000)))["input_ids"]
+        ending = sum(1 for row in ids if row and row[-1] == eos)
+        inside = sum(1 for row in ids if eos in row[:-1])
+        bad = task == "classification" and ending > 0
+        out.append(result("tokenizer.pad_is_eos", "fail" if bad else "warn",
+                          f"pad == eos ({tokenizer.eos_token}); eos ends {ending} and occurs inside {inside} of {len(ids)} rows",
+                          "pad != eos",
+                          "sequence classification pools the last token that is not pad_token_id: a trailing eos is "
+                          "skipped. Add a dedicated pad token (tokenizer.add_special_tokens) and resize the embeddings"))
+    vocab, rows = len(tokenizer), conf.vocab_size
+    out.append(result("tokenizer.vocab_vs_embeddings", "pass" if vocab <= rows else "fail", f"{vocab} tokens, {rows} embedding rows",
+                      "tokens <= embedding rows", "" if vocab <= rows else "ids past the embedding table: model.resize_token_embeddings(len(tokenizer))"))
+    missing = [name for name in ("eos_token", "pad_token") if getattr(tokenizer, name) is None]
+    out.append(result("tokenizer.special_tokens", "warn" if missing else "pass",
+                      {n: getattr(tokenizer, n) for n in ("bos_token", "eos_token", "pad_token", "unk_token")},
+                      "eos and pad defined", f"missing: {', '.join(missing)}" if missing else ""))
+    side = tokenizer.padding_side
+    ok = side == "right" or task == "classification"
+    out.append(result("tokenizer.padding_side", "pass" if ok else "warn", side, "right for training",
+                      "" if ok else "left padding is for generation; training a causal LM with it shifts positions"))
+    return out
+
+
+# -- data -------------------------------------------------------------------------------------------
+def pad_fraction(lengths: np.ndarray, strategy: str, batch: int, max_length: int, multiple: int | None,
+                 chunk: int = 1000, seed: int = 0, tokens: int | None = None) -> float:
+    """The share of computed positions that are padding, from the lengths alone (no training)."""
+    if strategy == "packed":  # only the unfilled tail of each pack (a token budget) or of each row (multiple of 64)
+        if tokens:
+            from ..data.packing import first_fit
+
+            return float(1 - lengths.sum() / (len(first_fit(lengths, tokens, seed)) * tokens))
+        rows = np.array_split(lengths, max(1, math.ceil(len(lengths) / batch)))
+        return float(1 - lengths.sum() / sum(math.ceil(r.sum() / 64) * 64 for r in rows))
+    rng = np.random.default_rng(seed)
+    if strategy == "max_length":
+        widths = np.full(len(lengths), max_length)
+    elif strategy == "longest":  # every chunk of rows padded to its longest at tokenisation time
+        widths = np.concatenate([np.full(len(c), c.max()) for c in np.array_split(lengths, max(1, math.ceil(len(lengths) / chunk)))])
+    else:
+        order = rng.permutation(len(lengths))
+        if strategy == "grouped":  # like LengthGroupedSampler: sort within mega-batches of 50 batches
+            mega = 50 * batch
+            order = np.concatenate([o[np.argsort(-lengths[o])] for o in np.array_split(order, max(1, math.ceil(len(order) / mega)))])
+        shuffled = lengths[order]
+        widths = np.concatenate([np.full(len(b), b.max()) for b in np.array_split(shuffled, max(1, math.ceil(len(shuffled) / batch)))])
+    if multiple and strategy != "max_length":
+        widths = np.ceil(widths / multiple) * multiple
+    return float(1 - lengths.sum() / widths.sum())
+
+
+def data_checks(cfg, train_ds) -> list[dict]:
+    out = []
+    lengths = np.asarray(train_ds["length"], dtype=np.int64)
+    d, task = cfg.data, cfg.task.name
+    if task == "classification":
+        labels = np.asarray(train_ds["labels"])
+        bad = int(((labels < 0) | (labels >= cfg.task.num_labels)).sum())
+        out.append(result("data.labels_in_range", "fail" if bad else "pass",
+                          f"{bad} of {len(labels)} labels outside [0, {cfg.task.num_labels}); min {labels.min()}, max {labels.max()}",
+                          f"all in [0, {cfg.task.num_labels})", "set task.num_labels to the number of classes" if bad else ""))
+    truncated = float((lengths >= d.max_length).mean())
+    out.append(result("data.truncation", "warn" if truncated > 0.05 else "pass",
+                      {"rows_at_max_length": round(truncated, 4), "mean": round(float(lengths.mean()), 1),
+                       "p90": float(np.percentile(lengths, 90)), "max": int(lengths.max())},
+                      f"<= 5% of rows at data.max_length ({d.max_length})",
+                      f"raise data.max_length (now {d.max_length}): the ends of these rows are cut" if truncated > 0.05 else ""))
+    p = cfg.padding
+    strategies = ["max_length", "longest", "dynamic", "grouped"] + (["packed"] if task in PACKED_TASKS else [])
+    waste = {s: pad_fraction(lengths, s, cfg.batch.size, d.max_length, p.pad_to_multiple_of, p.chunk_size,
+                             tokens=cfg.batch.tokens) for s in strategies}
+    chosen, best = waste[p.strategy], min(waste.values())
+    best_name = min(waste, key=waste.get)
+    worse = chosen - best > 0.10
+    out.append(result("data.padding_waste", "warn" if worse else "pass",
+                      {"chosen": p.strategy, **{k: round(v, 3) for k, v in waste.items()}},
+                      f"within 10 points of the least ({best_name}: {best:.1%})",
+                      f"padding={p.strategy} computes {chosen:.0%} padding; padding={best_name} {best:.0%}. Fewer pad "
+                      "tokens is not always faster: a host-bound step can gain more from fixed shapes" if worse else ""))
+    return out
+
+

@@ -1,0 +1,147 @@
+"""What the command line needs before Hydra parses it: `--help` as a list of options, a value outside a closed
+set (a Choice field of the schema) or a renamed option refused in one line, the names users type rewritten to
+the keys Hydra knows, and numeric group choices quoted."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import typing
+
+from .errors import Choice, ConfigError
+from .paths import CONF_DIR
+from .schema import Config
+
+_NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
+_PLAIN_VALUES = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=([\w.-]+(?:,[\w.-]+)*)$")  # key=a or a sweep key=a,b
+
+
+def quote_numeric_choices(args: list[str]) -> list[str]:
+    """`batch=16` -> `batch='16'`. Hydra parses a bare 16 as an int and refuses it as a config group
+    choice; quoted, it names conf/batch/16.yaml. Sweeps too: `batch=4,8` -> `batch='4','8'`."""
+    out = []
+    for arg in args:
+        m = _NUMERIC_CHOICE.match(arg)
+        if m and os.path.isdir(os.path.join(CONF_DIR, m.group(2))):
+            arg = f"{m.group(1)}{m.group(2)}=" + ",".join(f"'{v}'" for v in m.group(3).split(","))
+        out.append(arg)
+    return out
+
+
+def choice_type(key: str) -> type[Choice] | None:
+    """The Choice a dotted key of the schema takes (`padding.strategy` -> PaddingStrategy), else None."""
+    node: typing.Any = Config
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(node):
+            return None
+        node = typing.get_type_hints(node).get(part)
+        node = next((a for a in typing.get_args(node) if a is not type(None)), node)  # Optional[X] -> X
+    return node if isinstance(node, type) and issubclass(node, Choice) else None
+
+
+def check_choices(overrides: list[str]) -> None:
+    """ConfigError for `key=value` where key takes a Choice and value is none of it. Hydra refuses such a value
+    too while composing, but in several lines; the overrides it can't read as plain values (quoted, choice(),
+    interpolations) stay Hydra's to refuse."""
+    for arg in overrides:
+        m = _PLAIN_VALUES.match(arg)
+        choices = choice_type(m.group(1)) if m else None
+        for value in m.group(2).split(",") if choices else ():
+            # OmegaConf also takes `PaddingStrategy.packed`, and null where the field is Optional (else refuses it)
+            if value != "null" and value.removeprefix(choices.__name__ + ".") not in choices.__members__:
+                raise ConfigError(m.group(1), value, "allowed: " + ", ".join(choices.__members__))
+
+
+# The TrainingArguments names people already type, for the knobs trainsweep owns
+HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch.size",
+            "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps"}
+
+
+RENAMED = {("padding", "bucketed"): "padding=grouped (length-grouped sampling; padding=buckets also pads to "
+                                   "multiples of 64 for a few fixed shapes)",
+           ("dataloader", "tuned"): "dataloader=workers (2 workers, pinned memory, prefetch, persistent: what it is, "
+                                    "and no faster than basic on pre-tokenised rows)"}
+
+
+def rewrite(args: list[str]) -> list[str]:
+    """Keys as a user types them, as Hydra needs them:
+    - `sweep.repeats=3` -> `hydra.launcher.repeats=3` (`sweep` is the group of saved sweeps; the launcher
+      runs the repeats, under any sweeper a preset picks);
+    - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
+    - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
+      dict of pass-through TrainingArguments fields; src/train/trainer.py checks the names);
+    - `batch=12` -> `batch.size=12` where conf/batch has no 12.yaml;
+    - `baseline=debug=none` -> `baseline='debug=none'` (an override as the value: Hydra's grammar needs quotes)."""
+    out = []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        old = (key.removesuffix(".strategy") if key == "padding.strategy" else key, value)
+        if old in RENAMED:
+            raise ConfigError(key, value, "renamed: " + RENAMED[old])
+        if key == "sweep.repeats":
+            if not value.isdigit() or int(value) < 1:
+                raise ConfigError("sweep.repeats", value, "must be a positive integer")
+            arg = f"hydra.launcher.repeats={value}"
+        elif eq and key in HF_NAMES:
+            arg = f"{HF_NAMES[key]}={value}"
+        elif eq and key.startswith("trainer.args."):
+            arg = "++" + arg
+        elif key == "batch" and all(v.isdigit() for v in value.split(",")) and \
+                not all(os.path.isfile(os.path.join(CONF_DIR, "batch", f"{v}.yaml")) for v in value.split(",")):
+            arg = f"batch.size={value}"  # any micro-batch, not only the sizes with a YAML (each is size N, grad_accum 1)
+        elif key == "baseline" and "=" in value and value[:1] not in "'\"":
+            arg = f"baseline='{value}'"
+        out.append(arg)
+    return out
+
+
+def _first_comment(path: str) -> str:
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") and not line.startswith("# @package"):
+                return line.lstrip("# ").rstrip()
+    return ""
+
+
+def command(argv0: str) -> str:
+    """How the user started us, for messages: the installed `trainsweep` command or `python -m src.run`."""
+    return "trainsweep" if os.path.basename(argv0) == "trainsweep" else "python -m src.run"
+
+
+def help_text(cmd: str = "python -m src.run") -> str:
+    """`--help`: every group with its options, each with the first line of its YAML's comment (what it does
+    to speed or memory), numeric options in numeric order. The full composed config is `--cfg job`."""
+    lines = [f"{cmd} [GROUP=OPTION ...] [key=value ...]".ljust(57) + "one run",
+             f"{cmd} -m GROUP=A,B key=x,y ...".ljust(57) + "a sweep: every combination, one process each",
+             f"{cmd} --cfg job [overrides]".ljust(57) + "the composed config, key by key", ""]
+    for group in sorted(g for g in os.listdir(CONF_DIR) if os.path.isdir(os.path.join(CONF_DIR, g)) and g != "hydra"):
+        names = [f[:-5] for f in os.listdir(os.path.join(CONF_DIR, group)) if f.endswith(".yaml")]
+        names.sort(key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
+        lines.append(f"{group}:")
+        width = max(map(len, names))
+        for name in names:
+            about = _first_comment(os.path.join(CONF_DIR, group, f"{name}.yaml"))
+            lines.append(f"  {name:<{width}}  {about[:110]}")
+        lines.append("")
+    lines.append("Any key: trainer.max_steps=200, data.max_length=256, trainer.args.<TrainingArguments field>=...")
+    return "\n".join(lines)
+
+
+def hydra_argv(argv: list[str]) -> list[str]:
+    """sys.argv as Hydra should see it; a bad Choice value ends here, as a config error: one line, exit 2."""
+    cmd = command(argv[0])
+    if any(a in ("--help", "-h") for a in argv[1:]):  # Hydra's own would print the whole composed config
+        print(help_text(cmd))
+        sys.exit(0)
+    try:
+        check_choices(argv[1:])
+        multirun = any(a in ("-m", "--multirun") for a in argv[1:])
+        preset = next((a for a in argv[1:] if a.startswith("sweep=")), None)
+        if preset and not multirun:  # without -m Hydra would quietly run one job of it
+            raise ConfigError("sweep", preset.partition("=")[2], f"a saved sweep runs with -m: {cmd} -m {preset}")
+        argv = argv[:1] + rewrite(argv[1:])
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    return quote_numeric_choices(argv)

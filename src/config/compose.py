@@ -1,0 +1,44 @@
+"""What Hydra needs before it composes a run's config: the schema registered (importing src.config.schema
+does it), the resolvers the YAML files use, and the config groups' directory; `compose` gives the config a
+command line would run, for tests and benchmarks."""
+from __future__ import annotations
+
+import hashlib
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..base.ranks import run_stamp
+from . import schema  # noqa: F401  (registers the schema Hydra composes against)
+from .cli import check_choices, quote_numeric_choices, rewrite
+from .paths import CONF_DIR, PACKAGE
+
+# Job directory names from override sets: `batch='16',batch.grad_accum=2` -> `batch=16,batch.grad_accum=2`.
+MAX_DIRNAME = 200  # bytes; most file systems stop at 255, and a sweep with a dozen overrides passes that
+
+
+def job_dirname(overrides: str) -> str:
+    """A sweep job's directory name: its overrides, readable; past MAX_DIRNAME their start and a hash of the whole,
+    so the name stays unique and the same on a rerun (which finds the finished jobs by it)."""
+    name = overrides.replace("'", "").replace("/", "-") or "defaults"
+    if len(name.encode()) <= MAX_DIRNAME:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return name.encode()[:MAX_DIRNAME - 13].decode(errors="ignore") + "-" + digest
+
+
+OmegaConf.register_new_resolver("job_dirname", job_dirname, replace=True)
+# Run directories: under torchrun every rank names the same one (src/base/ranks.py says how).
+OmegaConf.register_new_resolver("run_stamp", lambda fmt: run_stamp(fmt), replace=True, use_cache=True)
+# This package's import name, for the config's `_target_`s: `src` in a checkout, `trainsweep` installed.
+OmegaConf.register_new_resolver("package", lambda: PACKAGE, replace=True)
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """The config `python -m src.run OVERRIDES` would run, for tests and benchmarks; a value outside a
+    closed set raises ConfigError, as the command line refuses it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    check_choices(overrides)
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return hydra_compose("config", overrides=quote_numeric_choices(rewrite(list(overrides))))

@@ -1,0 +1,113 @@
+"""The schema of the groups that say what the model is fed: data, padding, dataloader, batch."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from omegaconf import MISSING, DictConfig
+
+from .errors import Choice, ConfigError, positive
+
+
+DataSource = Choice("DataSource", "synthetic files")
+DataFormat = Choice("DataFormat", "text alpaca sharegpt messages")  # data=files, task=causal_lm: src/data/formats.py
+
+
+@dataclass
+class DataConfig:
+    source: DataSource = MISSING
+    size: int = 4096  # synthetic rows
+    eval_size: int = 0  # synthetic eval rows (0: no eval set)
+    length_mean: float = 211.0  # synthetic token lengths ~ N(mean, std) clipped to [min, max]
+    length_std: float = 30.0
+    length_min: int = 40
+    length_max: int = 287
+    target_length_mean: float = 40.0  # seq2seq synthetic targets
+    target_length_max: int = 64
+    max_length: int = 320  # truncation length; padding=max_length pads every row to it
+    max_target_length: int = 64
+    max_train_samples: Optional[int] = None
+    max_eval_samples: Optional[int] = None
+    train_file: Optional[str] = None
+    eval_file: Optional[str] = None
+    text_column: str = "text"
+    label_column: str = "label"
+    target_column: Optional[str] = None
+    format: DataFormat = DataFormat.text  # text: text_column as it is | alpaca | sharegpt | messages: loss on the answers only
+    num_proc: int = 1  # tokenisation processes
+    tokenizer_vocab_size: int = 8000  # the offline fallback BPE's size, for models without a tokenizer
+    seed: int = 0
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        d = cfg.data
+        if d.source == "files" and not d.train_file:
+            raise ConfigError("data.train_file", None, "data=files needs a path to a CSV, JSONL or Parquet file")
+        positive("data.size", d.size)
+        positive("data.max_length", d.max_length)
+        if not d.length_min <= d.length_max:
+            raise ConfigError("data.length_min", d.length_min, f"must be <= data.length_max ({d.length_max})")
+        if d.format != "text" and cfg.task.name != "causal_lm":
+            raise ConfigError("data.format", d.format, f"instruction and chat data train a causal LM: add task=causal_lm "
+                                                       f"(task is {cfg.task.name}; data.format=text for other tasks)")
+        if d.format != "text" and d.source != "files":
+            raise ConfigError("data.format", d.format, "reads instruction or chat rows from a file: add data=files "
+                                                       "data.train_file=PATH")
+
+
+PaddingStrategy = Choice("PaddingStrategy", "max_length longest dynamic grouped packed")  # packed: padding-free
+PaddingSide = Choice("PaddingSide", "right left")
+PACKED_TASKS = ("classification", "causal_lm")  # the tasks padding=packed takes
+
+
+@dataclass
+class PaddingConfig:
+    strategy: PaddingStrategy = MISSING
+    pad_to_multiple_of: Optional[int] = None
+    side: PaddingSide = PaddingSide.right
+    chunk_size: int = 1000  # padding=longest pads each chunk of this many rows to its longest (datasets.map's batch)
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        p = cfg.padding
+        if p.pad_to_multiple_of is not None:
+            positive("padding.pad_to_multiple_of", p.pad_to_multiple_of)
+        if p.strategy == "packed" and cfg.task.name not in PACKED_TASKS:
+            raise ConfigError("padding.strategy", "packed", f"padding-free batches are for task=classification or causal_lm, not {cfg.task.name}")
+
+
+@dataclass
+class DataloaderConfig:
+    name: str = MISSING
+    num_workers: int = MISSING
+    pin_memory: bool = MISSING
+    prefetch_factor: Optional[int] = MISSING
+    persistent_workers: bool = MISSING
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        dl = cfg.dataloader
+        if dl.num_workers < 0:
+            raise ConfigError("dataloader.num_workers", dl.num_workers, "must be >= 0")
+        if dl.prefetch_factor is not None and dl.num_workers == 0:
+            raise ConfigError("dataloader.prefetch_factor", dl.prefetch_factor, "needs dataloader.num_workers > 0")
+
+
+@dataclass
+class BatchConfig:
+    size: int = 8
+    grad_accum: int = 1
+    tokens: Optional[int] = None  # padding=packed: tokens per micro-batch (a fixed shape); None packs `size` rows
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        b = cfg.batch
+        positive("batch.size", b.size)
+        positive("batch.grad_accum", b.grad_accum)
+        if b.tokens is not None:
+            if cfg.padding.strategy != "packed":
+                raise ConfigError("batch.tokens", b.tokens, "a token budget packs sequences: add padding=packed")
+            if not isinstance(b.tokens, int) or b.tokens < cfg.data.max_length:
+                raise ConfigError("batch.tokens", b.tokens, f"must be an integer >= data.max_length ({cfg.data.max_length}): a pack holds whole sequences")
+
+

@@ -1,0 +1,166 @@
+"""The schema of the groups that say what is built: model (and its init), task, precision, peft, attention.
+Each dataclass has the checks of its values right under it (src/config/schema.py says how they run)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from omegaconf import MISSING, DictConfig
+
+from .errors import Choice, ConfigError, positive
+
+
+HeadInit = Choice("HeadInit", "auto default zero scaled")
+
+
+@dataclass
+class InitConfig:
+    # auto: zero for a random-init classifier without hidden_norm (its loss starts at ln(num_labels) at any width),
+    # the model's own otherwise | default (initializer_range) | zero | scaled (std = 1 / the hidden-state norm)
+    head_init: HeadInit = HeadInit.auto
+    hidden_norm: Optional[float] = None  # set the final norm's gain so hidden states reach this L2 norm
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        init = cfg.model.init
+        if init.head_init not in ("auto", "default") and cfg.task.name != "classification":
+            raise ConfigError("model.init.head_init", init.head_init, "re-initialises a classification head; task is " + cfg.task.name)
+        if init.hidden_norm is not None and init.hidden_norm <= 0:
+            raise ConfigError("model.init.hidden_norm", init.hidden_norm, "must be > 0")
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    model_type: str = MISSING  # transformers model_type (qwen3, llama, bart, gpt_neox) or "auto"
+    name_or_path: Optional[str] = None  # local dir (or hub id on your machine) for real weights/tokenizer
+    pretrained: bool = False  # false: random init from `arch`, no download, same speed and memory
+    arch: Dict[str, Any] = MISSING  # the architecture, passed to AutoConfig.for_model ({} with pretrained weights)
+    trust_remote_code: bool = False
+    lr: float = 1e-4  # a learning rate that suits this model under LoRA; trainer.lr defaults to it
+    init: InitConfig = field(default_factory=InitConfig)
+    allow_large_on_cpu: bool = False  # true: build a model over 1B parameters on the CPU anyway (tens of GB of RAM, minutes a step)
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        m = cfg.model
+        if m.model_type == "auto" or m.pretrained:
+            if not m.name_or_path:
+                raise ConfigError("model.name_or_path", None, "set it to a local model directory (or a hub id)")
+            path = os.path.expanduser(m.name_or_path)
+            # a path, if it is written as one or exists; else a hub id ("Qwen/Qwen3-4B"), which from_pretrained
+            # finds in the local Hugging Face cache (models.hf_config says in one line when it can't)
+            if m.name_or_path.startswith((".", "/", "~")) or os.path.exists(path):
+                if not os.path.isfile(os.path.join(path, "config.json")):
+                    raise ConfigError("model.name_or_path", m.name_or_path, "no config.json there; give a Hugging Face model directory")
+                ModelConfig.check_directory(path)
+        elif not m.arch:
+            raise ConfigError("model.arch", "{}", "pretrained=false builds from the architecture: give model.arch")
+
+    @staticmethod
+    def check_directory(path: str) -> None:
+        """What from_pretrained would fail on seconds later, with a 40-line traceback: config.json that is not
+        JSON, and no weights. (A model_type transformers doesn't know is found when it loads: models.hf_config.)"""
+        conf = os.path.join(path, "config.json")
+        try:
+            with open(conf) as f:
+                json.load(f)
+        except ValueError as exc:
+            raise ConfigError("model.name_or_path", path, f"{conf} is not valid JSON ({exc})") from None
+        weights = [n for n in os.listdir(path) if n.endswith((".safetensors", ".bin", ".index.json", ".pth", ".pt"))
+                   and n != "training_args.bin"]
+        if not weights:
+            raise ConfigError("model.name_or_path", path, "no weights there (model.safetensors, pytorch_model.bin "
+                                                          "or a sharded index); pretrained=false builds from model.arch")
+
+
+Task = Choice("Task", "classification causal_lm seq2seq")
+ENCODER_DECODER = ("bart", "mbart", "t5", "mt5", "pegasus", "marian")  # the model_types task=seq2seq takes
+
+
+@dataclass
+class TaskConfig:
+    name: Task = MISSING
+    num_labels: int = MISSING  # classification only (0 for the others)
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        t = cfg.task
+        if t.name == "classification" and t.num_labels < 2:
+            raise ConfigError("task.num_labels", t.num_labels, "classification needs at least 2 labels")
+        if t.name == "seq2seq" and cfg.model.model_type not in ENCODER_DECODER + ("auto",):
+            raise ConfigError("task.name", "seq2seq", f"needs an encoder-decoder model (e.g. model=kobart), not {cfg.model.model_type}")
+
+
+Dtype = Choice("Dtype", "float32 bfloat16 float16 auto")
+Amp = Choice("Amp", "none bf16 fp16 auto")
+
+
+@dataclass
+class PrecisionConfig:
+    name: str = MISSING  # fp32 | tf32 | bf16 | fp16 | auto: the option's name, for messages
+    weights_dtype: Dtype = MISSING
+    amp: Amp = MISSING  # autocast dtype for the forward pass
+    tf32: bool = MISSING
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        pr = cfg.precision
+        if not on_gpu and "fp16" in (pr.amp, pr.weights_dtype.replace("float16", "fp16")):
+            raise ConfigError("precision", pr.name, "fp16 needs a CUDA GPU; on the CPU use precision=bf16 or fp32")
+        if pr.weights_dtype == "float16" and cfg.peft.method == "none":
+            raise ConfigError("precision.weights_dtype", "float16", "fp16 weights can't be trained in full; use peft=lora or precision=bf16")
+
+
+PeftMethod = Choice("PeftMethod", "none lora qlora")
+AdapterDtype = Choice("AdapterDtype", "float32 auto")
+
+
+@dataclass
+class PeftConfig:
+    method: PeftMethod = MISSING
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: str = "all-linear"
+    quant_type: str = "nf4"
+    double_quant: bool = True
+    compute_dtype: str = "bfloat16"
+    adapter_dtype: AdapterDtype = AdapterDtype.auto  # auto: the weights' dtype (bf16: no casts) | float32 (peft's default: a cast around every adapter matmul)
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        pe = cfg.peft
+        if pe.method != "none":
+            positive("peft.r", pe.r)
+        if pe.method == "qlora":
+            if not on_gpu:
+                raise ConfigError("peft", "qlora", "4-bit QLoRA (bitsandbytes) needs a CUDA GPU; on the CPU use peft=lora")
+            if importlib.util.find_spec("bitsandbytes") is None:
+                raise ConfigError("peft", "qlora", "needs bitsandbytes: pip install bitsandbytes (or pip install -e .[qlora])")
+
+
+Attention = Choice("Attention", "auto eager sdpa varlen flex_attention flash_attention_2")
+
+
+@dataclass
+class AttentionConfig:
+    implementation: Attention = MISSING
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        att = cfg.attention.implementation
+        if att == "varlen":
+            if not on_gpu or importlib.util.find_spec("torch.nn.attention.varlen") is None:
+                raise ConfigError("attention", att, "varlen is PyTorch's flash kernel for CUDA GPUs (torch >= 2.10); on the CPU use attention=sdpa")
+            if cfg.task.name == "seq2seq":
+                raise ConfigError("attention", att, "varlen is causal self-attention for decoder-only models, not seq2seq")
+        if att == "flex_attention" and not on_gpu:  # on the CPU its packed-sequence mask gives NaN (torch 2.13)
+            raise ConfigError("attention", att, "flex_attention runs on CUDA GPUs here; on the CPU use attention=sdpa")
+        if att == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+            raise ConfigError("attention", att, "needs the flash-attn package (pip install flash-attn); or use attention=sdpa")
+
+

@@ -1,0 +1,303 @@
+"""Where a run's rows come from, read and checked once: synthetic token ids shaped like the seed data, or
+local text files (CSV, TSV, JSONL, Parquet) through `datasets` (memory-mapped Arrow).
+
+Bad input is a ConfigError naming the key: missing file, unknown extension, missing column (with the columns
+that exist), no rows, a text cell that is not a string (with its row), labels out of range, fractional or
+missing, classes other than task.num_labels (with the override), numbers mixed with names, bytes that are
+not UTF-8 (with the line), a broken JSON line (with its number). String labels are mapped to ids in sorted
+order (the mapping is saved with the run); integer labels (and floats that are whole numbers) are used as
+they are. data.format=alpaca|sharegpt|messages rows are checked by src/data/formats.py.
+
+Files are keyed by their content (a streamed hash), not their name and mtime: a file replaced by other rows
+with the same mtime (`cp -p`) is read anew, and the tokenised cache (src/data/tokenize.py) follows the hash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from datasets import ClassLabel, Dataset, load_dataset
+
+from ..base import files as disk  # disk.CACHE read when used: a test or script may point it elsewhere
+from ..base.files import atomic_write
+from ..config.errors import ConfigError
+from . import formats
+
+log = logging.getLogger(__name__)
+LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+def _first_bad_line(path: str) -> tuple[int, int] | None:
+    """(line, byte) of the first line that is not UTF-8, or None."""
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return number, exc.start
+    return None
+
+
+def _first_bad_json_line(path: str) -> str | None:
+    """Where a JSON-lines file stops parsing, e.g. "line 3 is not JSON: Expecting ...", or None."""
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    json.loads(line)
+                except ValueError as exc:
+                    return f"line {number} is not JSON: {exc}"
+    return None
+
+
+def _hasher():
+    try:
+        import xxhash
+
+        return xxhash.xxh3_128()  # several GB/s
+    except ImportError:
+        return hashlib.blake2b(digest_size=16)
+
+
+def content_hash(path: str) -> str:
+    """A fast hash of the file's bytes, streamed. Remembered under CACHE/hashes by path, size, mtime, ctime and
+    inode, so an unchanged file is not read again: `cp -p` (or rsync -t) of other rows keeps the mtime, and
+    maybe the size, but the kernel sets ctime on every write and no tool can set it back."""
+    st = os.stat(path)
+    full = os.path.abspath(path)
+    key = [full, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    memo = disk.CACHE / "hashes" / (hashlib.blake2b(full.encode(), digest_size=8).hexdigest() + ".json")
+    try:
+        saved = json.loads(memo.read_text())
+        if saved["key"] == key:
+            return saved["hash"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    h = _hasher()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(memo, json.dumps({"key": key, "hash": digest}))
+    return digest
+
+
+def _read(path: str, key: str) -> tuple[Dataset, str]:
+    """The file's rows and its content hash."""
+    if not os.path.isfile(path):
+        raise ConfigError(key, path, "no such file")
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in LOADERS:
+        raise ConfigError(key, path, "unknown extension; allowed: " + ", ".join(LOADERS))
+    if os.path.getsize(path) == 0:
+        raise ConfigError(key, path, "the file has no rows (it is empty, 0 bytes)")
+    if ext != ".parquet":  # found before datasets does: its error names neither the line nor the fix
+        bad = _first_bad_line(path)
+        if bad:
+            raise ConfigError(key, path, f"not UTF-8 at line {bad[0]} (byte {bad[1]}); re-encode it, "
+                                         f"e.g. iconv -f cp949 -t utf-8")
+    kwargs = {"delimiter": "\t"} if ext == ".tsv" else {}
+    digest = content_hash(path)
+    # datasets keys its own Arrow copy by path and mtime: a cache directory per content makes it by content
+    cache_dir = disk.CACHE / "datasets" / f"file-{digest[:16]}"
+    try:
+        ds = load_dataset(LOADERS[ext], data_files=path, split="train", cache_dir=str(cache_dir), **kwargs)
+    except ValueError as exc:
+        if "corresponds to no data" in str(exc):  # how datasets says a file has a header and no rows
+            raise ConfigError(key, path, "the file has no rows") from None
+        raise ConfigError(key, path, f"could not be read: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:  # malformed CSV, broken JSON line, truncated Parquet
+        bad = _first_bad_json_line(path) if ext == ".jsonl" else None
+        if bad:
+            raise ConfigError(key, path, bad) from None
+        raise ConfigError(key, path, f"could not be read: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+    if len(ds) == 0:
+        raise ConfigError(key, path, "the file has no rows")
+    return ds, digest
+
+
+def _need_column(ds: Dataset, key: str, column: str) -> None:
+    if column not in ds.column_names:
+        raise ConfigError(key, column, "no such column; the file has: " + ", ".join(ds.column_names))
+
+
+def _need_text(ds: Dataset, key: str, column: str) -> None:
+    """Every cell a string: an empty CSV cell (NaN) or a number column would reach the tokenizer as a TypeError."""
+    if getattr(ds.features[column], "dtype", None) in ("string", "large_string"):
+        cells = ds.with_format("arrow")[column]
+        if cells.null_count:
+            row = pc.index(pc.is_null(cells), True).as_py()
+            raise ConfigError(key, column, f"row {row} is empty (null/NaN): every text cell must be a string; "
+                                           "fill or drop that row")
+        return
+    values = ds[column]
+    row = next((r for r, v in enumerate(values) if not isinstance(v, str)), None)
+    if row is not None:
+        found = "empty (null/NaN)" if values[row] is None else f"{type(values[row]).__name__} {values[row]!r}"
+        raise ConfigError(key, column, f"row {row} is {found}, not text (the column holds {ds.features[column]})")
+
+
+def _labels(ds: Dataset, column: str) -> list:
+    """The label column's values, whole-number floats as ints. Refused: a missing label, a fractional one
+    (classes are ids or names; 0.5 is neither), numbers mixed with names (which would each be a class)."""
+    key = "data.label_column"
+    values = ds[column]
+    for row, v in enumerate(values):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            raise ConfigError(key, column, f"row {row} has no label (an empty cell)")
+    numeric = [isinstance(v, (int, float)) for v in values]
+    if any(numeric) and not all(numeric):
+        n, t = numeric.index(True), numeric.index(False)
+        raise ConfigError(key, column, f"mixes numbers and names (row {n}: {values[n]!r}, row {t}: {values[t]!r}); "
+                                       "use one or the other")
+    if not all(numeric):
+        return values
+    fraction = next((row for row, v in enumerate(values) if v != int(v)), None)
+    if fraction is not None:
+        raise ConfigError(key, column, f"row {fraction} has {values[fraction]!r}: a class label is a whole number "
+                                       "(an id) or a name")
+    return [int(v) for v in values]
+
+
+def label_map(ds: Dataset, column: str, num_labels: int, path: str = "the data") -> dict | None:
+    """None for integer labels (ids as they are), else names -> ids in sorted order. The classes the data
+    has (its names, or its largest id + 1) must be task.num_labels: a head of another width trains, and the
+    report's ln(num_labels) baseline is then for a different head."""
+    feature = ds.features[column]
+    if isinstance(feature, ClassLabel):
+        names = feature.names
+    else:
+        values = _labels(ds, column)
+        if values and isinstance(values[0], int):
+            bad = [(row, v) for row, v in enumerate(values) if not 0 <= v < num_labels]
+            classes = max(values) + 1
+            if bad:
+                row, value = bad[0]
+                fix = f"set task.num_labels={classes}" if min(values) >= 0 else "class ids start at 0"
+                raise ConfigError("data.label_column", column, f"{len(bad)} labels outside [0, {num_labels}) "
+                                                               f"(first: row {row}, label {value}); {fix}")
+            if classes != num_labels:
+                raise ConfigError("task.num_labels", num_labels, f"{path} has label ids 0..{classes - 1}: {classes} "
+                                                                 f"classes, not {num_labels}; set task.num_labels={classes}")
+            return None
+        names = sorted({str(x) for x in values})
+    if len(names) != num_labels:
+        raise ConfigError("task.num_labels", num_labels, f"{path} has {len(names)} label names in column {column}, "
+                                                         f"not {num_labels}; set task.num_labels={len(names)}")
+    return {name: i for i, name in enumerate(names)}
+
+
+@dataclass
+class Files:
+    """data=files, read and checked: each split's rows (cut to max_*_samples), content hash and path, and the
+    label names' ids (None for integer labels)."""
+    rows: dict = field(default_factory=dict)
+    digests: dict = field(default_factory=dict)
+    paths: dict = field(default_factory=dict)
+    label2id: dict | None = None
+
+
+def read_files(cfg) -> Files:
+    """Every split's file read once and checked before anything is tokenised: the columns the task needs, the
+    text cells, the labels (the eval file's too), or the instruction/chat format."""
+    d, task = cfg.data, cfg.task.name
+    out = Files()
+    for split, path, key, limit in (("train", d.train_file, "data.train_file", d.max_train_samples),
+                                    ("eval", d.eval_file, "data.eval_file", d.max_eval_samples)):
+        if not path:
+            continue
+        ds, out.digests[split] = _read(path, key)
+        out.paths[split] = path
+        if d.format != "text":  # instruction or chat rows (task=causal_lm, DataConfig.check)
+            if limit:
+                ds = ds.select(range(min(limit, len(ds))))
+            formats.check(ds, d.format, path)
+            out.rows[split] = ds
+            continue
+        _need_column(ds, "data.text_column", d.text_column)
+        if task == "classification":
+            _need_column(ds, "data.label_column", d.label_column)
+        if task == "seq2seq":
+            if not d.target_column:
+                raise ConfigError("data.target_column", None, "task=seq2seq needs the summary column's name")
+            _need_column(ds, "data.target_column", d.target_column)
+        if limit:  # before tokenising: a quick run tokenises only what it uses
+            ds = ds.select(range(min(limit, len(ds))))
+        _need_text(ds, "data.text_column", d.text_column)
+        if task == "seq2seq":
+            _need_text(ds, "data.target_column", d.target_column)
+        if task == "classification":
+            _labels(ds, d.label_column)  # the eval file's labels checked too
+        out.rows[split] = ds
+    if task == "classification" and d.format == "text":
+        out.label2id = label_map(out.rows["train"], d.label_column, cfg.task.num_labels, d.train_file)
+    return out
+
+
+# -- synthetic rows -------------------------------------------------------------------------------------
+N_SPECIAL = 4  # synthetic ids start here, clear of the usual pad/bos/eos/unk ids
+
+
+def _ragged(values: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values.astype(np.int32)))
+
+
+def _zipf_tokens(rng, n: int, vocab: int, specials) -> np.ndarray:
+    """Zipf-distributed ids like natural text, so a causal LM has a unigram to learn."""
+    ids = (rng.zipf(1.2, n) - 1) % (vocab - N_SPECIAL) + N_SPECIAL
+    for s in specials:
+        ids[ids == s] = N_SPECIAL
+    return ids
+
+
+def synthetic(cfg, conf, n_rows: int, seed: int) -> Dataset:
+    """Token ids made directly: lengths ~N(mean, std) clipped, a learnable signal per task."""
+    d, task = cfg.data, cfg.task.name
+    rng = np.random.default_rng(seed)
+    vocab = conf.vocab_size
+    specials = {t for t in (conf.pad_token_id, conf.bos_token_id, conf.eos_token_id) if t is not None}
+    lengths = np.clip(np.rint(rng.normal(d.length_mean, d.length_std, n_rows)), d.length_min, d.length_max)
+    lengths = np.minimum(lengths, d.max_length).astype(np.int64)
+    ids = _zipf_tokens(rng, int(lengths.sum()), vocab, specials)
+    cols = {"length": pa.array(lengths.astype(np.int32))}
+    if task == "classification":
+        k = cfg.task.num_labels
+        labels = rng.integers(0, k, n_rows)
+        # Half the tokens come from a band of ids owned by the row's label: learnable from a bag of tokens.
+        band = max(1, (vocab - N_SPECIAL) // k)
+        row_label = np.repeat(labels, lengths)
+        cue = N_SPECIAL + (row_label * band + rng.integers(0, band, ids.size)) % (vocab - N_SPECIAL)
+        for s in specials:
+            cue[cue == s] = N_SPECIAL
+        ids = np.where(rng.random(ids.size) < 0.5, cue, ids)
+        cols["labels"] = pa.array(labels.astype(np.int64))
+    elif task == "seq2seq":
+        # The summary is the first tokens of the source: a copy task an encoder-decoder learns quickly.
+        tl = np.clip(np.rint(rng.normal(d.target_length_mean, d.target_length_mean / 4, n_rows)), 4, d.target_length_max)
+        tl = np.minimum(np.minimum(tl, lengths), d.max_target_length).astype(np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        targets = np.concatenate([ids[s:s + n] for s, n in zip(starts, tl)])
+        cols["labels"] = _ragged(targets, tl)
+    cols["input_ids"] = _ragged(ids, lengths)
+    return Dataset(pa.table(cols))
+
+
+def synthetic_splits(cfg, conf) -> tuple[Dataset, Dataset | None]:
+    """data=synthetic: the train rows and, with data.eval_size, the eval rows (another seed)."""
+    d = cfg.data
+    train = synthetic(cfg, conf, d.size, d.seed)
+    evals = synthetic(cfg, conf, d.eval_size, d.seed + 1) if d.eval_size else None
+    if d.max_train_samples:
+        train = train.select(range(min(d.max_train_samples, len(train))))
+    if evals is not None and d.max_eval_samples:
+        evals = evals.select(range(min(d.max_eval_samples, len(evals))))
+    return train, evals

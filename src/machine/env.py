@@ -1,0 +1,126 @@
+"""The process environment: device choice, torch's global settings, and what the report says about both."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+from dataclasses import dataclass
+
+import torch
+
+from ..base import ranks
+from ..base import files as disk  # disk.CACHE read when used: a test or script may point it elsewhere
+
+
+@dataclass
+class Resolved:
+    """What `auto` settings became on this machine."""
+
+    device: str  # cuda | cpu
+    weights_dtype: torch.dtype
+    amp: str  # none | bf16 | fp16
+    attention: str  # eager | sdpa | varlen | flex_attention | flash_attention_2
+    distributed: str = "none"  # none | ddp | fsdp
+    world_size: int = 1
+
+
+def set_allocator(alloc_conf: str | None) -> None:
+    # PYTORCH_CUDA_ALLOC_CONF is read once when CUDA initialises: set it before anything touches CUDA.
+    if alloc_conf and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+
+
+def resolve(cfg) -> Resolved:
+    device = "cuda" if cfg.device != "cpu" and torch.cuda.is_available() else "cpu"
+    bf16_ok = device == "cuda" and torch.cuda.is_bf16_supported()
+    pr = cfg.precision
+    amp = ("bf16" if bf16_ok else "none") if pr.amp == "auto" else pr.amp
+    if pr.weights_dtype == "auto":
+        dtype = torch.bfloat16 if bf16_ok else torch.float32
+    else:
+        dtype = getattr(torch, pr.weights_dtype)
+    attn = cfg.attention.implementation
+    if attn == "auto":  # padding-free batches on a GPU: the varlen flash kernel, not a dense block mask
+        varlen = device == "cuda" and importlib.util.find_spec("torch.nn.attention.varlen") is not None
+        attn = "varlen" if cfg.padding.strategy == "packed" and varlen and cfg.task.name != "seq2seq" else "sdpa"
+    world = ranks.world_size()
+    strategy = cfg.distributed.strategy
+    parallel = "none" if world == 1 else ("ddp" if strategy == "auto" else strategy)
+    return Resolved(device, dtype, amp, attn, parallel, world)
+
+
+def apply(cfg) -> None:
+    """torch's global switches for this process, from the env and precision groups."""
+    tf32 = bool(cfg.env.tf32 or cfg.precision.tf32)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = bool(cfg.env.cudnn_benchmark)
+    torch.backends.cudnn.deterministic = bool(cfg.debug.cudnn_deterministic)  # a bad habit, on purpose only
+    if cfg.debug.cudnn_deterministic:
+        torch.backends.cudnn.benchmark = False
+    if cfg.trainer.torch_compile:  # bound recompiles: dynamic padding would otherwise compile every new shape
+        from torch._dynamo import config as dyn
+
+        # Compiled kernels kept with the other caches: the second job of a sweep starts warm.
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str((disk.CACHE / "inductor").resolve()))
+        os.environ.setdefault("TRITON_CACHE_DIR", str((disk.CACHE / "triton").resolve()))
+
+        setattr(dyn, "recompile_limit" if hasattr(dyn, "recompile_limit") else "cache_size_limit", cfg.trainer.recompile_limit)
+    if cfg.env.num_threads:
+        torch.set_num_threads(cfg.env.num_threads)
+    if cfg.env.sdp_backends:
+        wanted = set(cfg.env.sdp_backends)
+        torch.backends.cuda.enable_flash_sdp("flash" in wanted)
+        torch.backends.cuda.enable_mem_efficient_sdp("mem_efficient" in wanted)
+        torch.backends.cuda.enable_math_sdp("math" in wanted)
+
+
+def setup(cfg) -> Resolved:
+    """Resolve `auto` choices and apply torch's global settings for this process."""
+    res = resolve(cfg)
+    apply(cfg)
+    if res.device == "cuda":
+        torch.cuda.set_device(ranks.local_rank())  # each torchrun worker its own GPU, before any allocation
+        cap_memory(cfg.gpu.memory_cap_gb)
+    return res
+
+
+def describe(res: Resolved) -> dict:
+    return {"device": res.device, "weights_dtype": str(res.weights_dtype).replace("torch.", ""),
+            "amp": res.amp, "attention": res.attention, "distributed": res.distributed, "world_size": res.world_size}
+
+
+def cap_memory(cap_gb: float | None) -> None:
+    """Emulate a smaller card: the caching allocator treats the cap as the card's size (it frees its cache
+    and retries, then raises OOM, at the cap)."""
+    if cap_gb:
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap_gb * 2**30 / total))
+
+
+def info(device: str) -> dict:
+    """Versions and the device, for the report."""
+    import peft
+    import transformers
+
+    out = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "device": device,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "cpu_count": os.cpu_count(),
+        "pid": os.getpid(),
+        "world_size": ranks.world_size(),
+        "rank": ranks.rank(),
+    }
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        out.update(device_name=props.name, device_count=torch.cuda.device_count(),
+                   capacity_gb=round(props.total_memory / 2**30, 2), cuda=torch.version.cuda)
+    else:
+        out.update(device_name=f"cpu ({os.cpu_count()} cores, {platform.machine()})", device_count=0, capacity_gb=None)
+    return out

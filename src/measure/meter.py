@@ -1,0 +1,236 @@
+"""Honest step timing, token counts and memory, with no host sync inside the timed window.
+
+Timestamps are CUDA events recorded on the stream at the Trainer's step hooks (read lazily: only events
+the GPU has passed are read, once per log window; one synchronize at the end). On the CPU they are
+perf_counter readings, which are exact there because CPU compute is synchronous.
+
+Measure is the Trainer callback; its parts live in src/measure/timing.py: the step timer (data, compute,
+optimizer and other phases of every step on the device's timeline), the timed window (a warm-up until a
+step compiles nothing; tokens, allocator retries, GC time and wall clock between its edges), the
+busy-GPU profiler (a few steps under torch.profiler after the window: the share of the step no kernel
+ran is time the GPU waited for the host to launch work) and the rule that stops timing once the mean
+step time is known well enough. src/measure/hooks.py calls the hooks in the Trainer's order without a
+Trainer (tests, benchmarks).
+"""
+from __future__ import annotations
+
+import logging
+import resource
+import statistics
+import time
+
+import torch
+from transformers import TrainerCallback
+
+from ..data.packing import PACK_STATS
+from .timing import PHASES, BusyProfiler, Clock, StepTimer, StopRule, Window, compiled_graphs
+
+log = logging.getLogger(__name__)
+__all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "window_tokens"]
+
+
+class TokenCounter:
+    """Samples and tokens of every micro-batch: what the host knows from shapes is counted on the host,
+    the rest is summed on the device (no sync) and read once at the end.
+    all = padded positions, real = attention_mask 1, loss = positions whose label is scored."""
+
+    KEYS = ("samples", "all", "real", "loss")
+
+    def __init__(self, task: str):
+        self.task = task
+        self.host = dict.fromkeys(self.KEYS, 0)
+        self.device: dict[str, torch.Tensor] = {}
+        self.shapes: list[tuple] = []  # (optimizer step, shape) of every micro-batch
+        self.step = 0
+
+    def _on_device(self, key: str, value: torch.Tensor) -> None:
+        self.device[key] = value if key not in self.device else self.device[key] + value
+
+    def add(self, inputs: dict) -> None:
+        ids = inputs["input_ids"]
+        self.host["all"] += ids.numel()
+        self.shapes.append((self.step, tuple(ids.shape)))
+        packed = inputs.get(PACK_STATS)
+        if packed is not None:  # padding-free: the collator counted on the host what it packed
+            for key in ("samples", "real", "loss"):
+                self.host[key] += packed[key]
+            return
+        mask = inputs.get("attention_mask")
+        if mask is not None:
+            self._on_device("real", mask.sum())
+        else:  # no mask: the model attends every position (a user's collator may send none; trainsweep.attach)
+            self.host["real"] += ids.numel()
+        self.host["samples"] += ids.shape[0]
+        labels = inputs.get("labels")
+        if labels is None:
+            return
+        if labels.dim() == 1:  # one class per row
+            self.host["loss"] += labels.numel()
+        else:  # a causal LM predicts each token from the ones before: the first label is never scored
+            scored = labels[..., 1:] if self.task == "causal_lm" else labels
+            self._on_device("loss", (scored != -100).sum())
+
+    def snapshot(self) -> dict:
+        """Counts so far; device values are cloned (async) and read later."""
+        return {"host": dict(self.host), "device": {k: v.clone() for k, v in self.device.items()}}
+
+
+def window_tokens(start: dict, end: dict) -> dict:
+    """Counts between two snapshots (reading device values syncs: call after training)."""
+    def total(snap, key):
+        dev = snap["device"].get(key)
+        return snap["host"][key] + (int(dev.item()) if dev is not None else 0)
+    return {k: total(end, k) - total(start, k) for k in TokenCounter.KEYS}
+
+
+def _stats(values: list[float]) -> dict:
+    if not values:
+        return {"mean": None, "p50": None, "p90": None, "stdev": None, "n": 0}
+    ordered = sorted(values)
+    return {"mean": statistics.fmean(values), "p50": ordered[len(ordered) // 2],
+            "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+class Measure(TrainerCallback):
+    """Times the steps after `warmup` up to the profiled tail, counts tokens, reads memory: the Trainer's
+    hooks, handing each moment to the step timer, the window, the busy profiler and the stop rule."""
+
+    def __init__(self, counter: TokenCounter, device: str, warmup: int, max_steps: int, profile_steps: int,
+                 stop_rel_error: float | None = None, min_steps: int = 10):
+        self.counter, self.cuda = counter, device == "cuda"
+        self.profile_steps = profile_steps if self.cuda else 0
+        self.timer = StepTimer(Clock(self.cuda))
+        self.window = Window(counter, self.cuda, warmup, last=max_steps - self.profile_steps)
+        self.profiler = BusyProfiler()
+        self.stop = StopRule(stop_rel_error, min_steps) if stop_rel_error else None  # None: time until max_steps
+        self.phase_times = {"train_begin": None, "train_end": None}
+        self.first_step = 0
+        self.first_step_s = None
+        self.started = None  # perf_counter when the run began (build included): the cold start is measured from it
+        self._graphs_begin = self._graphs_step = 0  # compiled graphs at train begin, at this step's begin
+        self._evaluated = False
+
+    @classmethod
+    def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None) -> "Measure":
+        me = cfg.measure
+        meter = cls(counter, device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
+                    me.rel_error if me.stop_when_stable else None, me.min_steps)
+        meter.started = started
+        return meter
+
+    @property
+    def step_times(self) -> list[float]:
+        """Seconds of every timed step the device has finished so far (read by the W&B logger)."""
+        return self.timer.step_times
+
+    # -- hooks ---------------------------------------------------------------------------------------
+    def on_train_begin(self, args, state, control, **kw):
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+        self.phase_times["train_begin"] = time.perf_counter()
+        # Steps count from where this train() call starts: a resumed run starts at its checkpoint's step.
+        self.first_step = state.global_step
+        self.timer.start()
+        self._graphs_begin = compiled_graphs()
+        self.window.begin()
+
+    def on_step_begin(self, args, state, control, **kw):
+        self.counter.step = state.global_step + 1 - self.first_step
+        self.timer.begin()
+        self._graphs_step = compiled_graphs()
+
+    def on_pre_optimizer_step(self, args, state, control, **kw):
+        self.timer.mark("pre_opt")
+
+    def on_optimizer_step(self, args, state, control, **kw):
+        self.timer.mark("opt")
+
+    def on_evaluate(self, args, state, control, **kw):
+        # Evaluation ran between this step's end and the next step's begin: keep it out of step times.
+        self._evaluated = True
+
+    def on_step_end(self, args, state, control, **kw):
+        step, window = state.global_step - self.first_step, self.window
+        self.timer.end()
+        if step == 1:  # cold start: build, checks, step 1's compile
+            self.first_step_s = time.perf_counter() - (self.started or self.phase_times["train_begin"])
+        if window.step_end(step, compiled=compiled_graphs() > self._graphs_step) and not self._evaluated:
+            self.timer.keep()
+        self._evaluated = False
+        if self.stop and window.warmup < step < window.last:
+            self.timer.drain(wait=False)  # only steps the device has finished: no sync
+            if self.stop.met(self.timer.step_times):
+                window.last = step  # the mean is known well enough: end the window here
+                control.should_training_stop = not self.profile_steps
+        if step == window.last:
+            window.close()
+            if self.profile_steps:
+                self.profiler.start()
+        if self.profiler.running and step == window.last + self.profile_steps:
+            self.profiler.stop()
+            control.should_training_stop = control.should_training_stop or bool(self.stop)
+
+    def on_log(self, args, state, control, **kw):
+        self.timer.drain(wait=False)
+
+    def on_train_end(self, args, state, control, **kw):
+        if self.profiler.running:
+            self.profiler.stop()
+        self.window.finish()
+        self.timer.drain(wait=True)
+        self.phase_times["train_end"] = time.perf_counter()
+
+    # -- results -------------------------------------------------------------------------------------
+    def results(self) -> dict:
+        t, window, w = self.timer, self.window, self.window.results()
+        n = len(t.step_times)
+        span = lambda a, b: b - a if a is not None and b is not None else None  # noqa: E731
+        return {
+            "window_steps": window.steps,
+            "step_time_s": {**_stats(t.step_times), "warmup_steps": window.warmup,
+                            "wall_mean": w["wall_s"] / n if w["wall_s"] and n else None,
+                            "values": t.step_times[:1000]},
+            "breakdown_s": {p: _mean(v) for p, v in t.durations.items()},
+            "host_s": {"data": _mean(t.host_data), "launch": _mean(t.host_launch),
+                       "gc": w["gc_s"] / n if n else None, "gc_collections": w["gc_collections"]},
+            "gpu_busy_fraction": self.profiler.fraction,
+            "window_s": sum(t.step_times),
+            "tokens": window_tokens(window.opened["tokens"], window.closed["tokens"]) if window.closed else None,
+            "shapes": w["shapes"],
+            "alloc_retries_in_window": w["alloc_retries"],
+            "machine": w.get("machine") or {},
+            "phases_s": {"warmup": span(self.phase_times["train_begin"], w["open_at"]),
+                         "measure": span(w["open_at"], w["close_at"]),
+                         "profile_and_rest": span(w["close_at"], self.phase_times["train_end"])},
+            "stopped_when_stable": self.stop is not None and n < window.max_timed,
+            "compile": {"graphs": compiled_graphs() - self._graphs_begin, "graphs_in_window": w["graphs"],
+                        "to_first_step_s": self.first_step_s},
+        }
+
+
+def memory(device: str, cap_gb: float | None = None) -> dict:
+    """Peaks since on_train_begin (GPU) or of the whole process (CPU: peak RSS). Under a memory cap the
+    cap is the capacity that saturation is judged against."""
+    if device != "cuda":
+        return {"peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+    stats = torch.cuda.memory_stats()
+    alloc, reserved = torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30
+    card = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30
+    out = {"peak_allocated": alloc, "peak_reserved": reserved, "capacity": min(cap_gb or card, card),
+           "card_capacity": card, "memory_cap_gb": cap_gb,
+           "alloc_retries": stats.get("num_alloc_retries", 0),
+           "fragmentation": reserved / alloc if alloc else None, "device_used": None}
+    try:  # what the driver sees, including memory torch doesn't manage (CUDA context, NCCL, cuBLAS workspaces)
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        out["device_used"] = pynvml.nvmlDeviceGetMemoryInfo(handle).used / 2**30
+    except Exception as exc:
+        log.warning("NVML unavailable (%s): device_used not reported", exc)
+    return out

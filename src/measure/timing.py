@@ -1,0 +1,286 @@
+"""The parts of src/measure/meter.py's Measure, each with one concern and no Trainer in sight:
+
+  StepTimer     phase marks of every optimizer step on the device's timeline, read once the device passed them
+  Window        the timed window: a warm-up that lasts until a step compiles nothing, then one reading of
+                every counter (tokens, allocator retries, GC time, compiled graphs, wall clock) at each edge
+  BusyProfiler  a few steps under torch.profiler after the window: the share of the time a kernel ran
+  StopRule      stop timing once the mean step time is known to a relative error
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import time
+
+import torch
+
+from ..base import stats
+from . import PHASES
+
+log = logging.getLogger(__name__)
+
+
+def compiled_graphs() -> int:
+    """Graphs torch.compile has compiled in this process so far (a dict read: no sync)."""
+    dynamo = sys.modules.get("torch._dynamo")
+    return int(dynamo.utils.counters["stats"]["unique_graphs"]) if dynamo is not None else 0
+
+
+class Clock:
+    """Timestamps on the device's own timeline."""
+
+    def __init__(self, cuda: bool):
+        self.cuda = cuda
+
+    def mark(self):
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def done(self, mark) -> bool:
+        return not self.cuda or mark.query()
+
+    def seconds(self, a, b) -> float:
+        return a.elapsed_time(b) / 1e3 if self.cuda else b - a
+
+
+class StepTimer:
+    """Per optimizer step, on the device's timeline:
+      data      end(i-1) -> begin(i)     the device waited while the host fetched and collated batches
+      compute   begin(i) -> pre_opt(i)   forward + backward of every micro-batch, and gradient clipping
+      optimizer pre_opt(i) -> opt(i)     optimizer.step
+      other     opt(i) -> end(i)         scheduler, zero_grad
+    and on the host's clock, the host's wait for data and its time from step begin to step end. Only kept
+    steps are read, by `drain`; every step's end starts the next one's data phase."""
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+        self.durations = {p: [] for p in PHASES}
+        self.step_times: list[float] = []
+        self.host_data: list[float] = []
+        self.host_launch: list[float] = []
+        self.pending: list[dict] = []  # kept steps' marks, oldest first, not read yet
+        self._cur: dict = {}
+        self._end_prev = self._t_end_prev = None
+
+    def start(self) -> None:
+        self._t_end_prev = time.perf_counter()
+        self._end_prev = self.clock.mark()
+
+    def begin(self) -> None:
+        now = time.perf_counter()
+        self._cur = {"begin": self.clock.mark(), "t_begin": now, "host_data": now - self._t_end_prev}
+
+    def mark(self, name: str) -> None:
+        """`name`: pre_opt before optimizer.step, opt after it."""
+        self._cur[name] = self.clock.mark()
+
+    def end(self) -> None:
+        cur = self._cur
+        cur["end"], cur["end_prev"] = self.clock.mark(), self._end_prev
+        now = time.perf_counter()
+        cur["host_launch"] = now - cur["t_begin"]
+        self._end_prev, self._t_end_prev = cur["end"], now
+
+    def keep(self) -> None:
+        """Time the step that just ended."""
+        self.pending.append(self._cur)
+
+    def drain(self, wait: bool) -> None:
+        """Reads the kept steps the device has finished; `wait` syncs first (once, after training)."""
+        if wait and self.clock.cuda:
+            torch.cuda.synchronize()
+        s = self.clock.seconds
+        while self.pending and self.clock.done(self.pending[0]["end"]):
+            m = self.pending.pop(0)
+            pre_opt, opt = m.get("pre_opt", m["begin"]), m.get("opt", m["begin"])
+            self.durations["data"].append(s(m["end_prev"], m["begin"]))
+            self.durations["compute"].append(s(m["begin"], pre_opt))
+            self.durations["optimizer"].append(s(pre_opt, opt))
+            self.durations["other"].append(s(opt, m["end"]))
+            self.step_times.append(s(m["end_prev"], m["end"]))
+            self.host_data.append(m["host_data"])
+            self.host_launch.append(m["host_launch"])
+
+
+class GcTimer:
+    """Host time Python's garbage collector took: time the step can't use."""
+
+    def __init__(self):
+        self.seconds, self.count, self._t0 = 0.0, 0, 0.0
+
+    def start(self) -> None:
+        gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t0
+            self.count += 1
+
+
+class Window:
+    """The timed steps: after the warm-up, up to `last` (which a stop rule may bring forward).
+
+    A compile must not fall inside the window: the warm-up runs on past `warmup` until a step compiles
+    nothing, up to `open_by` (half the steps it had to time), when the window opens anyway and the report
+    counts the compiles. The window's figures are differences of two readings, taken at its edges."""
+
+    def __init__(self, counter, cuda: bool, warmup: int, last: int):
+        self.counter, self.cuda = counter, cuda
+        self.warmup, self.last = warmup, last
+        self.max_timed = last - warmup
+        self.open_by = warmup + max(1, self.max_timed // 2)
+        self.steps = 0  # trained in the window, timed or not: their tokens are in the window's count
+        self.opened = self.closed = None  # the readings at the edges
+        self.gc = GcTimer()
+
+    def begin(self) -> None:
+        """At train begin."""
+        self.gc.start()
+        if self.warmup == 0:
+            self.open()
+
+    def step_end(self, step: int, compiled: bool) -> bool:
+        """After step `step` (`compiled`: it compiled a new graph). True if it trained inside the window."""
+        inside = self.opened is not None and step <= self.last
+        self.steps += inside
+        if self.opened is None and step >= self.warmup and (not compiled or step >= self.open_by):
+            self.warmup = step  # the warm-up lasted until here
+            self.open()
+        return inside
+
+    def open(self) -> None:
+        self.max_timed = self.last - self.warmup
+        self.opened = self._reading()
+
+    def close(self) -> None:
+        if self.opened is not None:  # a run too short to time never opened its window
+            self.closed = self._reading()
+
+    def finish(self) -> None:
+        """At train end: a window that training stopped inside ends here."""
+        if self.opened is not None and self.closed is None:
+            self.close()
+        self.gc.stop()
+
+    def _reading(self) -> dict:
+        return {"graphs": compiled_graphs(), "tokens": self.counter.snapshot(), "machine": machine_load(self.cuda),
+                # a host-side read of the allocator's counters: no device sync
+                "retries": torch.cuda.memory_stats().get("num_alloc_retries", 0) if self.cuda else 0,
+                "gc": (self.gc.seconds, self.gc.count), "wall": self._synced_now()}
+
+    def _synced_now(self) -> float:
+        # Two syncs a run, at the window's edges: a wall clock that checks the events' sum independently.
+        if self.cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def results(self) -> dict:
+        """What happened between the edges (the tokens: src.measure.window_tokens of the two readings)."""
+        a, b = self.opened, self.closed
+        shapes_before = {s for step, s in self.counter.shapes if step <= self.warmup}
+        shapes_window = {s for step, s in self.counter.shapes if self.warmup < step <= self.last}
+        return {"alloc_retries": b["retries"] - a["retries"] if b else 0,
+                "gc_s": b["gc"][0] - a["gc"][0] if b else 0.0,
+                "gc_collections": b["gc"][1] - a["gc"][1] if b else 0,
+                "graphs": b["graphs"] - a["graphs"] if b else None,
+                "open_at": a["wall"] if a else None, "close_at": b["wall"] if b else None,
+                "wall_s": b["wall"] - a["wall"] if b else None,
+                "machine": {k: max((r["machine"][k] for r in (a, b) if r and r["machine"][k] is not None), default=None)
+                            for k in ("load_per_cpu", "other_gpu_processes")},
+                "shapes": {"distinct_in_window": len(shapes_window), "new_in_window": len(shapes_window - shapes_before)}}
+
+
+def machine_load(cuda: bool) -> dict:
+    """Is anything else competing for this machine? The 1-minute load average per CPU (the run's own threads
+    included) and, on a GPU, the other compute processes NVML lists on this device. Read at the window's
+    edges only: /proc/loadavg and one NVML query cost microseconds, and never sync the device."""
+    out = {"load_per_cpu": os.getloadavg()[0] / (os.cpu_count() or 1), "other_gpu_processes": None}
+    if cuda:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            procs = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device()))
+            mine = sum(p.pid == os.getpid() for p in procs)
+            out["other_gpu_processes"] = len(procs) - max(mine, 1 if procs else 0)  # a container may hide our pid
+        except Exception:  # no NVML: the flag is not raised rather than guessed
+            pass
+    return out
+
+
+def union_seconds(spans) -> float:
+    """Length of the union of (start_ns, end_ns) intervals: overlapping kernels count once."""
+    busy, cur_start, cur_end = 0, None, None
+    for start, end in sorted(spans):
+        if cur_end is None or start > cur_end:
+            busy += 0 if cur_end is None else cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    busy += 0 if cur_end is None else cur_end - cur_start
+    return busy / 1e9
+
+
+class BusyProfiler:
+    """How busy the GPU was over a few steps after the window: the share of the time no kernel ran is time
+    the GPU waited for the host to launch work. Its syncs are outside the window."""
+
+    def __init__(self):
+        self.fraction = None
+        self._prof = None
+        self._t0 = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self._prof is not None
+
+    def start(self) -> None:
+        torch.cuda.synchronize()  # the profile starts on an idle GPU
+        # Kernel tracing only (CUPTI): recording CPU ops too would slow the host and understate GPU busy.
+        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True)
+        self._prof.start()
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - self._t0
+        self._prof.stop()
+        busy = self._busy_seconds()
+        self.fraction = None if busy is None or wall <= 0 else min(1.0, busy / wall)
+        self._prof = None
+
+    def _busy_seconds(self) -> float | None:
+        try:
+            events = self._prof.profiler.kineto_results.events()
+            spans = [(e.start_ns(), e.start_ns() + e.duration_ns())
+                     for e in events if e.device_type() == torch.autograd.DeviceType.CUDA]
+        except Exception as exc:  # profiler APIs move between torch releases; a missing figure beats a crash
+            log.warning("could not read kernel times from the profiler: %s", exc)
+            return None
+        return union_seconds(spans)
+
+
+class StopRule:
+    """The mean step time is known well enough once its 95% batch-means interval (src/base/stats.py: steps are
+    autocorrelated, so stdev/sqrt(n) would stop far too early) is within `rel_error` of it either side, over
+    at least `min_steps` timed steps."""
+
+    def __init__(self, rel_error: float, min_steps: int):
+        self.rel_error, self.min_steps = rel_error, min_steps
+
+    def met(self, times: list[float]) -> bool:
+        if len(times) < self.min_steps:
+            return False
+        ci = stats.batch_means(times)
+        return ci is not None and ci.half_width < self.rel_error

@@ -1,0 +1,296 @@
+"""Peak GPU memory of a training step, predicted before the first step.
+
+    peak = weights + trainable state (grads + AdamW's two moments) + activations + a fixed workspace
+
+Weights and trainable state are counted from the built model. Activations (with every transient of the
+backward: the cross-entropy's fp32 logits and their gradient, a recomputed layer under checkpointing) are
+measured, not guessed: small copies of the model with 1 and 2 decoder layers, built like the real one (same
+peft, dtypes, attention, Liger, regional compile), run one forward and backward on the widest micro-batch
+the run will see, made by the run's own collator. On a GPU the probe is the allocator's peak; on the CPU
+(tests) it is the bytes autograd saves. The 2-layer minus the 1-layer figure is one layer; what remains of
+the 1-layer figure is everything outside the layers. Both scale to the real depth exactly, at the real shape
+(probes at 1-4 layers on an H100 fell on one line to the byte).
+
+Two things the first probe taught (experiments/speed/memory_trace.py, what is alive at a run's peak):
+- A process's first forward and backward allocate cuBLAS workspaces (one per thread, kept for good) and a
+  compiled copy compiles: a warm-up probe goes first, and what it leaves allocated is the workspace.
+  Without it the 1-layer figure carried those ~60 MB and each layer came out short, 2 GB over 36 layers.
+- The widest micro-batch carries padding like a real one: with a padding mask sdpa repeats K/V for GQA and
+  takes the memory-efficient kernel; an all-full batch takes the cheaper maskless path (8% short at bs 32).
+"""
+from __future__ import annotations
+
+import copy
+import gc
+import logging
+import os
+
+import torch
+
+log = logging.getLogger(__name__)
+
+
+def _layers_key(conf) -> str:
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if hasattr(conf, key):
+            return key
+    raise ValueError(f"no layer count in {type(conf).__name__}")
+
+
+def _autocast(amp: str, device: str):
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    return torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
+def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
+    """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters are not activations).
+    What is saved is all there is on the CPU: peak, kept and the last layer's moment are the one figure."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in params:
+            seen[ptr] = max(seen.get(ptr, 0), storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _autocast(amp, device):
+        out = model(**batch)
+    del out
+    saved = sum(seen.values())
+    return {"peak": saved, "kept": saved, "at_last_layer": saved}
+
+
+def _last_layer_input(model, watch: bool):
+    """Forward pre-hooks on the decoder layers remembering the input of the last one the forward runs (its
+    gradient is computed when that layer's backward ends); read once the forward has returned. Not on compiled
+    layers (the hooks would run inside the graph)."""
+    from .speed import decoder_layers
+
+    state = {"input": None}
+
+    def remember(module, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            state["input"] = x
+
+    handles = [m.register_forward_pre_hook(remember, with_kwargs=True) for m in decoder_layers(model)] if watch else []
+    return state, handles
+
+
+def _reading(into: dict, read):
+    """A gradient hook that keeps read()'s value at the first gradient it sees (a tensor hook must return None,
+    or it would replace the gradient)."""
+
+    def hook(grad):
+        into.setdefault("peak", read())
+
+    return hook
+
+
+def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = True) -> dict:
+    """GPU probe over one forward and backward, above what was allocated before: the allocator's peak, less the
+    gradients the backward leaves behind (the real run's are counted with the trainable state); `kept`, what is
+    allocated once the forward has returned (what the backward needs, the checkpointed layer inputs among it); and
+    `at_last_layer`, the peak up to the end of the last decoder layer's backward, when every layer's kept input
+    is still alive (trace_activations says why it matters)."""
+    state, handles = _last_layer_input(model, watch_layers)
+    at_last = {}
+    gc.collect()  # an earlier copy's reference cycles, freed now rather than by a collection inside the window
+    gc.disable()  # (one that frees an earlier copy mid-step lowers the peak by that copy: 4x off on an H200)
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        with _autocast(amp, device):
+            loss = model(**batch).loss
+        kept = torch.cuda.memory_allocated() - before
+        if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
+            state["input"].register_hook(_reading(at_last, torch.cuda.max_memory_allocated))
+        loss.float().backward()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - before
+    finally:
+        gc.enable()
+        for h in handles:
+            h.remove()
+    grads = sum(p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None)
+    model.zero_grad(set_to_none=True)
+    last = at_last["peak"] - before - grads if "peak" in at_last else peak - grads
+    return {"peak": peak - grads, "kept": kept, "at_last_layer": last}
+
+
+def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
+    """The largest micro-batch the run can see, made by the run's collator from random rows: the activation
+    peak follows it. A token budget is filled with rows of the longest length."""
+    p, d = cfg.padding, cfg.data
+    packed = p.strategy == "packed" and cfg.batch.tokens
+    longest = min(d.max_length, int(lengths["max"]))
+    count = -(-cfg.batch.tokens // longest) if packed else cfg.batch.size
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for i in range(count):
+        if packed:
+            n = min(longest, cfg.batch.tokens - i * longest)
+        else:  # one row a token short: a real batch carries padding, so attention gets a mask (see the docstring)
+            n = max(1, longest - (i == count - 1 and count > 1))
+        ids = torch.randint(3, min(conf.vocab_size, 1000), (n,), generator=gen).tolist()
+        row = {"input_ids": ids, "length": n}
+        if cfg.task.name == "classification":
+            row["labels"] = i % cfg.task.num_labels
+        elif cfg.task.name == "seq2seq":
+            row["labels"] = ids[: d.max_target_length]
+        rows.append(row)
+    items = [{"pack": rows}] if p.strategy == "packed" and cfg.batch.tokens else rows
+    from ..data.collate import to_device
+
+    return to_device(collator(items), device)
+
+
+def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
+    """Activation bytes (peak, kept and at_last_layer: see _peak_bytes) of one forward and backward of a copy
+    of the model with `layers` decoder layers, built like the run (peft, 4-bit layers included, Liger,
+    checkpointing, regional compile): the allocator's figures on a GPU, the bytes autograd saves on the CPU. The
+    4-bit layers are the run's because bitsandbytes' Linear4bit returns its input's dtype: behind a LayerNorm
+    (fp32 under CUDA autocast) a GPT-NeoX layer hands on fp32, where a bf16 LoRA copy would stay bf16."""
+    from . import build, speed
+
+    small = copy.deepcopy(cfg)
+    small.model.pretrained = False  # weight values don't change what is kept
+    if cfg.peft.method == "qlora" and res.device != "cuda":
+        small.peft.method = "lora"  # bitsandbytes' 4-bit layers are for GPUs: on the CPU (tests) traced in bf16
+    small.model.init.hidden_norm = None
+    small.model.init.head_init = "default"
+    c = copy.deepcopy(conf)
+    setattr(c, _layers_key(conf), layers)
+    if hasattr(c, "decoder_layers"):  # encoder-decoder: both stacks
+        c.encoder_layers = c.decoder_layers = layers
+    if getattr(c, "layer_types", None):
+        c.layer_types = c.layer_types[:layers]
+    model = build.build_model(small, res, c)
+    model.train()
+    tr = cfg.trainer
+    if tr.use_liger_kernel:
+        from transformers.integrations.liger import apply_liger_kernel
+
+        apply_liger_kernel(model, speed.liger_kernels(cfg.task.name) or {})
+    if tr.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if getattr(model, "enable_input_require_grads", None):
+            model.enable_input_require_grads()
+    if tr.torch_compile and tr.compile_scope == "regional":
+        speed.compile_regions(model, tr)
+    if res.device != "cuda":
+        return _saved_bytes(model, batch, res.amp, res.device)
+    return _peak_bytes(model, batch, res.amp, res.device, watch_layers=not tr.torch_compile)
+
+
+def trace_activations(cfg, res, conf, batch: dict) -> dict:
+    """Activation bytes per layer and outside the layers at the real depth, from 1- and 2-layer copies on
+    `batch`, and the workspace a first step leaves allocated (GPU).
+
+    The peak is the largest of each layer's backward: that layer's recomputed internals plus the inputs still
+    kept for the layers before it. Two lines through the copies give it at depth:
+    - the peak's own line (2-layer minus 1-layer peak per layer), right where every layer's backward costs alike;
+    - the last layer's line: its moment at 2 layers plus what the forward keeps per layer. Where the first
+      layer's backward costs more than the others (GPT-NeoX under QLoRA; likely its bf16 input from the
+      embedding, fp32 after it), the peak sits there in both copies and its line is flat: Polyglot-Ko-12.8B's
+      peak came out flat over 1-4 layers on an H200, then grew by one fp32 hidden state per layer (40 layers:
+      2.5x the flat line's activations).
+    The larger of the two at the real depth is the prediction."""
+    workspace = 0
+    if res.device == "cuda":
+        gc.collect()  # garbage from before (a previous run's model in the same process) is not freed inside the diff
+        before = torch.cuda.memory_allocated()
+        probe_copy(cfg, res, conf, batch, 1)  # warm-up: cuBLAS workspaces and compiled graphs are not activations
+        gc.collect()  # the copy's reference cycles: only what outlives the copy is workspace
+        workspace = max(0, torch.cuda.memory_allocated() - before)
+    one, two = (probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2))
+    layers = getattr(conf, _layers_key(conf))
+    peak_slope = two["peak"] - one["peak"]
+    kept_slope = max(peak_slope, two["kept"] - one["kept"])
+    lines = [(peak_slope, one["peak"] - peak_slope), (kept_slope, two["at_last_layer"] - 2 * kept_slope)]
+    per_layer, outside = max(lines, key=lambda line: line[0] * layers + line[1])
+    return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
+
+
+def weights_and_state(model) -> dict:
+    """Bytes of every parameter and buffer, and of the trainable ones' gradients and AdamW moments (torch's
+    AdamW keeps both moments in the parameter's dtype)."""
+    weights = sum(p.untyped_storage().nbytes() for p in model.parameters()) + \
+        sum(b.untyped_storage().nbytes() for b in model.buffers())
+    trainable = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    return {"weights": weights, "grads": trainable, "optimizer": 2 * trainable}
+
+
+# The allocator reserves more than it hands out, and near a cap that decides whether a job fits. Under a 24 GB cap
+# on an H200 (expandable segments on, env=tuned), QLoRA jobs reserved 1.05-1.39x their peak allocated; Llama-3.2-3B
+# jobs predicted at 20.6 and 21.6 GB ran out of memory with about 4 GB reserved but unallocated (the 21.6 GB one ran
+# on a second try).
+RESERVED_OVER_ALLOCATED = 1.18  # the typical ratio there: a warning, not a refusal
+
+
+def capacity_warning(peak_gb: float, capacity_gb: float | None, alloc_conf: str | None) -> str | None:
+    """What a predicted peak means for this process's capacity, or None where it fits with room."""
+    if not capacity_gb:
+        return None
+    if peak_gb > capacity_gb:
+        return (f"predicted peak {peak_gb:.1f} GB exceeds the {capacity_gb:.1f} GB this process may use: expect OOM "
+                "(smaller batch.size, gradient checkpointing, or peft=qlora)")
+    if peak_gb * RESERVED_OVER_ALLOCATED > capacity_gb:
+        expandable = "expandable_segments:true" in (alloc_conf or "").replace(" ", "").lower()
+        also = "" if expandable else ", env.alloc_conf=expandable_segments:True"
+        return (f"predicted peak {peak_gb:.1f} GB of {capacity_gb:.1f} GB: the allocator reserves ~"
+                f"{RESERVED_OVER_ALLOCATED:.1f}x what it hands out, so this may run out of memory (smaller "
+                f"batch.size or gradient checkpointing{also})")
+    return None
+
+
+def before_training(cfg, res, conf, model, collator, lengths: dict) -> dict | None:
+    """The prediction a GPU run reports (measure.predict_memory). A model the trace can't handle costs a
+    warning, never the run."""
+    if res.device != "cuda" or not cfg.measure.predict_memory:
+        return None
+    try:
+        return predict(cfg, res, conf, model, widest_batch(cfg, conf, collator, lengths, res.device))
+    except Exception as exc:
+        log.warning("memory prediction skipped: %s: %s", type(exc).__name__, exc)
+        return None
+    finally:
+        torch.cuda.reset_peak_memory_stats()  # the traced copies are not the run's peak
+
+
+def predict(cfg, res, conf, model, batch: dict) -> dict:
+    """Predicted peak allocated memory (GB) for micro-batches like `batch` (the widest the run sees)."""
+    acts = trace_activations(cfg, res, conf, batch)
+    fixed = weights_and_state(model)
+    layers = acts["layers"]
+    if res.distributed == "fsdp":  # each rank holds 1/N of the state, plus about one gathered layer at a time
+        fixed = {k: v / res.world_size + (v / layers if k == "weights" else 0) for k, v in fixed.items()}
+    activations = acts["per_layer"] * layers + acts["outside"]
+    if cfg.trainer.gradient_checkpointing and cfg.trainer.checkpoint_every > 1:
+        # checkpoint_every=k keeps layers 0, k, 2k, ... checkpointed (src/train/trainer.py's PartialCheckpointing); the rest keep
+        # everything, as a copy without checkpointing measures
+        full = copy.deepcopy(cfg)
+        full.trainer.gradient_checkpointing = False
+        kept_full = layers - -(-layers // cfg.trainer.checkpoint_every)
+        activations += (trace_activations(full, res, conf, batch)["per_layer"] - acts["per_layer"]) * kept_full
+    parts = {**fixed, "activations": activations, "workspace": acts["workspace"]}
+    gb = {k: v / 2**30 for k, v in parts.items()}
+    capacity = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30 \
+        if res.device == "cuda" else None
+    capacity = min(capacity, cfg.gpu.memory_cap_gb or capacity) if capacity else None
+    warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
+    if warning:
+        log.warning(warning)
+    tokens = int(batch["input_ids"].numel())
+    out = {"peak_allocated": sum(gb.values()), "parts": gb, "widest_tokens": tokens,
+           "activation_bytes_per_token": activations / tokens}
+    if warning:
+        out["warning"] = warning
+    if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model":
+        # the copies run eager: a whole-model graph can fuse the loss and never hold the fp32 logits (a 4-layer
+        # causal LM at 2,560 tokens peaked 16% under this figure on an H100), so this is an upper bound there
+        out["bound"] = "upper"
+    return out

@@ -1,0 +1,85 @@
+"""How a model reads padding-free batches (src/data/packing.py makes them).
+
+Attention reads the sequence boundaries without a dense mask: `attention=varlen` is PyTorch's own
+variable-length flash attention (torch.nn.attention.varlen), registered with transformers'
+AttentionInterface. On sdpa or eager, transformers rebuilds a block-diagonal mask from position_ids: the
+same numbers, the slow reference. A classifier pools each sequence at its own last token and scores one loss
+per sequence.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+
+import torch
+
+
+# -- attention ----------------------------------------------------------------------------------------
+VARLEN = "varlen"
+_causal = None
+
+
+def _varlen_kwargs() -> dict:
+    """Causal masking and GQA as this torch release spells them (2.11: window_size, GQA implied; later:
+    enable_gqa too; earlier: is_causal)."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    params = inspect.signature(varlen_attn).parameters
+    kw = {"window_size": (-1, 0)} if "window_size" in params else {"is_causal": True}
+    if "enable_gqa" in params:
+        kw["enable_gqa"] = True
+    return kw
+
+
+def varlen_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """transformers' attention signature over torch's varlen flash kernel. query (B, H, T, D), key/value
+    (B, Hkv, T, D); sequences from cu_seq_lens_q (a batch without them: each row one sequence)."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    global _causal
+    if _causal is None:
+        _causal = _varlen_kwargs()
+    b, h, t, d = query.shape
+    cu = kwargs.get("cu_seq_lens_q")
+    max_len = kwargs.get("max_length_q") or t
+    if cu is None:
+        cu = torch.arange(0, (b + 1) * t, t, dtype=torch.int32, device=query.device)
+    flat = lambda x: x.transpose(1, 2).reshape(b * t, x.shape[1], d)  # noqa: E731
+    out = varlen_attn(flat(query), flat(key), flat(value), cu, cu, max_len, max_len, scale=scaling, **_causal)
+    return out.view(b, t, h, d), None
+
+
+def register_varlen() -> None:
+    """Make attn_implementation="varlen" known to transformers. No mask function is registered, so the model
+    builds no attention mask at all for it (the kernel needs none)."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(VARLEN, varlen_attention)
+
+
+# -- classification ---------------------------------------------------------------------------------
+def pool_per_sequence(model) -> None:
+    """Teach a sequence classifier packed batches: with cu_seq_lens_q in the inputs it pools each sequence's
+    last token and scores one loss per sequence (summed, over num_items_in_batch when given, so grad-accum
+    equals the larger batch). Without them it is the model's own forward."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    original = base.forward
+
+    def forward(self, input_ids=None, position_ids=None, labels=None, cu_seq_lens_q=None, num_items_in_batch=None,
+                **kwargs):
+        if cu_seq_lens_q is None:
+            return original(input_ids=input_ids, position_ids=position_ids, labels=labels, **kwargs)
+        from transformers.modeling_outputs import SequenceClassifierOutputWithPast
+
+        attn = {k: kwargs[k] for k in ("cu_seq_lens_k", "max_length_q", "max_length_k") if k in kwargs}
+        backbone = getattr(self, self.base_model_prefix)
+        hidden = backbone(input_ids=input_ids, position_ids=position_ids, cu_seq_lens_q=cu_seq_lens_q, **attn).last_hidden_state
+        ends = (cu_seq_lens_q[1:].long() - 1).clamp(min=0)  # each slot's last token (an unused slot's is ignored)
+        logits = self.score(hidden[0, ends])
+        loss = None
+        if labels is not None:
+            total = torch.nn.functional.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
+            loss = total / (num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum().clamp(min=1))
+        return SequenceClassifierOutputWithPast(loss=loss, logits=logits)
+
+    base.forward = types.MethodType(forward, base)

@@ -1,0 +1,35 @@
+"""The model's speed paths, applied after it is built: regional compile of its decoder layers and the Liger
+kernels that fit the task."""
+from __future__ import annotations
+
+import torch
+
+from ..config.errors import ConfigError
+
+
+def liger_kernels(task: str) -> dict | None:
+    """Liger's kernels for the task. Its fused linear cross-entropy replaces the causal-LM forward (it reads
+    lm_head): on a classifier only the layer kernels apply (RoPE, RMSNorm, SwiGLU)."""
+    if task == "causal_lm":
+        return None  # Liger's defaults: the layer kernels and the fused linear cross-entropy
+    return {"rope": True, "rms_norm": True, "swiglu": True, "cross_entropy": False, "fused_linear_cross_entropy": False}
+
+
+def decoder_layers(model: torch.nn.Module) -> list:
+    """The model's decoder (and encoder) layers in forward order: transformers marks them as the modules
+    gradient checkpointing wraps."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+
+
+def compile_regions(model: torch.nn.Module, tr) -> int:
+    """Regional compilation (torchtune's and accelerate's): every decoder layer compiled in place. The layers
+    share their code, so the first one's graph serves all the others: the cold start is one layer's compile,
+    and the rest of the model (embeddings, head, loss) runs eagerly. Returns the number of compiled layers."""
+    layers = decoder_layers(model)
+    if not layers:
+        raise ConfigError("trainer.compile_scope", "regional", f"no decoder layers found in {type(model).__name__}: use compile_scope=model")
+    for layer in layers:
+        layer.compile(backend=tr.compile_backend, mode=tr.compile_mode)
+    return len(layers)

@@ -1,0 +1,191 @@
+"""The derived numbers of a report, from the meter's raw results: throughput, MFU/HFU, the host's share of
+the step, the verdict, and (under torchrun) the cross-rank view. Read once, after training."""
+from __future__ import annotations
+
+import math
+
+from ..base import stats
+from .document import Report
+from .sections import (Breakdown, Compile, CpuMemory, Flags, Flops, GpuMemory, HostTime, Loss, Shapes, StepTime,
+                        Throughput, Tokens, Verdict, memory_section)
+
+DATA_BOUND_SHARE = 0.15  # the device waited this share of the step for batches
+HOST_BOUND_BUSY = 0.80  # kernels ran less than this share of the step
+RESERVED_SATURATED = 0.92  # reserved memory above this share of capacity: one new shape from a retry
+BUSY_LOAD_PER_CPU = 1.25  # more runnable threads than CPUs by a quarter: something else competes for the host
+
+
+def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Throughput:
+    """Per second = per step / seconds per step. Tokens come from every step of the window, times from the
+    steps that were timed (a step with an evaluation inside is not), so a dropped step biases neither."""
+    if not tokens or not steps or not step_s:
+        return Throughput()
+    rate = lambda key: tokens[key] / steps / step_s  # noqa: E731
+    return Throughput(samples_per_s=rate("samples"), tokens_per_s=rate("all"), real_tokens_per_s=rate("real"),
+                      loss_tokens_per_s=rate("loss"),
+                      pad_fraction=1 - tokens["real"] / tokens["all"] if tokens["all"] else None)
+
+
+def with_interval(step: StepTime, th: Throughput) -> None:
+    """The step time's 95% batch-means interval, and the throughput's (the same tokens over it)."""
+    ci = stats.batch_means(step.values)
+    if ci is None or not step.mean:
+        return
+    # a mean step can't be shorter than the shortest step seen: the floor keeps a noisy interval's far end finite
+    step.ci_low, step.ci_high, step.ci_batches = max(ci.low, min(step.values)), ci.high, ci.batches
+    ci = stats.Interval(ci.mean, step.ci_low, ci.high, ci.batches)
+    if th.real_tokens_per_s:
+        rate = ci.inverse(th.real_tokens_per_s * step.mean)
+        th.real_tokens_per_s_low, th.real_tokens_per_s_high = rate.low, rate.high
+
+
+# On an H200 the same host-bound job (bs 8, GPU busy 44-63%) ran 6,994 and 8,412 real tok/s as the first and last
+# of twelve processes in one call: the host's speed moves a launch-bound step 20% between processes, far past
+# stats.MIN_EFFECT (experiments/twelve_x_slowdown, the dataloader study). GPU-bound jobs of that call agreed to 1%.
+HOST_DRIFT = 0.20
+
+
+def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop_rule: bool,
+          stopped_when_stable: bool, gpu_busy: float | None = None) -> Flags:
+    """Each reason this job's figure may not settle a close call."""
+    reasons = []
+    if step.ci_low is None:
+        reasons.append(f"no interval: {step.n} timed steps (needs {stats.MIN_BATCHES**2})")
+    elif (half := stats.Interval(step.mean, step.ci_low, step.ci_high, step.ci_batches).half_width) > stats.WIDE:
+        reasons.append(f"wide interval: +-{half:.0%} of the mean (over {stats.WIDE:.0%})")
+    if stop_rule and not stopped_when_stable:
+        reasons.append("ran out of steps before the mean was stable")
+    if shapes.new_in_window:
+        reasons.append(f"{shapes.new_in_window} new batch shapes inside the timed window")
+    if compile_.graphs_in_window:
+        reasons.append(f"{compile_.graphs_in_window} compiles inside the timed window")
+    load, others = machine.get("load_per_cpu"), machine.get("other_gpu_processes")
+    if load is not None and load > BUSY_LOAD_PER_CPU:
+        reasons.append(f"busy host: load {load:.1f} per CPU")
+    if others:
+        reasons.append(f"{others} other processes on the GPU")
+    if gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
+        reasons.append(f"host-bound (GPU busy {gpu_busy:.0%}): such a step moved up to {HOST_DRIFT:.0%} between "
+                       "processes on one card; compare with sweep.repeats=3")
+    return Flags(reasons=reasons, load_per_cpu=load, other_gpu_processes=others)
+
+
+def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: GpuMemory | CpuMemory,
+            retries_in_window: int, mfu: float | None) -> Verdict:
+    """What limits the step, with the numbers behind it."""
+    reasons = []
+    capacity = getattr(mem, "capacity", None)
+    reserved_share = mem.peak_reserved / capacity if capacity else None
+    saturated = bool(retries_in_window) or (reserved_share is not None and reserved_share > RESERVED_SATURATED)
+    if retries_in_window:
+        reasons.append(f"{retries_in_window} allocator retries while timed: each one frees the cache and "
+                       "waits for the GPU; a smaller micro-batch, gradient checkpointing or fixed shapes help")
+    if reserved_share is not None:
+        reasons.append(f"peak reserved {mem.peak_reserved:.1f} of {capacity:.1f} GB ({reserved_share:.0%})")
+    data_share = breakdown.data / step.mean if step.mean and breakdown.data is not None else None
+    if data_share is not None:
+        reasons.append(f"device waited for data {data_share:.0%} of the step")
+    if gpu_busy is not None:
+        reasons.append(f"GPU busy {gpu_busy:.0%} of the step")
+    if mfu is not None:
+        reasons.append(f"MFU {mfu:.1%}")
+        if mfu > 1:  # a bug in the peak or the FLOP count, never a fast run
+            reasons.append("MFU above 100% is impossible: the peak used is below what the matmuls ran at "
+                           "(TF32 or another card?) or the FLOP count is too high; set measure.peak_tflops")
+    if retries_in_window:
+        bottleneck = "memory"
+    elif data_share is not None and data_share > DATA_BOUND_SHARE:
+        bottleneck = "data"
+        reasons.append("more dataloader workers, pinned memory and pre-tokenised data help")
+    elif gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
+        bottleneck = "host"
+        reasons.append("the GPU waits for Python to launch kernels: a larger micro-batch, fixed shapes, "
+                       "torch.compile or CUDA graphs help")
+    else:
+        bottleneck = "compute"
+        reasons.append("faster kernels (bf16, flash attention, fused ops) or less work (less padding) help")
+    return Verdict(bottleneck=bottleneck, saturated=saturated, reasons=reasons)
+
+
+def loss_summary(log_history: list[dict], expected_initial: float | None) -> Loss:
+    losses = [e["loss"] for e in log_history if "loss" in e]
+    return Loss(initial=losses[0] if losses else None, final=losses[-1] if losses else None,
+                expected_initial=expected_initial, curve=[(e["step"], e["loss"]) for e in log_history if "loss" in e])
+
+
+def expected_initial_loss(task: str, num_labels: int, vocab: int) -> float:
+    """Cross-entropy of a uniform guess: where a well-initialised model starts."""
+    return math.log(num_labels if task == "classification" else vocab)
+
+
+def worst_memory(per_rank: list[dict]) -> dict:
+    """Rank 0's memory record with every peak and counter replaced by its maximum over the ranks: the
+    rank closest to running out decides whether the job fits."""
+    out = dict(per_rank[0])
+    for key, value in out.items():
+        values = [r.get(key) for r in per_rank if isinstance(r.get(key), (int, float))]
+        if isinstance(value, (int, float)) and values and key not in ("capacity", "card_capacity", "memory_cap_gb"):
+            out[key] = max(values)
+    return out
+
+
+def mfu(flops: Flops, rate: float | None) -> tuple[float | None, float | None]:
+    """Model and hardware FLOP utilisation of one GPU at `rate` real tokens/s."""
+    if not flops.peak_tflops or not rate:
+        return None, None
+    peak = flops.peak_tflops * 1e12
+    return rate * flops.per_token / peak, rate * flops.per_token_hardware / peak
+
+
+def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
+    """Fill the report's measured sections, read once after training (under torchrun, on every rank)."""
+    from ..base import ranks as distributed
+    from ..measure.meter import memory
+    from ..model.flops import peak_tflops
+
+    vocab = getattr(trainer.model.config, "vocab_size", 2)
+    evals = [e for e in trainer.state.log_history if any(k.startswith("eval_") for k in e)]
+    mem = memory(device, cfg.gpu.memory_cap_gb)
+    m = meter.results() if cfg.measure.enabled else {}
+    world = distributed.world_size()
+    if world > 1:  # one gather after training: global tokens, every rank's peak
+        ranks = distributed.combine(distributed.gather(
+            {"tokens": m.get("tokens"), "step_mean": (m.get("step_time_s") or {}).get("mean"), "memory": mem}))
+        m["tokens"] = ranks.pop("tokens")
+        mem = worst_memory(ranks["memory_per_rank"])
+    rep.memory_gb = memory_section(mem)
+    rep.eval = {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
+                "history": evals} if evals else None
+    rep.loss = loss_summary(trainer.state.log_history, expected_initial_loss(cfg.task.name, cfg.task.num_labels, vocab))
+    if world > 1:
+        rep.distributed = {"world_size": world, "strategy": rep.resolved.get("distributed"), **ranks}
+    if not cfg.measure.enabled:
+        return
+    step = StepTime.from_dict(m["step_time_s"])
+    if not step.n:  # a short run is a run: it trained, and says it can't be timed rather than guess a verdict
+        me = cfg.measure
+        profiled = f" + {me.profile_steps} profiled" if device == "cuda" else ""
+        rep.flags = Flags(reasons=[f"too few steps to measure: trainer.max_steps={cfg.trainer.max_steps} leaves no "
+                                   f"timed step after {me.warmup_steps} warm-up{profiled}"])
+        return
+    th = throughput(m["tokens"], m["window_steps"], step.mean)
+    th.world_size = world  # tokens and samples above are summed over every rank: the job's throughput
+    th.real_tokens_per_s_per_gpu = th.real_tokens_per_s / world if th.real_tokens_per_s else None
+    fl = rep.flops
+    fl.peak_tflops = peak_tflops(rep.env["device_name"], rep.resolved["amp"], cfg.measure.peak_tflops,
+                                 tf32=bool(rep.env.get("tf32_matmul")))
+    fl.mfu, fl.hfu = mfu(fl, th.real_tokens_per_s_per_gpu)  # per GPU: each one's share against its own peak
+    bd, busy = Breakdown.from_dict(m["breakdown_s"]), m["gpu_busy_fraction"]
+    # The GPU's idle time that the data wait doesn't explain: it waited for Python to launch kernels.
+    # Overlaps compute/other (it happens inside them), so it is not part of their sum.
+    bd.host = max(0.0, step.mean * (1 - busy) - (bd.data or 0.0)) if busy is not None and step.mean else None
+    rep.throughput, rep.step_time_s, rep.breakdown_s, rep.host_s = th, step, bd, HostTime.from_dict(m["host_s"])
+    rep.gpu_busy_fraction, rep.tokens = busy, Tokens.from_dict(m["tokens"])
+    rep.shapes, rep.stopped_when_stable, rep.compile = Shapes.from_dict(m["shapes"]), m["stopped_when_stable"], \
+        Compile.from_dict(m["compile"])
+    rep.timing_s.update({k: v for k, v in m["phases_s"].items() if v is not None})
+    rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
+    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu)
+    with_interval(step, th)
+    rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
+                      m["stopped_when_stable"], busy)

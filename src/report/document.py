@@ -1,0 +1,155 @@
+"""One run's report: `Report` holds the sections (src/report/sections.py) and the records other stages own,
+and prints as the summary that ends every run (and report.md). Reading and writing the files is
+src/report/files.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Optional
+
+from ..checks.results import summary as checks_summary
+from .sections import (SECTIONS, UNSET, CpuMemory, Flops, GpuMemory, HostTime, Loss, Saved, Section, Shapes, StepTime,
+                       Throughput, Tokens, Verdict, Flags, Breakdown, Compile, _fmt, memory_section)
+
+
+@dataclass
+class Report:
+    """report.json, field by field in its order. Records other modules own stay dicts: resolved (env.describe),
+    env (env.info), data (data.prepare), params, memory_predicted_gb (memory_model), diagnostics, eval."""
+    status: str = "ok"  # ok | oom | error | config_error | failed_checks
+    error: Optional[str] = None
+    overrides: list = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    config_hash: Optional[str] = UNSET  # the config and code version a rerun must match to skip it (src/report/files.py)
+    resolved: dict = UNSET
+    env: dict = UNSET
+    data: dict = UNSET
+    params: dict = UNSET
+    memory_predicted_gb: Optional[dict] = UNSET
+    flops: Flops = UNSET
+    compiled_layers: int = UNSET
+    timing_s: dict = UNSET
+    diagnostics: list = UNSET
+    resumed_from: Optional[str] = UNSET
+    memory_gb: GpuMemory | CpuMemory = UNSET
+    eval: Optional[dict] = UNSET
+    loss: Loss = UNSET
+    distributed: dict = UNSET
+    throughput: Throughput = UNSET
+    step_time_s: StepTime = UNSET
+    breakdown_s: Breakdown = UNSET
+    host_s: HostTime = UNSET
+    gpu_busy_fraction: Optional[float] = UNSET  # share of the step some kernel ran (profiled after the window)
+    tokens: Optional[Tokens] = UNSET
+    shapes: Shapes = UNSET
+    stopped_when_stable: bool = UNSET
+    compile: Compile = UNSET
+    verdict: Verdict = UNSET
+    flags: Flags = UNSET
+    saved: Saved = UNSET  # trainer.save_final: where the trained adapter or model is
+
+    def get(self, name: str):
+        """A field, or None where the run never reached it."""
+        value = getattr(self, name)
+        return None if value is UNSET else value
+
+    @property
+    def real_tokens_per_s(self) -> float | None:
+        return self.throughput.real_tokens_per_s if self.get("throughput") else None
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not UNSET:
+                out[f.name] = value.to_dict() if isinstance(value, Section) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        kwargs = {}
+        for f in fields(cls):
+            if f.name not in d:
+                continue
+            value = d[f.name]
+            if f.name in SECTIONS:
+                value = SECTIONS[f.name].from_dict(value)
+            elif f.name == "memory_gb":
+                value = memory_section(value)
+            kwargs[f.name] = value
+        return cls(**kwargs)
+
+    def sections(self) -> dict[str, Section]:
+        return {f.name: v for f in fields(self) if isinstance(v := getattr(self, f.name), Section)}
+
+    def flat(self) -> dict:
+        """Every measured number as `section.field` (the step times' list left out): a sweep table's columns."""
+        return {f"{name}.{k}": v for name, s in self.sections().items() for k, v in s.numbers().items()}
+
+    def wandb_summary(self) -> dict:
+        out = {"status": self.status}
+        for s in self.sections().values():
+            out.update(s.wandb_summary())
+        out["perf/gpu_busy_fraction"] = self.get("gpu_busy_fraction")
+        for check in self.get("diagnostics") or []:
+            out[f"diag/{check['check']}"] = check["status"]
+        return {k: v for k, v in out.items() if v is not None}
+
+
+# -- the printed summary and report.md -------------------------------------------------------------------
+def summary_rows(r: Report) -> list[tuple[str, str]]:
+    c, res = r.config, r.get("resolved") or {}
+    rows = [("status", r.status + (f": {r.error}" if r.error else ""))]
+    peft = c["peft"]["method"]
+    if r.get("params"):
+        rows.append(("model", f"{c['model']['name']} {c['task']['name']}, peft {peft}"
+                     + (f" r={c['peft']['r']}" if peft != "none" else "")
+                     + f", {_fmt(r.params['trainable_fraction'], '.2%')} trainable"))
+    env = r.get("env") or {}
+    if env:
+        rows.append(("device", f"{env['device_name']}" + (f", {env['capacity_gb']:.1f} GB" if env.get("capacity_gb") else "")))
+    b, world = c["batch"], res.get("world_size", 1)
+    ranks = f" x {world} ranks ({res['distributed']})" if world > 1 else ""
+    micro = f"{b['tokens']} tokens (padding-free)" if b.get("tokens") else b["size"]
+    per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
+    rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
+                 f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
+    st = r.get("step_time_s")
+    if st and st.mean is not None:
+        rows += [("step time", st.line()), ("throughput", r.throughput.line()), ("flops", r.flops.line()),
+                 ("breakdown", r.breakdown_s.line(st.mean, r.get("gpu_busy_fraction")))]
+    if r.get("compile") and r.compile.graphs:
+        rows.append(("compile", r.compile.line(r.get("compiled_layers"))))
+    pred = r.get("memory_predicted_gb")
+    if r.get("memory_gb"):
+        rows.append(("memory", r.memory_gb.line(pred)))
+    elif pred:
+        rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
+    if pred and pred.get("warning"):
+        rows.append(("memory plan", pred["warning"]))
+    if r.get("verdict"):
+        rows.append(("verdict", r.verdict.line()))
+    if r.get("flags") and r.flags.reasons:
+        rows.append(("flags", r.flags.line()))
+    ev = (r.get("eval") or {}).get("final")
+    if ev:
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second")) and isinstance(v, (int, float)))
+        rows.append(("eval", f"{shown} (step {r.eval['step']})"))
+    if r.get("resumed_from"):
+        rows.append(("resumed", f"from {r.resumed_from}"))
+    if r.get("loss") and r.loss.initial is not None:
+        rows.append(("loss", r.loss.line()))
+    if r.get("saved"):
+        rows.append(("saved", r.saved.line()))
+    checks = r.get("diagnostics")
+    if checks:
+        rows.append(("diagnostics", checks_summary(checks)))
+        rows += [(f"  {ch['status']}", f"{ch['check']}: {ch['value']} (expected {ch['expected']})"
+                  + (f". {ch['hint']}" if ch["hint"] else "")) for ch in checks if ch["status"] != "pass"]
+    rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in (r.get("timing_s") or {}).items())))
+    return rows
+
+
+def format_summary(r: Report) -> str:
+    rows = summary_rows(r)
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)

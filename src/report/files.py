@@ -1,0 +1,98 @@
+"""A run's report on disk: report.json and report.md, written atomically; read back, typed, by the sweep
+launcher, the batch search and a rerun that skips finished work. Also what decides "finished" (a result of
+the same config and code) and the lock that keeps a second writer out of a run directory."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+from ..base.files import Busy, atomic_write, lock
+from .document import Report, summary_rows
+
+# Results, which a rerun keeps. error, config_error and failed_checks run again (a fix may be what changed),
+# and so does a directory whose process died before writing a report.
+FINISHED = ("ok", "oom")
+BUSY_EXIT = 75  # sysexits' EX_TEMPFAIL: another run holds the directory; try again when it is done
+NOT_HASHED = ("rerun", "resume", "baseline")  # how to run or summarise, not what: a resumed run is the same run
+
+
+def read(path: Path) -> Report | None:
+    try:
+        return Report.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str | None:
+    """The git commit of this code ("+dirty" with uncommitted changes to tracked files); installed from a wheel,
+    the package's version (site-packages may sit inside someone else's git checkout); else None."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        from importlib import metadata
+
+        try:
+            return "trainsweep " + metadata.version("trainsweep")
+        except metadata.PackageNotFoundError:
+            return None
+    try:
+        def git(*args):
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                                  check=True).stdout.strip()
+        commit = git("rev-parse", "HEAD")
+        return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def config_hash(cfg) -> str:
+    """What a finished report must match to be skipped: the resolved config (a DictConfig; a `hydra` node and
+    NOT_HASHED keys left out) and the code version. The launcher and the job compute it alike."""
+    from omegaconf import OmegaConf
+
+    cfg = cfg.copy()
+    OmegaConf.set_readonly(cfg, False)
+    OmegaConf.set_struct(cfg, False)
+    for key in ("hydra", *NOT_HASHED):
+        cfg.pop(key, None)
+    text = json.dumps([OmegaConf.to_container(cfg, resolve=True), code_version()], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def finished(out_dir: Path, config_hash: str) -> tuple[Report | None, str]:
+    """(the report, "") when this directory holds a finished run of this config and code, else (None, why
+    it runs: "" when there is no report at all)."""
+    path = Path(out_dir) / "report.json"
+    report = read(path)
+    if report is None:
+        return None, ("its report.json is unreadable" if path.exists() else "")
+    if report.status not in FINISHED:
+        return None, f"its earlier run ended {report.status}"
+    if report.get("config_hash") != config_hash:
+        return None, "its config or code changed since its report"
+    return report, ""
+
+
+def record_failure(out_dir: Path, overrides: list[str], exc: BaseException, config: dict,
+                   config_hash: str | None = None) -> Report:
+    """A report for a job whose process died before writing its own; nothing is written while another
+    process holds the directory (its report is its own)."""
+    report = Report(status="error", error=f"the job's process failed: {type(exc).__name__}: {exc}"[:2000],
+                    overrides=overrides, config=config, config_hash=config_hash)
+    try:
+        with lock(out_dir):
+            write(Path(out_dir), report)
+    except Busy:
+        pass
+    return report
+
+
+def write(out_dir: Path, report: Report) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(out_dir / "report.json", json.dumps(report.to_dict(), indent=2, default=str))
+    md = ["# trainsweep run", "", f"`{out_dir}`", "", "| | |", "|---|---|"]
+    md += [f"| {k} | {v.replace('|', '/')} |" for k, v in summary_rows(report)]
+    atomic_write(out_dir / "report.md", "\n".join(md) + "\n")

@@ -1,0 +1,344 @@
+"""A sweep's plots, from its summary table (src/report/summary.py), each comparing like with like: throughput against
+micro-batch with one line per effective batch, the step as shares of its time, loss against samples seen; plus
+the throughput heatmap and peak memory against batch. Every title names the model and the card.
+
+`figures` builds them (tests inspect the Figure objects); `plots` and `loss_curves` write the PNGs."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..measure import PHASES
+
+KEYS = ("rank", "batch", "grad_accum", "effective_batch", "world_size", "real_tok_s")
+HOST = "breakdown_s.host"  # GPU idle the data wait doesn't explain: Report.flat's name for it in the table
+
+
+def plots(df: pd.DataFrame, out_dir: Path, model: str | None = None) -> list[Path]:
+    """throughput_vs_batch, throughput_heatmap, memory_vs_batch and step_breakdown PNGs in out_dir."""
+    return [_save(fig, Path(out_dir) / f"{name}.png") for name, fig in figures(df, model).items()]
+
+
+def figures(df: pd.DataFrame, model: str | None = None) -> dict:
+    """name -> Figure; a plot with nothing to show is left out. `model` defaults to the table's model column."""
+    if df.empty:
+        return {}
+    # a column whose every value is None (no job reached it) comes as objects: numbers for arithmetic
+    df = df.assign(**{c: pd.to_numeric(df[c], errors="coerce") for c in KEYS if c in df})
+    where = _where(model or _names(_column(df, "model", text=True)), _names(_column(df, "device", text=True)))
+    built = {"throughput_vs_batch": throughput_figure(df, where), "throughput_heatmap": heatmap_figure(df, where),
+             "memory_vs_batch": memory_figure(df, where), "step_breakdown": breakdown_figure(df, where)}
+    return {name: fig for name, fig in built.items() if fig is not None}
+
+
+def loss_curves(reports: list[dict], df: pd.DataFrame, out_dir: Path) -> Path | None:
+    fig = loss_figure(reports, df)
+    return _save(fig, Path(out_dir) / "loss_curves.png") if fig is not None else None
+
+
+# -- the plots ----------------------------------------------------------------------------------------
+def throughput_figure(df: pd.DataFrame, where: str):
+    """Real tokens/s against micro-batch, one line per effective batch: along a line the optimizer sees the
+    same batch, so the line shows what splitting it into micro-batches costs or gains."""
+    fig, ax = _figure(6.5, 4.2)
+    low, high = _column(df, "real_tok_s_low", "throughput.real_tokens_per_s_low"), \
+        _column(df, "real_tok_s_high", "throughput.real_tokens_per_s_high")
+
+    def points(rows, **style):  # bars from the 95% interval; NaN (too few steps for one): no bar
+        y = rows["real_tok_s"]
+        yerr = [(y - low[rows.index]).clip(lower=0), (high[rows.index] - y).clip(lower=0)]
+        return ax.errorbar(rows["batch"], y, yerr=yerr, capsize=3, **style)
+
+    ok = df[_ok(df)].dropna(subset=["batch", "real_tok_s"])
+    for eff, group in ok.groupby("effective_batch"):
+        # several jobs of one shape (a padding or ladder sweep): the line joins the fastest at each micro-batch,
+        # the others are open points named by their overrides
+        line = group.sort_values("real_tok_s", ascending=False).drop_duplicates("batch").sort_values("batch")
+        colour = points(line, marker="o", label=f"effective batch {_n(eff)}")[0].get_color()
+        rest = group.drop(line.index)
+        if not rest.empty:
+            points(rest, fmt="o", mfc="none", color=colour)
+            for _, r in rest.iterrows():
+                ax.annotate(r["job"], (r["batch"], r["real_tok_s"]), xytext=(4, -8), textcoords="offset points",
+                            fontsize=6)
+    best = ok[ok["rank"] == 1] if "rank" in ok else ok.iloc[:0]
+    if not best.empty:  # ties share rank 1: each is marked; an open star keeps its line's point visible
+        ax.scatter(best["batch"], best["real_tok_s"], marker="*", s=380, facecolor="none", edgecolor="darkgoldenrod",
+                   linewidths=1.5, zorder=4,
+                   label="best (rank 1" + (f", {len(best)} tied)" if len(best) > 1 else ")"))
+    _mark_failed(ax, df)
+    if ok.empty:
+        ax.text(0.5, 0.5, "no job finished", transform=ax.transAxes, ha="center", color="gray")
+        ax.set_yticks([])
+    ax.set_ylim(bottom=0)
+    _batch_axis(ax, df["batch"])
+    ax.set_ylabel("real tokens/s (95% interval)")
+    ax.set_title(f"throughput by micro-batch, one line per effective batch\n{where}", fontsize=9)
+    _legend(ax, outside=True)
+    return fig
+
+
+def heatmap_figure(df: pd.DataFrame, where: str):
+    """Real tokens/s over micro-batch x grad_accum (the fastest job per cell when other keys vary too)."""
+    sizes, accums = _values(df["batch"]), _values(df["grad_accum"])
+    if not sizes or not accums:
+        return None
+    fig, ax = _figure(2.2 + 1.1 * len(sizes), 1.4 + 0.8 * len(accums))
+    grid = (df[_ok(df)].groupby(["grad_accum", "batch"])["real_tok_s"].max().unstack()
+            .reindex(index=accums, columns=sizes).to_numpy(dtype=float))
+    image = ax.imshow(grid, cmap="viridis", aspect="auto")
+    finite = np.isfinite(grid)
+    if finite.any():
+        image.set_clim(np.nanmin(grid), np.nanmax(grid))
+        fig.colorbar(image, ax=ax, label="real tokens/s")
+    for i, ga in enumerate(accums):
+        for j, bs in enumerate(sizes):
+            if finite[i, j]:
+                ax.text(j, i, f"{grid[i, j]:,.0f}", ha="center", va="center", fontsize=8,
+                        color=text_colour(image.cmap(image.norm(grid[i, j]))))
+            else:  # no finished job here: its status on the blank (white) cell
+                cell = df[(df["batch"] == bs) & (df["grad_accum"] == ga)]
+                ax.text(j, i, cell["status"].iloc[0].upper() if not cell.empty else "", ha="center", va="center",
+                        fontsize=8, color="darkred")
+    ax.set_xticks(range(len(sizes)), [_n(s) for s in sizes])
+    ax.set_yticks(range(len(accums)), [_n(a) for a in accums])
+    ax.set_xlabel("micro-batch size")
+    ax.set_ylabel("grad_accum")
+    ax.set_title(f"real tokens/s\n{where}", fontsize=9)
+    return fig
+
+
+def memory_figure(df: pd.DataFrame, where: str):
+    """Peak memory against micro-batch, one line per series (the jobs that differ only in micro-batch: two models
+    or row lengths are never joined), the card's capacity and the memory model's prediction beside what was
+    allocated, for jobs that ran out of memory too; a CPU sweep shows the process's peak RSS."""
+    col = "peak_reserved_gb" if _column(df, "peak_reserved_gb").notna().any() else "peak_rss_gb"
+    mem, saturated = _column(df, col), _column(df, "saturated", text=True)
+    measured, predicted = _column(df, "peak_alloc_gb"), _column(df, "predicted_alloc_gb")
+    fig, ax = _figure(8.5, 4.2)
+    shown = df[(mem.notna() | predicted.notna()) & df["batch"].notna()]
+    for i, (name, sub) in enumerate(_series(shown)):
+        sub, colour = sub.sort_values("batch"), f"C{i % 10}"
+        held = sub[mem[sub.index].notna()]
+        label = textwrap.fill(f"{col.split('_')[1]}, {name}", 44)  # a model's overrides can run long
+        ax.plot(held["batch"], mem[held.index], marker="o", color=colour, label=label)
+        sat = held[saturated[held.index] == True]  # noqa: E712 (None: unknown)
+        ax.scatter(sat["batch"], mem[sat.index], marker="x", s=90, color="red", zorder=3)
+        ran = sub[measured[sub.index].notna()]
+        ax.plot(ran["batch"], measured[ran.index], marker=".", color=colour, linewidth=0.8)
+        guessed = sub[predicted[sub.index].notna()]
+        ax.plot(guessed["batch"], predicted[guessed.index], linestyle=":", marker="+", color=colour)
+    if measured.notna().any():  # style keys: the series' colours say which jobs, these say which number
+        ax.plot([], [], marker=".", color="black", linewidth=0.8, label="allocated, measured")
+    if predicted.notna().any():
+        ax.plot([], [], linestyle=":", marker="+", color="black", label="allocated, predicted before step 1")
+    capacity = _column(df, "capacity_gb").dropna()
+    if not capacity.empty:
+        ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
+        oom = df[(df["status"] == "oom") & df["batch"].notna()]
+        ax.scatter(oom["batch"], [capacity.iloc[0]] * len(oom), marker="v", s=90, color="black", zorder=3)
+    _batch_axis(ax, df["batch"])
+    ax.set_ylabel("peak memory (GB)")
+    ax.set_title(f"peak memory (x: saturated, v: out of memory)\n{where}", fontsize=9)
+    _legend(ax, outside=True)
+    return fig
+
+
+def step_shares(df: pd.DataFrame) -> pd.DataFrame:
+    """The finished jobs' step phases as shares of the step (each row sums to 1) and the host-idle share,
+    sorted by micro-batch then grad_accum; jobs with no breakdown are left out."""
+    ok = df[_ok(df)]
+    ok = ok.sort_values(["batch", "grad_accum"], kind="stable")
+    phases = pd.DataFrame({p: _column(ok, f"{p}_s") for p in PHASES}).fillna(0.0)
+    total = phases.sum(axis=1)
+    # the phases tile the device's timeline, so their sum is the step: shares of it add up to 100%
+    shares = phases.div(total, axis=0)
+    shares["host"] = _column(ok, HOST) / total
+    return shares[total > 0]
+
+
+def breakdown_figure(df: pd.DataFrame, where: str):
+    shares = step_shares(df)
+    if shares.empty:
+        return None
+    rows = df.loc[shares.index]
+    x = np.arange(len(shares))
+    fig, ax = _figure(max(6, 0.7 * len(shares) + 2), 4.2)
+    bottom = np.zeros(len(shares))
+    for phase in PHASES:
+        ax.bar(x, shares[phase], bottom=bottom, label=phase)
+        bottom += shares[phase].to_numpy()
+    host = shares["host"]
+    if host.notna().any():
+        # host idle is GPU time inside the phases above data (the device waited on launches), not a phase of its
+        # own: hatched over the stack, from the top of the data share
+        ax.bar(x, host.fillna(0.0), bottom=shares["data"], fill=False, hatch="//", edgecolor="black", linewidth=0,
+               label="GPU idle, waiting for the host")
+    for i, step in enumerate(_column(rows, "step_s")):
+        if pd.notna(step):
+            ax.text(i, 1.01, _seconds(step), ha="center", va="bottom", fontsize=7)
+    ax.set_ylim(0, 1.1)
+    ax.yaxis.set_major_formatter(_percent())
+    ax.set_xticks(x, _job_labels(rows), rotation=45, ha="right", fontsize=8)
+    ax.set_xlabel("by micro-batch, then grad_accum; mean step time above each bar")
+    ax.set_ylabel("share of the optimizer step")
+    ax.set_title(f"where the step goes (device timeline)\n{where}", fontsize=9)
+    _legend(ax, outside=True)
+    return fig
+
+
+def loss_figure(reports: list[dict], df: pd.DataFrame):
+    """Training loss against samples seen (step x effective batch), so jobs of different batch sizes line up
+    where they have seen the same data; a padding-free sweep whose batch is a token budget uses tokens seen."""
+    runs = [r for r in reports if (r.get("loss") or {}).get("curve")]
+    if not runs:
+        return None
+    labels = dict(zip(df["dir"], df["job"])) if {"dir", "job"} <= set(df) else {}
+    budgets = {bool(r["config"]["batch"].get("tokens")) for r in runs}
+    # tokens and samples don't share an axis: a sweep mixing both is drawn against the optimizer step
+    seen = "step" if len(budgets) > 1 else ("tokens" if budgets == {True} else "samples")
+    fig, ax = _figure(6.5, 4)
+    for r in runs:
+        steps, losses = np.array(r["loss"]["curve"], dtype=float).T
+        ax.plot(steps * _per_step(r, seen), losses, marker=".", label=labels.get(r["job"], r["job"]))
+    expected = runs[0]["loss"].get("expected_initial")
+    if expected:
+        ax.axhline(expected, color="gray", linestyle="--", label=f"uniform guess {expected:.2f}")
+    ax.set_yscale("log")
+    ax.set_xlabel({"step": "optimizer step", "samples": "samples seen (step x effective batch)",
+                   "tokens": "tokens seen (padding-free: batch.tokens per micro-batch)"}[seen])
+    ax.set_ylabel("training loss")
+    models = _names(pd.Series([((r.get("config") or {}).get("model") or {}).get("name") for r in reports]))
+    devices = _names(pd.Series([(r.get("env") or {}).get("device_name") for r in reports]))
+    ax.set_title(f"loss curves\n{_where(models, devices)}", fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _per_step(report: dict, seen: str) -> float:
+    """Samples or tokens one optimizer step takes in (every rank's micro-batches), or 1 to count steps."""
+    if seen == "step":
+        return 1
+    b, world = report["config"]["batch"], (report.get("resolved") or {}).get("world_size") or 1
+    return (b["tokens"] if seen == "tokens" else b["size"]) * b["grad_accum"] * world
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+def text_colour(rgba) -> str:
+    """Black or white, whichever reads better on this colour: WCAG relative luminance, black above 0.179
+    (where the contrast against black and against white are equal)."""
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    return "black" if 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] > 0.179 else "white"
+
+
+def _figure(width: float, height: float):
+    # a bare Figure, not pyplot: no global state, nothing to close, and PNGs render with Agg whatever the backend
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    return fig, fig.add_subplot()
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _column(df: pd.DataFrame, *names: str, text: bool = False) -> pd.Series:
+    """The first of these columns the table has (names changed as the summary grew), else all NaN; as numbers
+    unless `text` (None where no job reached a field makes an object column)."""
+    for name in names:
+        if name in df:
+            return df[name] if text else pd.to_numeric(df[name], errors="coerce")
+    return pd.Series(np.nan, index=df.index, dtype=float)
+
+
+def _ok(df: pd.DataFrame) -> pd.Series:
+    return df["status"] == "ok"
+
+
+def _names(values: pd.Series) -> str | None:
+    found = list(dict.fromkeys(values.dropna()))
+    return ", ".join(map(str, found)) if found else None
+
+
+def _where(model: str | None, device: str | None) -> str:
+    return f"{model or 'unknown model'} on {device or 'unknown device'}"
+
+
+def _values(col: pd.Series) -> list:
+    return sorted(col.dropna().unique())
+
+
+def _n(x) -> str:
+    """8, not 8.0: a column with a missing value turns pandas' ints into floats."""
+    return f"{x:g}" if isinstance(x, (int, float, np.number)) else str(x)
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.0f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def _percent():
+    from matplotlib.ticker import PercentFormatter
+
+    return PercentFormatter(1.0)
+
+
+def _series(df: pd.DataFrame):
+    """(name, rows) per group of jobs that differ only in micro-batch size: a job's overrides less batch.size,
+    or "grad_accum N" where nothing else varies."""
+    def name(row) -> str:
+        rest = [p for p in str(row["job"]).split(", ") if "=" in p and p.split("=")[0] not in ("batch", "batch.size")]
+        return ", ".join(rest) or f"grad_accum {_n(row['grad_accum'])}"
+    names = df.apply(name, axis=1) if not df.empty else pd.Series(dtype=str)
+    groups = [(n, df[names == n]) for n in dict.fromkeys(names)]
+    return sorted(groups, key=lambda g: (g[1]["grad_accum"].min(), g[0]))  # grad_accum 1, 2, 4, not 1, 16, 2
+
+
+def _label(row) -> str:
+    world = row.get("world_size", 1)
+    ranks = f" x {_n(world)} ranks" if world and world > 1 else ""
+    return f"bs {_n(row['batch'])} x ga {_n(row['grad_accum'])}{ranks}"
+
+
+def _job_labels(rows: pd.DataFrame) -> list[str]:
+    """'bs N x ga M', or each job's overrides where jobs of one batch shape differ in other keys."""
+    if rows.duplicated(["batch", "grad_accum"]).any():
+        return list(rows["job"])
+    return [_label(r) for _, r in rows.iterrows()]
+
+
+def _batch_axis(ax, batch: pd.Series) -> None:
+    sizes = _values(batch)
+    if len(sizes) > 1:  # matplotlib can't log-scale a single point
+        ax.set_xscale("log", base=2)
+    if sizes:
+        # limits from every size, failed ones too: points drawn on the axis (_mark_failed) don't move them
+        ax.set_xlim(min(sizes) / 1.4, max(sizes) * 1.4)
+        ax.set_xticks(sizes, [_n(s) for s in sizes])
+        ax.minorticks_off()
+    ax.set_xlabel("micro-batch size")
+
+
+def _mark_failed(ax, df: pd.DataFrame) -> None:
+    """Jobs that did not finish, on the x axis at their micro-batch, with their status."""
+    failed = df[~_ok(df) & df["batch"].notna()]
+    if failed.empty:
+        return
+    on_axis = ax.get_xaxis_transform()  # x in data, y in axes: the bottom edge whatever the y range
+    ax.scatter(failed["batch"], [0] * len(failed), transform=on_axis, marker="X", s=70, color="red", clip_on=False,
+               zorder=5, label="did not finish (" + ", ".join(dict.fromkeys(failed["status"])) + ")")
+    for bs, group in failed.groupby("batch"):
+        ax.text(bs, 0.04, "\n".join(dict.fromkeys(group["status"])), transform=on_axis, ha="center", va="bottom",
+                fontsize=7, color="red")
+
+
+def _legend(ax, outside: bool = False) -> None:
+    """A legend where there is something to name; outside the axes where it would hide data points."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, **({"loc": "upper left", "bbox_to_anchor": (1.01, 1)} if outside else {}))

@@ -1,0 +1,256 @@
+"""The measured sections of a run's report, typed: each is a dataclass that owns its fields (report.json's keys,
+in order), its line in the printed summary and its W&B names.
+
+Adding a measured figure: a field on its section here, and the number in src/report/analysis.py. It then
+reaches report.json, the sweep's summary.csv (as `section.field`) and W&B's run summary by itself.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar, Optional
+
+from ..measure import PHASES
+
+
+class _Unset:
+    """A field the run never reached (a config error has no throughput): left out of report.json."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def _fmt(x, spec=",.0f", none="-") -> str:
+    return none if x is None else format(x, spec)
+
+
+@dataclass
+class Section:
+    wandb: ClassVar[str | None] = None  # W&B namespace of its numbers (None: not logged as a group)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None):
+        """Tolerant of reports written before a field existed: a missing key reads as None."""
+        return None if d is None else cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+    def numbers(self) -> dict:
+        return {f.name: v for f in fields(self) if isinstance(v := getattr(self, f.name), (int, float))
+                and not isinstance(v, bool)}
+
+    def wandb_summary(self) -> dict:
+        return {f"{self.wandb}/{k}": v for k, v in self.numbers().items()} if self.wandb else {}
+
+
+@dataclass
+class Throughput(Section):
+    wandb: ClassVar[str] = "perf"
+    samples_per_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None  # every position, padding included
+    real_tokens_per_s: Optional[float] = None  # attention-mask tokens: the honest rate
+    loss_tokens_per_s: Optional[float] = None
+    pad_fraction: Optional[float] = None
+    world_size: int = 1  # the counts above are summed over every rank: the job's throughput
+    real_tokens_per_s_per_gpu: Optional[float] = None
+    real_tokens_per_s_low: Optional[float] = None  # 95% interval (batch means of the step times: src/base/stats.py)
+    real_tokens_per_s_high: Optional[float] = None
+
+    def real_tok_text(self) -> str:
+        """'22,339 (21,100-23,600)' or '22,339 (no interval)'."""
+        if self.real_tokens_per_s_low is None:
+            return f"{_fmt(self.real_tokens_per_s)} (no interval)"
+        return f"{_fmt(self.real_tokens_per_s)} ({_fmt(self.real_tokens_per_s_low)}-{_fmt(self.real_tokens_per_s_high)})"
+
+    def line(self) -> str:
+        return (f"{_fmt(self.samples_per_s, ',.1f')} samples/s | {self.real_tok_text()} real tok/s | "
+                f"{_fmt(self.tokens_per_s)} all tok/s | pad {_fmt(self.pad_fraction, '.1%')}"
+                + (f" | {self.world_size} ranks: {_fmt(self.real_tokens_per_s_per_gpu)} real tok/s each"
+                   if (self.world_size or 1) > 1 else ""))
+
+
+@dataclass
+class StepTime(Section):
+    mean: Optional[float] = None
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    stdev: Optional[float] = None
+    n: int = 0
+    warmup_steps: Optional[int] = None
+    wall_mean: Optional[float] = None  # the window's wall clock per step: checks the events' sum
+    values: list = field(default_factory=list)
+    ci_low: Optional[float] = None  # 95% interval of the mean from batch means (steps are autocorrelated)
+    ci_high: Optional[float] = None
+    ci_batches: Optional[int] = None  # batch means behind it; None: too few timed steps for an interval
+
+    def wandb_summary(self) -> dict:
+        return {f"perf/step_time_{k}_s": getattr(self, k) for k in ("mean", "p50", "p90", "stdev", "ci_low", "ci_high")}
+
+    def line(self) -> str:
+        ci = (f"95% {self.ci_low:.4f}-{self.ci_high:.4f} from {self.ci_batches} batch means"
+              if self.ci_low is not None else "no interval: too few timed steps")
+        return (f"{self.mean:.4f} s ({ci}; p50 {self.p50:.4f}, p90 {self.p90:.4f}, stdev {self.stdev:.4f}, "
+                f"n={self.n} after {self.warmup_steps} warm-up)")
+
+
+@dataclass
+class Breakdown(Section):
+    """Seconds per optimizer step on the device's timeline; host = GPU idle that the data wait doesn't explain."""
+    data: Optional[float] = None
+    compute: Optional[float] = None
+    optimizer: Optional[float] = None
+    other: Optional[float] = None
+    host: Optional[float] = None
+
+    def line(self, step_mean: float, gpu_busy: float | None) -> str:
+        shares = ", ".join(f"{k} {getattr(self, k) / step_mean:.0%}" for k in PHASES if getattr(self, k) is not None)
+        if self.host is not None:
+            shares += f"; GPU busy {gpu_busy:.0%}, idle waiting for the host {self.host / step_mean:.0%}"
+        return shares
+
+
+@dataclass
+class HostTime(Section):
+    data: Optional[float] = None  # host seconds per step fetching batches
+    launch: Optional[float] = None  # host seconds per step from step begin to end (launching kernels)
+    gc: Optional[float] = None  # Python garbage collection per step
+    gc_collections: int = 0
+
+
+@dataclass
+class Flops(Section):
+    per_token: float = 0.0
+    per_token_hardware: float = 0.0  # with recomputation under checkpointing: HFU's numerator
+    matmul_params_frozen: int = 0
+    matmul_params_trainable: int = 0
+    seq: Optional[float] = None  # the token-weighted mean length the attention FLOPs are counted at
+    peak_tflops: Optional[float] = None
+    mfu: Optional[float] = None
+    hfu: Optional[float] = None
+
+    def wandb_summary(self) -> dict:
+        return {"perf/mfu": self.mfu}
+
+    def line(self) -> str:
+        return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU {_fmt(self.mfu, '.1%')} "
+                f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s), HFU {_fmt(self.hfu, '.1%')}")
+
+
+@dataclass
+class Tokens(Section):
+    samples: int = 0
+    all: int = 0
+    real: int = 0
+    loss: int = 0
+
+
+@dataclass
+class Shapes(Section):
+    distinct_in_window: int = 0
+    new_in_window: int = 0  # shapes first seen inside the timed window: each may have cost a compile or a retry
+
+
+@dataclass
+class Compile(Section):
+    graphs: int = 0
+    graphs_in_window: Optional[int] = None
+    to_first_step_s: Optional[float] = None  # cold start: build, checks and step 1 (its compile included)
+
+    def line(self, layers: int | None) -> str:
+        return (f"{self.graphs} graphs" + (f" ({layers} layers, regional)" if layers else "")
+                + f"; first step done {_fmt(self.to_first_step_s, '.1f')} s after the start; "
+                f"{self.graphs_in_window} compiled inside the timed window")
+
+
+@dataclass
+class GpuMemory(Section):
+    wandb: ClassVar[str] = "mem"
+    peak_allocated: float = 0.0
+    peak_reserved: float = 0.0
+    capacity: float = 0.0  # the card's, or gpu.memory_cap_gb's when smaller: saturation is judged against it
+    card_capacity: float = 0.0
+    memory_cap_gb: Optional[float] = None
+    alloc_retries: int = 0
+    fragmentation: Optional[float] = None  # reserved / allocated
+    device_used: Optional[float] = None  # NVML: the driver's view, CUDA context included
+    alloc_retries_in_window: int = 0
+
+    def line(self, predicted: dict | None) -> str:
+        return (f"peak {self.peak_allocated:.2f} GB allocated, {self.peak_reserved:.2f} reserved of "
+                f"{self.capacity:.1f}; {self.alloc_retries} alloc retries"
+                + (f"; predicted {'at most ' if predicted.get('bound') == 'upper' else ''}{predicted['peak_allocated']:.2f} "
+                   f"({predicted['peak_allocated'] / self.peak_allocated - 1:+.1%} vs measured)" if predicted else ""))
+
+
+@dataclass
+class CpuMemory(Section):
+    wandb: ClassVar[str] = "mem"
+    peak_rss_gb: float = 0.0
+    alloc_retries_in_window: int = 0
+
+    def line(self, predicted: dict | None) -> str:
+        return f"peak RSS {self.peak_rss_gb:.2f} GB (CPU process)"
+
+
+def memory_section(d: dict | None):
+    return None if d is None else (CpuMemory if "peak_rss_gb" in d else GpuMemory).from_dict(d)
+
+
+@dataclass
+class Loss(Section):
+    wandb: ClassVar[str] = "loss"
+    initial: Optional[float] = None
+    final: Optional[float] = None
+    expected_initial: Optional[float] = None  # a uniform guess's cross-entropy: where a sound init starts
+    curve: list = field(default_factory=list)  # (step, loss)
+
+    def line(self) -> str:
+        return f"{self.initial:.3f} -> {self.final:.3f} (uniform guess: {_fmt(self.expected_initial, '.3f')})"
+
+
+@dataclass
+class Saved(Section):
+    """What the run kept after training (trainer.save_final): trainer.save_model's output and the tokenizer."""
+    path: Optional[str] = None  # <run dir>/final
+    kind: Optional[str] = None  # adapter (PEFT: adapter_model.safetensors + adapter_config.json) | model (the whole model)
+    tokenizer: bool = False  # the tokenizer beside it (synthetic data has none: it is token ids)
+    size_mb: Optional[float] = None  # on disk: what each job of a sweep costs
+
+    def line(self) -> str:
+        return (f"{self.kind}{' and tokenizer' if self.tokenizer else ''} in {self.path} ({_fmt(self.size_mb, ',.1f')} MB; "
+                f"{'PeftModel.from_pretrained(base, path)' if self.kind == 'adapter' else 'from_pretrained(path)'} loads it)")
+
+
+@dataclass
+class Verdict(Section):
+    bottleneck: str = "compute"  # memory | data | host | compute
+    saturated: bool = False
+    reasons: list = field(default_factory=list)
+
+    def wandb_summary(self) -> dict:
+        return {"verdict/bottleneck": self.bottleneck, "verdict/saturated": self.saturated}
+
+    def line(self) -> str:
+        return f"{self.bottleneck}-bound{', memory-saturated' if self.saturated else ''}: " + "; ".join(self.reasons)
+
+
+@dataclass
+class Flags(Section):
+    """Why this job's figure may not settle a comparison: each reason is one short clause."""
+    reasons: list = field(default_factory=list)
+    load_per_cpu: Optional[float] = None  # 1-minute load average over CPUs, the higher of the window's edges
+    other_gpu_processes: Optional[int] = None  # NVML: compute processes on this GPU besides the run's own
+
+    def wandb_summary(self) -> dict:
+        return {"flags/count": len(self.reasons), "flags/reasons": "; ".join(self.reasons)}
+
+    def line(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else "none"
+
+
+SECTIONS = {"flops": Flops, "loss": Loss, "throughput": Throughput, "step_time_s": StepTime, "breakdown_s": Breakdown,
+            "host_s": HostTime, "tokens": Tokens, "shapes": Shapes, "compile": Compile, "verdict": Verdict,
+            "flags": Flags, "saved": Saved}

@@ -1,0 +1,302 @@
+"""A sweep's answer: the jobs' reports ranked by real tokens/s (summary.csv, summary.md), a recommendation,
+and the plots (src/report/plots.py).
+
+Runs at the end of every sweep (a Hydra callback) and on demand: `python -m src.report SWEEP_DIR`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import pandas as pd
+from hydra.experimental.callback import Callback
+
+from ..base import stats
+from ..base.files import atomic_write  # a reader sees the old file or the new one, never a part
+from ..measure import PHASES
+from .plots import loss_curves, plots
+from .document import Report
+
+log = logging.getLogger(__name__)
+
+
+def load_reports(sweep: Path) -> list[dict]:
+    """The job reports of a sweep directory (*/report.json), or of a JSONL file of labelled reports (what a
+    GPU call brings back: scripts/collect.py). Reports written before the intervals and flags existed get
+    them from their own timed steps."""
+    sweep = Path(sweep)
+    if sweep.is_file():
+        lines = [json.loads(line) for line in sweep.read_text().splitlines() if line.strip()]
+        found = [(r.pop("label", None) or f"job{i}", r) for i, r in enumerate(lines)]
+    else:
+        found = [(p.parent.name, json.loads(p.read_text())) for p in sorted(sweep.glob("*/report.json"))]
+    reports = []
+    for job, report in found:
+        report["job"] = job
+        reports.append(with_intervals(report))
+    return reports
+
+
+def with_intervals(report: dict) -> dict:
+    """A finished report without intervals or flags (older than them): both computed from its step times."""
+    if report.get("status") != "ok" or "flags" in report or not (report.get("step_time_s") or {}).get("values"):
+        return report
+    from . import analysis
+    from .sections import Compile, Shapes, StepTime, Throughput
+
+    step, th = StepTime.from_dict(report["step_time_s"]), Throughput.from_dict(report["throughput"])
+    analysis.with_interval(step, th)
+    stop_rule = ((report.get("config") or {}).get("measure") or {}).get("stop_when_stable", False)
+    flags = analysis.flags(step, Shapes.from_dict(report.get("shapes") or {}), Compile.from_dict(report.get("compile") or {}),
+                           {}, stop_rule, bool(report.get("stopped_when_stable")))
+    return {**report, "step_time_s": step.to_dict(), "throughput": th.to_dict(), "flags": flags.to_dict()}
+
+
+def _overrides(report: dict) -> dict:
+    return dict(o.replace("'", "").partition("=")[::2] for o in report.get("overrides") or [])
+
+
+def _varying(reports: list[dict]) -> list[str]:
+    """The override keys whose values differ between jobs: what the sweep compares."""
+    given = [_overrides(r) for r in reports]
+    keys = dict.fromkeys(k for g in given for k in g)
+    return [k for k in keys if len({g.get(k) for g in given}) > 1]
+
+
+# summary column -> the report field it shows (report.Report.flat's names); every other measured number
+# follows under its own `section.field` name, so a new report field reaches summary.csv by itself
+COLUMNS = {"real_tok_s": "throughput.real_tokens_per_s", "real_tok_s_low": "throughput.real_tokens_per_s_low",
+           "real_tok_s_high": "throughput.real_tokens_per_s_high", "ci_batches": "step_time_s.ci_batches",
+           "samples_s": "throughput.samples_per_s",
+           "pad_fraction": "throughput.pad_fraction", "step_s": "step_time_s.mean", "step_p90_s": "step_time_s.p90",
+           "steps_timed": "step_time_s.n", "mfu": "flops.mfu",
+           "peak_alloc_gb": "memory_gb.peak_allocated", "peak_reserved_gb": "memory_gb.peak_reserved",
+           "capacity_gb": "memory_gb.capacity", "peak_rss_gb": "memory_gb.peak_rss_gb",
+           "alloc_retries": "memory_gb.alloc_retries_in_window", **{f"{p}_s": f"breakdown_s.{p}" for p in PHASES}}
+
+
+def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
+    """One row per job (report.json's contents plus its "job" directory), ranked: finished jobs by real
+    tokens/s, then failed ones. A job run several times (sweep.repeats) is one row unless `combine` is off."""
+    rows = []
+    keys = _varying(reports)
+    for d in reports:
+        r = Report.from_dict(d)
+        given = _overrides(d)
+        label = ", ".join(f"{k}={given[k]}" for k in keys if k in given) or d["job"]
+        size, accum = r.config.get("batch", {}).get("size"), r.config.get("batch", {}).get("grad_accum")
+        world = (r.get("resolved") or {}).get("world_size") or 1  # a multi-process job's ranks each take a micro-batch
+        flat = r.flat()
+        verdict, timing = r.get("verdict"), r.get("timing_s") or {}
+        tokens = r.config.get("batch", {}).get("tokens")  # padding-free: the micro-batch is a token budget
+        row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "batch_tokens": tokens, "grad_accum": accum,
+               "effective_batch": size * accum * world if size and accum else None, "world_size": world,
+               **{col: flat.get(path) for col, path in COLUMNS.items()},
+               "gpu_busy": r.get("gpu_busy_fraction"),
+               "predicted_alloc_gb": (r.get("memory_predicted_gb") or {}).get("peak_allocated"),  # before step 1
+               "saturated": verdict.saturated if verdict else None, "bottleneck": verdict.bottleneck if verdict else None,
+               "build_s": timing.get("build"), "train_s": timing.get("train"),
+               "flags": "; ".join(r.flags.reasons) if r.get("flags") else "",
+               "model": r.config.get("model", {}).get("name"), "repeat": given.get("repeat", "0"),
+               "device": (r.get("env") or {}).get("device_name"), "error": (r.error or "")[:200]}
+        shown = set(COLUMNS.values())
+        row.update({path: value for path, value in flat.items() if path not in shown})
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    if combine and (df["repeat"] != "0").any():
+        df = combine_repeats(df)
+    df["_ok"] = df["status"] == "ok"
+    df = df.sort_values(["_ok", "real_tok_s"], ascending=[False, False], na_position="last").drop(columns="_ok")
+    df = df.reset_index(drop=True)
+    df.insert(0, "rank", tiers(df))
+    return df
+
+
+def combine_repeats(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per job of a sweep run with `sweep.repeats`: the mean over its repeats, and an interval from
+    their spread (each repeat a separate process at a different time: the drift between runs is in it)."""
+    rows = []
+    for label, group in df.groupby(df["job"].str.replace(r"(^|, )repeat=\d+", "", regex=True).str.strip(", "),
+                                   sort=False):
+        ok = group[group["status"] == "ok"]
+        row = (ok if not ok.empty else group).iloc[0].to_dict()
+        numeric = ok.select_dtypes("number").mean() if not ok.empty else {}
+        row.update({k: v for k, v in dict(numeric).items() if k not in ("batch", "grad_accum", "effective_batch")})
+        ci = stats.of_repeats(list(ok["real_tok_s"].dropna())) if len(ok) > 1 else None
+        row.update(job=label or row["job"], repeat=f"{len(ok)} of {len(group)}",
+                   real_tok_s_low=ci.low if ci else None, real_tok_s_high=ci.high if ci else None,
+                   ci_batches=ci.batches if ci else None,
+                   status="ok" if not ok.empty else group["status"].iloc[0],
+                   flags=_repeat_flags(group["flags"], has_interval=ci is not None))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _repeat_flags(flags: pd.Series, has_interval: bool) -> str:
+    """One flag of each kind over a job's repeats, the first repeat's wording with how many repeats raised it
+    (each repeat words its own numbers: 'GPU busy 42%', 'GPU busy 54%'). A repeat's own interval flags say
+    nothing once the repeats' spread gives the interval."""
+    kinds: dict[str, list[str]] = {}
+    for f in (f for fl in flags if fl for f in fl.split("; ")):
+        if not (has_interval and f.startswith(("no interval", "wide interval"))):
+            kinds.setdefault(re.split(r"[(:]", f)[0].strip(), []).append(f)
+    n = len(flags)
+    return "; ".join(found[0] + (f" ({len(found)} of {n} repeats)" if n > 1 else "") for found in kinds.values())
+
+
+def interval(row) -> stats.Interval | None:
+    """A table row's throughput interval (None where the job had too few steps for one)."""
+    if pd.isna(row.get("real_tok_s_low")) or pd.isna(row.get("ci_batches")):
+        return None
+    return stats.Interval(row["real_tok_s"], row["real_tok_s_low"], row["real_tok_s_high"], int(row["ci_batches"]))
+
+
+def comparison(a, b) -> stats.Comparison:
+    return stats.compare(interval(a), interval(b), a["real_tok_s"], b["real_tok_s"])
+
+
+def tiers(df: pd.DataFrame) -> list[int]:
+    """Ranks that call a tie a tie: a finished job shares the rank of the fastest job of its tier while the two
+    can't be told apart (src/base/stats.py); failed jobs rank after, one each."""
+    ranks, leader = [], None
+    for i, row in df.iterrows():
+        if row["status"] != "ok" or pd.isna(row["real_tok_s"]):
+            ranks.append(i + 1)
+            continue
+        if leader is None or not comparison(df.loc[leader], row).tie:
+            leader = i
+        ranks.append(leader + 1)
+    return ranks
+
+
+def _label(row) -> str:
+    if pd.notna(row.get("batch_tokens")):  # its `batch` (rows per micro-batch) doesn't apply to a packed run
+        return f"{int(row['batch_tokens']):,}-token packs x ga {row['grad_accum']}"
+    return f"bs {row['batch']} x ga {row['grad_accum']}"
+
+
+def _span(row) -> str | None:
+    """'25,647-26,096', the row's 95% interval of real tokens/s, or None."""
+    return f"{row['real_tok_s_low']:,.0f}-{row['real_tok_s_high']:,.0f}" if interval(row) else None
+
+
+def _rate(row) -> str:
+    """'25,869 (25,647-26,096)' real tokens/s, or '... (no interval)'."""
+    return f"{row['real_tok_s']:,.0f} ({_span(row) or 'no interval'})"
+
+
+def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
+    """The answer in a few lines; every comparison carries its interval or says tie. With a `baseline` (one
+    override naming the sweep's reference job, e.g. debug=none) each job is also stated against that job."""
+    ok = df[df["status"] == "ok"].dropna(subset=["real_tok_s"])
+    if ok.empty:
+        return ["no job finished: nothing to recommend"]
+    lines = []
+    fit = ok[ok["saturated"] != True]  # noqa: E712 (None: unknown, e.g. on the CPU)
+    best = (fit if not fit.empty else ok).iloc[0]
+    lines.append(f"fastest {'non-saturated ' if not fit.empty else ''}config: {best['job']} "
+                 f"({_label(best)}), {_rate(best)} real tokens/s")
+    level = [r for _, r in (fit if not fit.empty else ok).iloc[1:].iterrows() if comparison(best, r).tie]
+    tied = [r for r in level if interval(best) and interval(r)]
+    untold = [r for r in level if not (interval(best) and interval(r))]
+    if tied:
+        lines.append(f"tied with it (within noise or under the {stats.MIN_EFFECT:.0%} runs drift apart): "
+                     + ", ".join(f"{r['job']} ({_rate(r)})" for r in tied))
+    if untold:
+        lines.append("not told apart from it (no interval: too few timed steps): "
+                     + ", ".join(f"{r['job']} ({_rate(r)})" for r in untold))
+    if fit.empty:
+        lines.append("every finished job saturated memory: try a smaller micro-batch or gradient checkpointing")
+    elif ok.iloc[0]["job"] != best["job"]:
+        top = ok.iloc[0]
+        lines.append(f"{top['job']}: {comparison(top, best).text('it', 'the fastest fitting one')}, but saturated "
+                     "memory (allocator retries or >92% reserved): one longer batch away from OOM")
+    for eff, group in ok.groupby("effective_batch"):
+        if len(group) < 2:
+            continue
+        first = group.iloc[0]
+        # jobs of one batch shape that differ elsewhere (padding, a ladder rung) are named by their overrides
+        name = _label if not group.duplicated(["batch", "grad_accum"]).any() else (lambda r: r["job"])
+        versus = "; ".join(comparison(first, o).text(name(first), name(o)) for _, o in group.iloc[1:].iterrows())
+        lines.append(f"for effective batch {eff}: {versus}")
+    if baseline:
+        lines.append(_against(ok, baseline))
+    flagged = df[(df["status"] == "ok") & (df["flags"].fillna("") != "")] if "flags" in df else df.iloc[:0]
+    for _, r in flagged.iterrows():
+        lines.append(f"flagged {r['job']}: {r['flags']}")
+    failed = df[df["status"] != "ok"]
+    if not failed.empty:
+        lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
+    return lines
+
+
+def _against(ok: pd.DataFrame, baseline: str) -> str:
+    """'against debug=none: ...', every other finished job compared with the one the baseline override names."""
+    base = [r for _, r in ok.iterrows() if baseline in (part.strip() for part in str(r["job"]).split(","))]
+    if not base:
+        return f"against {baseline}: no finished job has that override"
+    others = [r for _, r in ok.iterrows() if r["job"] != base[0]["job"]]
+    return f"against {baseline}: " + "; ".join(comparison(r, base[0]).text(r["job"], baseline) for r in others)
+
+
+def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
+    cols = ["rank", "job", "status", "batch", "batch_tokens", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
+            "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck", "flags"]
+    fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
+           "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}"}
+    df = df.assign(real_tok_s_95=[_span(r) or "-" for _, r in df.iterrows()])
+    if "flags" in df:
+        df["flags"] = df["flags"].fillna("").replace("", "-")
+    shown = df[[c for c in cols if c in df and (c != "batch_tokens" or df[c].notna().any())]].copy()
+    for col, f in fmt.items():
+        if col in shown:
+            shown[col] = shown[col].map(lambda x, f=f: "-" if pd.isna(x) else f.format(x))
+    header = "| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns) + "\n"
+    body = "".join("| " + " | ".join("-" if v is None or pd.isna(v) else str(v) for v in row) + " |\n"
+                   for row in shown.itertuples(index=False))
+    device = df["device"].dropna().iloc[0] if df["device"].notna().any() else "unknown device"
+    legend = ("Real tokens/s with its 95% interval (batch means of the timed steps; with `sweep.repeats`, the "
+              f"spread of the repeats). Jobs that can't be told apart (intervals overlapping, or under the "
+              f"{stats.MIN_EFFECT:.0%} runs drift apart) share a rank; flags say why a figure may not settle a close "
+              "call.\n\n")
+    return (f"# Sweep summary\n\n`{sweep_dir}`, {len(df)} jobs on {device}\n\n"
+            + "".join(f"- {line}\n" for line in lines) + "\n" + legend + header + body)
+
+
+def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
+    """summary.csv, summary.md and plots in the sweep directory, or beside a JSONL file of its reports (and
+    a W&B summary run when the sweep's config logs to W&B); returns the markdown. The baseline job is the
+    jobs' `baseline` key unless given."""
+    reports = load_reports(sweep_dir)
+    sweep_dir = Path(sweep_dir).parent if Path(sweep_dir).is_file() else Path(sweep_dir)
+    df = table(reports)
+    if df.empty:
+        return f"no job reports under {sweep_dir}"
+    given = [d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")]
+    baseline = baseline or (given[0] if given else None)
+    lines = recommend(df, baseline)
+    atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
+    md = _markdown(df, lines, sweep_dir)
+    atomic_write(sweep_dir / "summary.md", md)
+    runs = table(reports, combine=False) if (df["repeat"] != "0").any() else df  # every run's own curve
+    images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, runs, sweep_dir)] if p]
+    if cfg is not None and cfg.logger.name == "wandb":
+        from .loggers import log_sweep
+
+        log_sweep(cfg, sweep_dir, df, lines, images)
+    return md
+
+
+class SweepSummary(Callback):
+    """Hydra callback: the summary once every job of a sweep has run."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        try:
+            print("\n" + write(sweep_dir, config))
+        except Exception:  # a summary bug must not hide the jobs' own reports, which are on disk
+            log.exception("sweep summary failed; rerun it with: python -m src.report %s", sweep_dir)

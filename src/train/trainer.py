@@ -1,0 +1,232 @@
+"""The Hugging Face Trainer, configured from our groups, with token counting on every micro-batch."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainerCallback, TrainingArguments
+
+from ..base import ranks
+from ..config.cli import HF_NAMES
+from ..config.errors import ConfigError
+from ..data.packing import PACK_STATS
+from ..machine.env import Resolved
+from ..measure.meter import TokenCounter
+from ..model.speed import decoder_layers, liger_kernels
+
+log = logging.getLogger(__name__)
+
+
+# TrainingArguments fields trainsweep sets from its own keys, which the report reads: trainer.args may not set
+# them, and the Hugging Face names on the command line become these keys (src/config/cli.py)
+OWN_KEYS = {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
+            "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
+            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger"}
+
+
+def check_args(cfg) -> dict:
+    """trainer.args as keyword arguments: each a TrainingArguments field (the closest one suggested otherwise),
+    none of the fields trainsweep sets from its own keys."""
+    import dataclasses
+    import difflib
+
+    args_class = Seq2SeqTrainingArguments if cfg.task.name == "seq2seq" else TrainingArguments
+    known = {f.name for f in dataclasses.fields(args_class)}
+    given = dict(cfg.trainer.args or {})
+    for key, value in given.items():
+        if key in OWN_KEYS:
+            raise ConfigError(f"trainer.args.{key}", value, f"trainsweep sets it: use {OWN_KEYS[key]}")
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            raise ConfigError(f"trainer.args.{key}", value, f"not a {args_class.__name__} field"
+                              + (f"; did you mean trainer.args.{near[0]}?" if near else ""))
+    return given
+
+
+def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
+    tr, dl = cfg.trainer, cfg.dataloader
+    cuda = res.device == "cuda"
+    workers = min(dl.num_workers, os.cpu_count() or 1)
+    args_class = Seq2SeqTrainingArguments if cfg.task.name == "seq2seq" else TrainingArguments
+    whole_model_compile = tr.torch_compile and tr.compile_scope == "model"  # regional: compile_regions, before the Trainer
+    ours = dict(
+        output_dir=str(out_dir / "checkpoints"),
+        per_device_train_batch_size=1 if cfg.batch.tokens else cfg.batch.size,  # a token budget: one pack per micro-batch
+        per_device_eval_batch_size=cfg.batch.size,
+        gradient_accumulation_steps=cfg.batch.grad_accum,
+        max_steps=tr.max_steps,
+        learning_rate=tr.lr,
+        warmup_steps=tr.warmup_steps,
+        lr_scheduler_type=tr.scheduler,
+        weight_decay=tr.weight_decay,
+        max_grad_norm=tr.max_grad_norm,
+        optim=tr.optim,
+        bf16=res.amp == "bf16",
+        fp16=res.amp == "fp16",
+        logging_steps=tr.logging_steps,
+        logging_first_step=True,  # the step-1 loss is the one to compare with ln(num_labels)
+        logging_nan_inf_filter=False,  # its isnan() check is a host sync on every micro-batch
+        eval_strategy="steps" if tr.eval_steps else "no",
+        eval_steps=tr.eval_steps or None,
+        save_strategy="steps" if tr.save_steps else "no",
+        save_steps=tr.save_steps or 500,
+        save_total_limit=tr.save_total_limit,
+        report_to=[],  # src/report/loggers.py logs to W&B under our own metric names
+        run_name=cfg.model.name,
+        seed=tr.seed,
+        data_seed=cfg.data.seed,
+        dataloader_num_workers=workers,
+        dataloader_pin_memory=dl.pin_memory and cuda,
+        dataloader_prefetch_factor=dl.prefetch_factor if workers else None,
+        dataloader_persistent_workers=dl.persistent_workers and workers > 0,
+        train_sampling_strategy="group_by_length" if cfg.padding.strategy == "grouped" else "random",
+        length_column_name="length",
+        remove_unused_columns=False,  # our collator picks the columns; signature inspection is not needed
+        use_cpu=not cuda,
+        disable_tqdm=False,
+        **checkpointing(tr.gradient_checkpointing, tr.checkpoint_reentrant),
+        torch_compile=whole_model_compile,
+        torch_compile_backend=tr.compile_backend if whole_model_compile else None,
+        torch_compile_mode=tr.compile_mode if whole_model_compile else None,
+        use_liger_kernel=tr.use_liger_kernel,
+        liger_kernel_config=liger_kernels(cfg.task.name) if tr.use_liger_kernel else None,
+        **parallel(cfg.distributed, cuda, res.world_size),
+        **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
+            "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
+    )
+    given = check_args(cfg)
+    try:  # trainer.args last: the user's TrainingArguments names win over trainsweep's derived settings
+        return args_class(**{**ours, **given})
+    except ValueError as exc:  # TrainingArguments' own check of a value (an unknown scheduler name, ...)
+        raise ConfigError("trainer.args", dict(cfg.trainer.args), str(exc).strip().splitlines()[0]) from None
+
+
+def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
+    """The trained result, the ecosystem's way: trainer.save_model writes the adapter (adapter_config.json and
+    adapter_model.safetensors, which PeftModel.from_pretrained loads onto the base) or the whole model (which
+    from_pretrained loads). Every rank calls it, as FSDP's gather of the full weights needs; the Trainer writes
+    from the main process only. The tokenizer goes beside it, so the directory is all a user needs. Returns
+    what the report says about it, on the main rank."""
+    trainer.save_model(str(final))
+    # Under FSDP the save all-gathers the full weights onto rank 0, which copies each to the CPU (the host waits);
+    # the other ranks only queue their side of each gather on the GPU and return. On two H200s rank 0 then waited
+    # in that gather for minutes while rank 1's process was gone (no stack from it or its workers): a rank that
+    # exits takes the gathers still queued with it. So every rank waits here until rank 0 has the whole state
+    # dict (a barrier blocks the host; a no-op in one process).
+    trainer.accelerator.wait_for_everyone()
+    if not ranks.is_main():
+        return None
+    if tokenizer is not None:  # synthetic data is token ids: no tokenizer to keep
+        tokenizer.save_pretrained(str(final))
+    size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
+    return {"path": str(final), "kind": kind, "tokenizer": tokenizer is not None, "size_mb": size / 2**20}
+
+
+def checkpointing(enabled: bool, reentrant: bool = False) -> dict:
+    """transformers 5.2x renamed gradient_checkpointing to activation_checkpointing; 5.17 knows only the old name."""
+    if not enabled:
+        return {}
+    new = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+    prefix = "activation" if new else "gradient"
+    # non-reentrant checkpointing needs no input grads, so it works under LoRA's frozen embeddings
+    return {f"{prefix}_checkpointing": True, f"{prefix}_checkpointing_kwargs": {"use_reentrant": reentrant}}
+
+
+def parallel(dd, cuda: bool, world_size: int) -> dict:
+    """DDP/FSDP settings for the Trainer's accelerate integration, under torchrun only (a backend named in a
+    single process makes accelerate look for a process group that isn't there)."""
+    if world_size == 1:
+        return {}
+    out = {"ddp_backend": (("nccl" if cuda else "gloo") if dd.backend == "auto" else dd.backend),
+           "ddp_find_unused_parameters": dd.find_unused_parameters, "ddp_bucket_cap_mb": dd.bucket_cap_mb}
+    if dd.strategy == "fsdp":
+        # FSDP2, wrapped per decoder layer (the policy falls back to the model's _no_split_modules);
+        # mixed precision follows the Trainer's bf16/fp16 flags.
+        fsdp_config = {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                       "reshard_after_forward": dd.fsdp_reshard_after_forward, "cpu_offload": dd.fsdp_cpu_offload,
+                       "activation_checkpointing": dd.fsdp_activation_checkpointing}
+        # transformers 5.2x takes fsdp=True with everything in fsdp_config; older ones the legacy string
+        legacy = not hasattr(TrainingArguments, "_apply_legacy_fsdp_to_config")
+        out.update(fsdp="full_shard auto_wrap" if legacy else True, fsdp_config=fsdp_config)
+    return out
+
+
+class PartialCheckpointing(TrainerCallback):
+    """Gradient checkpointing on every k-th decoder layer only: the Trainer turns it on for all of them
+    before training starts; this turns it off again for the rest. k=2 saves about half the activation
+    memory that full checkpointing saves, for half its recompute."""
+
+    def __init__(self, every: int):
+        self.every = every
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        for i, layer in enumerate(decoder_layers(model)):
+            layer.gradient_checkpointing = layer.gradient_checkpointing and i % self.every == 0
+
+
+def callbacks(cfg) -> list:
+    tr = cfg.trainer
+    return [PartialCheckpointing(tr.checkpoint_every)] if tr.gradient_checkpointing and tr.checkpoint_every > 1 else []
+
+
+def token_cross_entropy(outputs, labels, num_items_in_batch=None):
+    """Seq2seq loss: summed over scored tokens, divided by the scored tokens of the whole accumulated batch,
+    so grad_accum=2 gives the gradient of the batch twice the size (the model's own mean doesn't)."""
+    logits = outputs["logits"].float()
+    total = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum")
+    count = num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum()
+    return total / count
+
+
+def trainer_class(task: str, packed: bool = False):
+    base = Seq2SeqTrainer if task == "seq2seq" else Trainer
+
+    class MeasuredTrainer(base):
+        """The Trainer, counting the tokens of each micro-batch, with gradient accumulation that equals the
+        larger batch, and without two per-step host costs of its own."""
+
+        token_counter: TokenCounter | None = None
+        _flop_params: int | None = None
+        _trainable: list | None = None
+
+        def __init__(self, *args, **kwargs):
+            if task == "seq2seq":
+                kwargs.setdefault("compute_loss_func", token_cross_entropy)
+            super().__init__(*args, **kwargs)
+            if task == "classification":
+                # The model accepts **kwargs, so the Trainer hands it num_items_in_batch and skips its own
+                # division by grad_accum, but the classification loss ignores it (a per-micro-batch mean):
+                # loss and gradients came out grad_accum times too large (transformers#47688). The packed
+                # classifier (src/model/packed.py) sums its loss over num_items_in_batch.
+                self.model_accepts_loss_kwargs = packed
+
+        def _prepare_inputs(self, inputs):
+            # the collator's host-side counts are for the token counter, not the model
+            return super()._prepare_inputs({k: v for k, v in inputs.items() if k != PACK_STATS})
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            if self.token_counter is not None:
+                self.token_counter.add(inputs)
+            return super().training_step(model, inputs, num_items_in_batch)
+
+        def floating_point_ops(self, inputs) -> int:
+            # The Trainer recounts the parameters (walking every module) on every micro-batch for its
+            # total_flos estimate: milliseconds of host time per step on a 4B model. The count is fixed.
+            if self._flop_params is None:
+                count = getattr(self.model, "num_parameters", None)
+                self._flop_params = count(exclude_embeddings=True) if count else 0
+            ids = inputs.get(getattr(self.model, "main_input_name", "input_ids"))
+            return 6 * ids.numel() * self._flop_params if ids is not None else 0
+
+        def _clip_grad_norm(self, model):
+            # Clip over the weights that have gradients (LoRA: ~1% of them), not a walk over every frozen
+            # weight each step. Distributed wrappers (FSDP) keep the Trainer's own path.
+            if self.args.world_size > 1:
+                return super()._clip_grad_norm(model)
+            if self._trainable is None:
+                self._trainable = [p for p in model.parameters() if p.requires_grad]
+            return self.accelerator.clip_grad_norm_(self._trainable, self.args.max_grad_norm)
+
+    return MeasuredTrainer
