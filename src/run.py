@@ -123,7 +123,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
 
         from .checks import preflight
         from .data import prepare
-        from .machine import env
+        from .machine import ceiling, env
         from .measure import meter as measure
         from .model import build as models
         from .model import flops, memory_model, speed
@@ -143,11 +143,15 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info
         model = models.build_model(cfg, res, conf)
-        rep.params = models.parameter_counts(model)
+        rep.params, rep.speed_paths = models.parameter_counts(model), model.trainsweep_paths
         lengths = rep.data["lengths"]
         rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, prep.collator, lengths)
         rep.flops = Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
-                                                         cfg.trainer.gradient_checkpointing))
+                                                         cfg.trainer.gradient_checkpointing),
+                          bf16_equivalent=cfg.precision.fp8 != "none")
+        if res.device == "cuda" and cfg.measure.ceiling:  # seconds, once per card and shape set: before the timed steps
+            top = ceiling.cached(flops.matmul_shapes(model), flops.micro_batch_tokens(cfg, lengths))
+            rep.flops.ceiling_tflops, rep.flops.ceiling_tokens_per_s = top["tflops"], top["tokens_per_s"]
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure

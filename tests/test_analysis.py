@@ -43,6 +43,22 @@ def test_an_mfu_above_one_is_named_impossible():
     assert not any("impossible" in r for r in _case(busy=0.95, mfu=0.4).reasons)
 
 
+def test_a_rate_above_the_cards_gemm_ceiling_is_named_impossible():
+    over = verdict(StepTime(mean=1.0), Breakdown(data=0, compute=1.0, optimizer=0, other=0), 0.95,
+                   GpuMemory(peak_reserved=10.0, capacity=80.0), 0, 0.4, of_ceiling=1.2)
+    under = verdict(StepTime(mean=1.0), Breakdown(data=0, compute=1.0, optimizer=0, other=0), 0.95,
+                    GpuMemory(peak_reserved=10.0, capacity=80.0), 0, 0.4, of_ceiling=0.6)
+    assert any("120% of the card's GEMM ceiling is impossible" in r for r in over.reasons)
+    assert not any("impossible" in r for r in under.reasons)
+
+
+def test_the_flops_line_says_the_ceiling_and_when_mfu_is_bf16_equivalent():
+    line = Flops(per_token=15e9, peak_tflops=989.0, mfu=0.45, bf16_equivalent=True, ceiling_tflops=731.0,
+                 ceiling_tokens_per_s=48_900.0, of_ceiling=0.62).line()
+    assert "bf16-equivalent: FP8 base" in line and "62% of this card's GEMM ceiling" in line and "48,900 tok/s" in line
+    assert "ceiling" not in Flops(per_token=15e9, peak_tflops=989.0, mfu=0.45).line()
+
+
 def test_mfu_is_the_model_flops_rate_over_the_peak():
     fl = Flops(per_token=1e9, per_token_hardware=1.5e9, peak_tflops=100.0)
     assert mfu(fl, 30_000) == (pytest.approx(0.3), pytest.approx(0.45))

@@ -34,7 +34,8 @@ NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["tas
 CPU_REFUSES = {("precision", "fp16"): "fp16 needs a CUDA GPU", ("peft", "qlora"): "needs a CUDA GPU",
                ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs",
                ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs",
-               ("attention", "varlen"): "varlen is PyTorch's flash kernel for CUDA GPUs"}
+               ("attention", "varlen"): "varlen is PyTorch's flash kernel for CUDA GPUs",
+               ("precision", "fp8"): "FP8 matmuls need a CUDA GPU"}
 GPU_ONLY_PACKAGE = {("attention", "flash_attention_2"): "flash_attn", ("peft", "qlora"): "bitsandbytes"}
 
 
@@ -163,6 +164,7 @@ CLOSED_SETS = {
     "data.source": "synthetic files", "data.format": "text alpaca sharegpt messages", "padding.strategy": "max_length longest dynamic grouped packed",
     "padding.side": "right left", "precision.weights_dtype": "float32 bfloat16 float16 auto",
     "precision.amp": "none bf16 fp16 auto", "peft.method": "none lora qlora", "peft.adapter_dtype": "float32 auto",
+    "precision.fp8": "none rowwise tensorwise",
     "attention.implementation": "auto eager sdpa varlen flex_attention flash_attention_2",
     "logger.name": "none csv wandb", "logger.mode": "offline online disabled",
     "trainer.compile_scope": "regional model",
@@ -253,7 +255,13 @@ GROUP_CHECKS = {
     "PrecisionConfig": [
         (["precision=fp16"], False, "precision=fp16: fp16 needs a CUDA GPU"),
         (["precision=bf16", "precision.amp=fp16"], False, "precision=bf16: fp16 needs a CUDA GPU"),
-        (["precision=fp16", "peft=none"], True, "precision.weights_dtype=float16: fp16 weights can't be trained in full")],
+        (["precision=fp16", "peft=none"], True, "precision.weights_dtype=float16: fp16 weights can't be trained in full"),
+        (["precision=fp8", "trainer.torch_compile=true"], False, "precision.fp8=rowwise: FP8 matmuls need a CUDA GPU"),
+        (["precision=fp8", "trainer.torch_compile=true", "peft=none"], True, "precision.fp8=rowwise: quantises LoRA's frozen "
+         "base weights once: needs peft=lora"),
+        (["precision=fp8", "trainer.torch_compile=true", "precision.amp=fp16"], True, "precision.fp8=rowwise: the rest of "
+         "the step runs in bf16: needs precision.amp=bf16"),
+        (["precision=fp8"], True, "precision.fp8=rowwise: FP8 without compile is slower than bf16")],
     "BatchConfig": [
         (["batch.size=0"], False, "batch.size=0: must be a positive integer"),
         (["batch.grad_accum=0"], False, "batch.grad_accum=0: must be a positive integer"),
@@ -261,6 +269,7 @@ GROUP_CHECKS = {
         (["padding=packed", "batch.tokens=256"], False, "batch.tokens=256: must be an integer >= data.max_length (320)")],
     "PeftConfig": [
         (["peft.r=0"], False, "peft.r=0: must be a positive integer"),
+        (["peft=none", "peft.fused=true"], False, "peft.fused=True: fuses LoRA adapters: needs peft=lora or peft=qlora"),
         (["peft=qlora"], False, "peft=qlora: 4-bit QLoRA (bitsandbytes) needs a CUDA GPU")],
     "AttentionConfig": [
         (["attention=varlen"], False, "attention=varlen: varlen is PyTorch's flash kernel for CUDA GPUs"),

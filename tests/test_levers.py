@@ -161,3 +161,21 @@ def test_random_init_qlora_is_built_one_layer_at_a_time_with_the_models_own_init
         assert tied == conf.tie_word_embeddings
     logits = model(input_ids=torch.randint(0, 300, (2, 7))).logits
     assert torch.isfinite(logits).all() and logits.float().std() > 0
+
+
+def test_fused_lora_trains_as_peft_does_and_the_report_counts_its_layers(tmp_path):
+    """peft.fused=true: the same losses step by step (fp32 on the CPU), every LoRA linear fused, and a layer with
+    dropout left on peft's path is counted, not failed."""
+    def losses(*overrides, out):
+        rep = run(compose(*QUICK, "precision=fp32", "trainer.save_final=false", *overrides), tmp_path / out)
+        assert rep["status"] == "ok", rep["error"]
+        return rep
+    plain = losses(out="plain")
+    fused = losses("peft.fused=true", out="fused")
+    layers = 7 * fused["config"]["model"]["arch"]["num_hidden_layers"]
+    assert fused["speed_paths"] == {"fused_lora": {"fused": layers, "skipped": {}}} and plain["speed_paths"] == {}
+    assert fused["loss"]["initial"] == pytest.approx(plain["loss"]["initial"], rel=1e-5)
+    assert fused["loss"]["final"] == pytest.approx(plain["loss"]["final"], rel=1e-4)
+    dropped = losses("peft.fused=true", "peft.dropout=0.1", out="dropout")
+    assert dropped["speed_paths"]["fused_lora"]["fused"] == 0
+    assert sum(dropped["speed_paths"]["fused_lora"]["skipped"].values()) == layers

@@ -12,6 +12,8 @@
 #   bash experiments/speed/gpu.sh sweep     # the best plain-Trainer anchor, then sweep=levers as a real multirun
 #   bash experiments/speed/gpu.sh tests     # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
 #   bash experiments/speed/gpu.sh anchors   # the three plain-Trainer anchors alone
+#   bash experiments/speed/gpu.sh fp8       # issue 33: FP8 base, fused LoRA vs packed 8k compiled, full depth, anchor first
+#   bash experiments/speed/gpu.sh fp8acc    # issue 33: FP8 accuracy vs bf16 seeds (4 layers, 300 steps), GPU tests, bs-8 regime
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -132,4 +134,30 @@ if [ "$what" = goals ]; then  # full depth, each run stopping once its step time
   run gc_all_bs32 batch=32 padding=max_length trainer.gradient_checkpointing=true
   run gc_half_bs32 batch=32 padding=max_length trainer.gradient_checkpointing=true trainer.checkpoint_every=2
   run qlora_bs32 batch=32 padding=max_length peft=qlora
+fi
+if [ "$what" = fp8 ]; then  # issue 33, call 1, full depth: FP8 base and fused LoRA against packed 8k compiled, anchor first
+  anchors bf16_sdpa_b32_group
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  B="trainer.max_steps=30 measure.warmup_steps=8"
+  run packed8k_compile $B $P8 $C
+  run packed8k_compile_fp8 $B $P8 $C precision=fp8
+  run packed8k_compile_fused $B $P8 $C peft.fused=true
+  run packed8k_compile_fp8_fused $B $P8 $C precision=fp8 peft.fused=true
+  run packed8k_compile_again $B $P8 $C
+fi
+if [ "$what" = fp8acc ]; then  # issue 33, call 2: FP8's accuracy against bf16's seed-to-seed spread (4 layers of real
+  # width, 300 steps, an eval set), the fused/FP8/ceiling GPU tests, then full-depth bs-8 regime and tensorwise
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false data.eval_size=512"
+  A="trainer.max_steps=300 trainer.eval_steps=300 trainer.logging_steps=10 measure.warmup_steps=10 $P8 $C"
+  for seed in 0 1; do
+    run acc_bf16_seed$seed $A trainer.seed=$seed
+    run acc_fp8_seed$seed $A precision=fp8 trainer.seed=$seed
+  done
+  timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fp8.py tests/test_fused_lora.py tests/test_ceiling.py \
+    2>&1 | tee "$OUT/gpu_tests.log" | tail -8
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  B="trainer.max_steps=30 measure.warmup_steps=8"
+  run packed8k_compile_fp8_tensorwise $B $P8 $C precision=fp8 precision.fp8=tensorwise
+  run packed2k_compile $B padding=packed batch.tokens=2048 $C
+  run packed2k_compile_fp8 $B padding=packed batch.tokens=2048 $C precision=fp8
 fi

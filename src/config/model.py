@@ -99,12 +99,16 @@ Dtype = Choice("Dtype", "float32 bfloat16 float16 auto")
 Amp = Choice("Amp", "none bf16 fp16 auto")
 
 
+Fp8 = Choice("Fp8", "none rowwise tensorwise")
+
+
 @dataclass
 class PrecisionConfig:
-    name: str = MISSING  # fp32 | tf32 | bf16 | fp16 | auto: the option's name, for messages
+    name: str = MISSING  # fp32 | tf32 | bf16 | fp16 | fp8 | auto: the option's name, for messages
     weights_dtype: Dtype = MISSING
     amp: Amp = MISSING  # autocast dtype for the forward pass
     tf32: bool = MISSING
+    fp8: Fp8 = Fp8.none  # LoRA's frozen base matmuls in FP8 (src/model/fp8.py): rowwise | tensorwise scales
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
@@ -113,6 +117,17 @@ class PrecisionConfig:
             raise ConfigError("precision", pr.name, "fp16 needs a CUDA GPU; on the CPU use precision=bf16 or fp32")
         if pr.weights_dtype == "float16" and cfg.peft.method == "none":
             raise ConfigError("precision.weights_dtype", "float16", "fp16 weights can't be trained in full; use peft=lora or precision=bf16")
+        if pr.fp8 != "none":
+            if not on_gpu:
+                raise ConfigError("precision.fp8", pr.fp8, "FP8 matmuls need a CUDA GPU of compute capability 8.9+ (H100, H200, L40S, RTX 4090)")
+            if cfg.peft.method != "lora":
+                raise ConfigError("precision.fp8", pr.fp8, "quantises LoRA's frozen base weights once: needs peft=lora (QLoRA's base "
+                                                           f"is 4-bit already; a full fine-tune trains every weight), not peft={cfg.peft.method}")
+            if pr.amp != "bf16":
+                raise ConfigError("precision.fp8", pr.fp8, f"the rest of the step runs in bf16: needs precision.amp=bf16, not {pr.amp}")
+            if not cfg.trainer.torch_compile:
+                raise ConfigError("precision.fp8", pr.fp8, "FP8 without compile is slower than bf16 (each quantisation is several "
+                                                           "eager kernels): add trainer.torch_compile=true")
 
 
 PeftMethod = Choice("PeftMethod", "none lora qlora")
@@ -130,12 +145,15 @@ class PeftConfig:
     double_quant: bool = True
     compute_dtype: str = "bfloat16"
     adapter_dtype: AdapterDtype = AdapterDtype.auto  # auto: the weights' dtype (bf16: no casts) | float32 (peft's default: a cast around every adapter matmul)
+    fused: bool = False  # one autograd function per LoRA linear (src/model/fused_lora.py) instead of peft's module calls
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
         pe = cfg.peft
         if pe.method != "none":
             positive("peft.r", pe.r)
+        elif pe.fused:
+            raise ConfigError("peft.fused", True, "fuses LoRA adapters: needs peft=lora or peft=qlora")
         if pe.method == "qlora":
             if not on_gpu:
                 raise ConfigError("peft", "qlora", "4-bit QLoRA (bitsandbytes) needs a CUDA GPU; on the CPU use peft=lora")

@@ -96,6 +96,7 @@ class MeasureConfig:
     profile_steps: int = 3  # GPU only: steps after the timed window run under torch.profiler (GPU busy share)
     peak_tflops: Optional[float] = None  # override the card's peak for MFU
     predict_memory: bool = True  # GPU: trace a 1-2 layer copy before training and predict the peak (seconds)
+    ceiling: bool = True  # GPU: time this card's GEMMs at the run's shapes (seconds, cached) for "% of the ceiling"
     stop_when_stable: bool = False  # end training once the mean step time is known to rel_error (sweeps)
     rel_error: float = 0.03  # stop_when_stable: the 95% interval's half-width / mean step time to stop at
     min_steps: int = 20  # timed steps before stop_when_stable may stop (an interval needs a few batch means)

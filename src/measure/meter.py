@@ -199,6 +199,7 @@ class Measure(TrainerCallback):
             "host_s": {"data": _mean(t.host_data), "launch": _mean(t.host_launch),
                        "gc": w["gc_s"] / n if n else None, "gc_collections": w["gc_collections"]},
             "gpu_busy_fraction": self.profiler.fraction,
+            "gpu_kernels": self.profiler.kinds,
             "window_s": sum(t.step_times),
             "tokens": window_tokens(window.opened["tokens"], window.closed["tokens"]) if window.closed else None,
             "shapes": w["shapes"],

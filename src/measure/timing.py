@@ -232,12 +232,31 @@ def union_seconds(spans) -> float:
     return busy / 1e9
 
 
+# What a kernel is, from its name (first match wins: flash attention kernels also carry "sm90"). cuBLAS/CUTLASS
+# names say nothing of the shapes, so the base GEMMs and LoRA's rank-r ones fall in one "gemm" group; the report
+# sets it beside the time the base GEMMs alone take at this card's measured ceiling (src/machine/ceiling.py).
+KERNEL_KINDS = (("attention", ("flash", "fmha", "attn")),
+                ("gemm", ("gemm", "cutlass", "xmma", "nvjet", "gemv", "scaled_mm", "matmul", "cublas", "wgmma")),
+                ("optimizer", ("multi_tensor", "foreach", "adam")),
+                ("communication", ("nccl",)),
+                ("elementwise", ("triton", "elementwise", "reduce", "vectorized", "norm", "softmax", "index",
+                                 "fill", "unrolled")),
+                ("copy", ("memcpy", "memset", "copy", "cat")))
+
+
+def kernel_kind(name: str) -> str:
+    low = name.lower()
+    return next((kind for kind, keys in KERNEL_KINDS if any(k in low for k in keys)), "other")
+
+
 class BusyProfiler:
     """How busy the GPU was over a few steps after the window: the share of the time no kernel ran is time
-    the GPU waited for the host to launch work. Its syncs are outside the window."""
+    the GPU waited for the host to launch work; and where the busy time went, by kind of kernel. Its syncs are
+    outside the window."""
 
     def __init__(self):
         self.fraction = None
+        self.kinds: dict[str, float] | None = None  # share of the profiled wall time each kind of kernel ran
         self._prof = None
         self._t0 = 0.0
 
@@ -256,19 +275,23 @@ class BusyProfiler:
         torch.cuda.synchronize()
         wall = time.perf_counter() - self._t0
         self._prof.stop()
-        busy = self._busy_seconds()
-        self.fraction = None if busy is None or wall <= 0 else min(1.0, busy / wall)
+        kernels = self._kernels()
         self._prof = None
+        if kernels is None or wall <= 0:
+            return
+        self.fraction = min(1.0, union_seconds([(s, e) for s, e, _ in kernels]) / wall)
+        self.kinds = {}
+        for kind, _ in (*KERNEL_KINDS, ("other", ())):
+            self.kinds[kind] = union_seconds([(s, e) for s, e, k in kernels if k == kind]) / wall
 
-    def _busy_seconds(self) -> float | None:
+    def _kernels(self) -> list[tuple[int, int, str]] | None:
         try:
             events = self._prof.profiler.kineto_results.events()
-            spans = [(e.start_ns(), e.start_ns() + e.duration_ns())
-                     for e in events if e.device_type() == torch.autograd.DeviceType.CUDA]
+            return [(e.start_ns(), e.start_ns() + e.duration_ns(), kernel_kind(e.name()))
+                    for e in events if e.device_type() == torch.autograd.DeviceType.CUDA]
         except Exception as exc:  # profiler APIs move between torch releases; a missing figure beats a crash
             log.warning("could not read kernel times from the profiler: %s", exc)
             return None
-        return union_seconds(spans)
 
 
 class StopRule:

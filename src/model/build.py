@@ -11,6 +11,7 @@ from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqL
 
 from ..config.errors import ConfigError
 from ..machine.env import Resolved
+from .speed import apply_paths
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,7 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
     apply_init(model, cfg.model.init, head_init(cfg))
     if method != "none":
         model = add_adapters(cfg, res, model)
+    model.trainsweep_paths = apply_paths(cfg, model, res.device)  # the report reads it; the memory model's copies get the same
     if cfg.padding.strategy == "packed" and cfg.task.name == "classification":
         from .packed import pool_per_sequence
 

@@ -61,15 +61,25 @@ def matmul_params(model: torch.nn.Module) -> tuple[int, int]:
     return frozen, trainable
 
 
-def matmul_shapes(model: torch.nn.Module) -> list[tuple[int, int, int, bool]]:
-    """(in_features, out_features, count, trained) of the model's matmuls, LoRA's rank-r adapters left out: the
-    GEMMs a step can't do without, whose speed on this card is the run's ceiling (src/machine/ceiling.py)."""
-    counts: dict[tuple[int, int, bool], int] = {}
+def matmul_shapes(model: torch.nn.Module) -> list[tuple[int, int, int, bool, bool]]:
+    """(in_features, out_features, count, trained, fp8) of the model's matmuls, LoRA's rank-r adapters left out:
+    the GEMMs a step can't do without, whose speed on this card is the run's ceiling (src/machine/ceiling.py)."""
+    counts: dict[tuple, int] = {}
     for name, module in model.named_modules():
-        if _is_matmul(module) and ".lora_" not in name:
-            key = (module.in_features, module.out_features, bool(module.weight.requires_grad))
+        # peft keeps a frozen copy of a trained head (original_module) that the forward never calls
+        if _is_matmul(module) and ".lora_" not in name and ".original_module" not in name:
+            fp8 = module.weight.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+            key = (module.in_features, module.out_features, bool(module.weight.requires_grad), fp8)
             counts[key] = counts.get(key, 0) + 1
-    return [(k, n, count, trained) for (k, n, trained), count in sorted(counts.items())]
+    return [(k, n, count, trained, fp8) for (k, n, trained, fp8), count in sorted(counts.items())]
+
+
+def micro_batch_tokens(cfg, lengths: dict) -> int:
+    """Token rows one micro-batch's matmuls process: the budget when packed, else rows x their padded width."""
+    if cfg.padding.strategy == "packed" and cfg.batch.tokens:
+        return int(cfg.batch.tokens)
+    width = cfg.data.max_length if cfg.padding.strategy == "max_length" else lengths["mean"]
+    return int(cfg.batch.size * width)
 
 
 def attention_shape(conf) -> tuple[int, int]:

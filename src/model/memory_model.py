@@ -43,9 +43,10 @@ def _autocast(amp: str, device: str):
 
 
 def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
-    """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters are not activations).
-    What is saved is all there is on the CPU: peak, kept and the last layer's moment are the one figure."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters and buffers, such as
+    an FP8 layer's transposed weight, are not activations). What is saved is all there is on the CPU: peak, kept
+    and the last layer's moment are the one figure."""
+    params = {p.untyped_storage().data_ptr() for p in (*model.parameters(), *model.buffers())}
     seen: dict[int, int] = {}
 
     def pack(t):

@@ -1,5 +1,6 @@
-"""The model's speed paths, applied after it is built: regional compile of its decoder layers and the Liger
-kernels that fit the task."""
+"""The model's speed paths, applied after it is built: FP8 for LoRA's frozen base matmuls and the fused LoRA
+linear (both swap modules' math in place, before compile), regional compile of its decoder layers, and the
+Liger kernels that fit the task."""
 from __future__ import annotations
 
 import torch
@@ -33,3 +34,21 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     for layer in layers:
         layer.compile(backend=tr.compile_backend, mode=tr.compile_mode)
     return len(layers)
+
+
+def apply_paths(cfg, model: torch.nn.Module, device: str) -> dict:
+    """precision.fp8 and peft.fused on a built peft model, in that order (the fused path calls an FP8 base as
+    it is). Returns what each did, for the report: layers converted, and layers left alone with why."""
+    out = {}
+    if cfg.precision.fp8 != "none":
+        from .fp8 import fp8_supported, to_fp8
+
+        ok, why = fp8_supported(device)
+        if not ok:
+            raise ConfigError("precision.fp8", cfg.precision.fp8, why)
+        out["fp8"] = {"scaling": str(cfg.precision.fp8), **to_fp8(model, scaling=str(cfg.precision.fp8))}
+    if cfg.peft.fused:
+        from .fused_lora import fuse_lora
+
+        out["fused_lora"] = fuse_lora(model)
+    return out

@@ -71,7 +71,7 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
 
 
 def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: GpuMemory | CpuMemory,
-            retries_in_window: int, mfu: float | None) -> Verdict:
+            retries_in_window: int, mfu: float | None, of_ceiling: float | None = None) -> Verdict:
     """What limits the step, with the numbers behind it."""
     reasons = []
     capacity = getattr(mem, "capacity", None)
@@ -92,6 +92,9 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
         if mfu > 1:  # a bug in the peak or the FLOP count, never a fast run
             reasons.append("MFU above 100% is impossible: the peak used is below what the matmuls ran at "
                            "(TF32 or another card?) or the FLOP count is too high; set measure.peak_tflops")
+    if of_ceiling is not None and of_ceiling > 1:  # the step does every base GEMM: it can't beat them alone
+        reasons.append(f"{of_ceiling:.0%} of the card's GEMM ceiling is impossible: the token count or the ceiling's "
+                       "shapes are wrong")
     if retries_in_window:
         bottleneck = "memory"
     elif data_share is not None and data_share > DATA_BOUND_SHARE:
@@ -175,17 +178,19 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     fl.peak_tflops = peak_tflops(rep.env["device_name"], rep.resolved["amp"], cfg.measure.peak_tflops,
                                  tf32=bool(rep.env.get("tf32_matmul")))
     fl.mfu, fl.hfu = mfu(fl, th.real_tokens_per_s_per_gpu)  # per GPU: each one's share against its own peak
+    if fl.ceiling_tokens_per_s and th.real_tokens_per_s_per_gpu:
+        fl.of_ceiling = th.real_tokens_per_s_per_gpu / fl.ceiling_tokens_per_s
     bd, busy = Breakdown.from_dict(m["breakdown_s"]), m["gpu_busy_fraction"]
     # The GPU's idle time that the data wait doesn't explain: it waited for Python to launch kernels.
     # Overlaps compute/other (it happens inside them), so it is not part of their sum.
     bd.host = max(0.0, step.mean * (1 - busy) - (bd.data or 0.0)) if busy is not None and step.mean else None
     rep.throughput, rep.step_time_s, rep.breakdown_s, rep.host_s = th, step, bd, HostTime.from_dict(m["host_s"])
-    rep.gpu_busy_fraction, rep.tokens = busy, Tokens.from_dict(m["tokens"])
+    rep.gpu_busy_fraction, rep.gpu_kernels, rep.tokens = busy, m.get("gpu_kernels"), Tokens.from_dict(m["tokens"])
     rep.shapes, rep.stopped_when_stable, rep.compile = Shapes.from_dict(m["shapes"]), m["stopped_when_stable"], \
         Compile.from_dict(m["compile"])
     rep.timing_s.update({k: v for k, v in m["phases_s"].items() if v is not None})
     rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
-    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu)
+    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu, fl.of_ceiling)
     with_interval(step, th)
     rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
                       m["stopped_when_stable"], busy)

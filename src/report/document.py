@@ -24,6 +24,7 @@ class Report:
     env: dict = UNSET
     data: dict = UNSET
     params: dict = UNSET
+    speed_paths: dict = UNSET  # precision.fp8 and peft.fused: layers converted, and those left alone with why
     memory_predicted_gb: Optional[dict] = UNSET
     flops: Flops = UNSET
     compiled_layers: int = UNSET
@@ -39,6 +40,7 @@ class Report:
     breakdown_s: Breakdown = UNSET
     host_s: HostTime = UNSET
     gpu_busy_fraction: Optional[float] = UNSET  # share of the step some kernel ran (profiled after the window)
+    gpu_kernels: Optional[dict] = UNSET  # share of the profiled time each kind of kernel ran (gemm, attention, ...)
     tokens: Optional[Tokens] = UNSET
     shapes: Shapes = UNSET
     stopped_when_stable: bool = UNSET
@@ -113,10 +115,17 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
                  f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
+    paths = r.get("speed_paths")
+    if paths:
+        rows.append(("speed paths", "; ".join(_path_line(name, p) for name, p in paths.items())))
     st = r.get("step_time_s")
     if st and st.mean is not None:
         rows += [("step time", st.line()), ("throughput", r.throughput.line()), ("flops", r.flops.line()),
                  ("breakdown", r.breakdown_s.line(st.mean, r.get("gpu_busy_fraction")))]
+    kinds = r.get("gpu_kernels")
+    if kinds:
+        rows.append(("GPU time", ", ".join(f"{k} {v:.0%}" for k, v in kinds.items() if v >= 0.005)
+                     + f"; idle {1 - (r.get('gpu_busy_fraction') or 0):.0%}" + _ceiling_share(r)))
     if r.get("compile") and r.compile.graphs:
         rows.append(("compile", r.compile.line(r.get("compiled_layers"))))
     pred = r.get("memory_predicted_gb")
@@ -147,6 +156,21 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
                   + (f". {ch['hint']}" if ch["hint"] else "")) for ch in checks if ch["status"] != "pass"]
     rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in (r.get("timing_s") or {}).items())))
     return rows
+
+
+def _ceiling_share(r: Report) -> str:
+    """The share of the step the base GEMMs alone would take at this card's measured ceiling."""
+    fl, th = r.get("flops"), r.get("throughput")
+    if not (fl and th and fl.ceiling_tokens_per_s and th.tokens_per_s):
+        return ""
+    return f" (the base GEMMs alone at this card's ceiling: {th.tokens_per_s / th.world_size / fl.ceiling_tokens_per_s:.0%})"
+
+
+def _path_line(name: str, done: dict) -> str:
+    n = done.get("converted", done.get("fused", 0))
+    left = ", ".join(f"{why}: {count}" for why, count in (done.get("skipped") or {}).items())
+    what = {"fp8": f"FP8 base matmuls ({done.get('scaling')})", "fused_lora": "fused LoRA"}.get(name, name)
+    return f"{what} in {n} layers" + (f" (left as they were: {left})" if left else "")
 
 
 def format_summary(r: Report) -> str:

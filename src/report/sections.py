@@ -130,13 +130,21 @@ class Flops(Section):
     peak_tflops: Optional[float] = None
     mfu: Optional[float] = None
     hfu: Optional[float] = None
+    bf16_equivalent: bool = False  # FP8 base matmuls: MFU still against the bf16 peak, the model's FLOPs unchanged
+    ceiling_tflops: Optional[float] = None  # this card's base GEMMs at the run's shapes, measured (src/machine/ceiling.py)
+    ceiling_tokens_per_s: Optional[float] = None  # a step of nothing but those GEMMs, in tokens/s
+    of_ceiling: Optional[float] = None  # real tokens/s (per GPU) / ceiling_tokens_per_s
 
     def wandb_summary(self) -> dict:
-        return {"perf/mfu": self.mfu}
+        return {"perf/mfu": self.mfu, "perf/of_ceiling": self.of_ceiling}
 
     def line(self) -> str:
+        ceiling = (f"; {_fmt(self.of_ceiling, '.0%')} of this card's GEMM ceiling for this model "
+                   f"({_fmt(self.ceiling_tokens_per_s)} tok/s at {_fmt(self.ceiling_tflops, '.0f')} TFLOP/s measured)"
+                   if self.ceiling_tokens_per_s else "")
         return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU {_fmt(self.mfu, '.1%')} "
-                f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s), HFU {_fmt(self.hfu, '.1%')}")
+                f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s{', bf16-equivalent: FP8 base' if self.bf16_equivalent else ''}), "
+                f"HFU {_fmt(self.hfu, '.1%')}{ceiling}")
 
 
 @dataclass
