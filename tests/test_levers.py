@@ -179,3 +179,16 @@ def test_fused_lora_trains_as_peft_does_and_the_report_counts_its_layers(tmp_pat
     dropped = losses("peft.fused=true", "peft.dropout=0.1", out="dropout")
     assert dropped["speed_paths"]["fused_lora"]["fused"] == 0
     assert sum(dropped["speed_paths"]["fused_lora"]["skipped"].values()) == layers
+
+
+def test_the_fastest_preset_and_the_fp8_sweep_validate_for_a_gpu_and_are_refused_on_a_cpu():
+    cfg = compose("experiment=fastest")
+    assert (cfg.precision.fp8, cfg.peft.fused, cfg.trainer.torch_compile, cfg.padding.strategy, cfg.batch.tokens) == \
+        ("rowwise", True, True, "packed", 8192)
+    validate(cfg, cuda_available=True)
+    with pytest.raises(ConfigError, match="FP8 matmuls need a CUDA GPU"):
+        validate(cfg, cuda_available=False)
+    validate(compose("experiment=fastest", "precision=bf16"), cuda_available=False)  # the older card's variant
+    for precision in ("bf16", "fp8"):
+        for fused in ("false", "true"):
+            validate(compose("sweep=fp8_fused", f"precision={precision}", f"peft.fused={fused}"), cuda_available=True)

@@ -17,6 +17,10 @@ Memory: the same as bf16. The weight is kept twice in fp8, once per layout `_sca
 must be column-major: W8^T for the forward, W8T^T for dY @ W), 1 byte + 1 byte where bf16 held 2, plus the scales.
 Accuracy: e4m3 carries 3 mantissa bits, so y and dx are a few percent off bf16 (benchmarks/fp8_bench.py measures it).
 
+Measured through the runner (experiments/speed, one H100, Qwen3-4B LoRA r16, packed 8k, compiled, full depth):
+30.3k real tok/s against bf16's 25.5k in the same call (1.19x), 32.1k with the fused LoRA linear on top; over 300
+steps on 4 layers of real width the loss curve and eval metric stayed within bf16's seed-to-seed spread.
+
 Dimensions: `_scaled_mm` needs in_features and out_features divisible by 16 (the token count is free). A linear that
 is not is refused (ValueError), never padded: `to_fp8` leaves it in bf16 and counts it.
 Devices: `fp8_supported` says whether a GPU has fp8 tensor cores (compute capability 8.9+), where the caller may
