@@ -212,7 +212,8 @@ class TrainsweepCallback(TrainerCallback):
         # The dataloader's dataset and collator: the Trainer has removed the columns the model doesn't take.
         dataset = getattr(train_dataloader, "dataset", None)
         collator = getattr(train_dataloader, "collate_fn", None)
-        rows = Rows.head(dataset) if dataset is not None else None
+        with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
+            rows = Rows.head(dataset) if dataset is not None else None
         tokenizer = getattr(processing_class, "tokenizer", processing_class)  # a processor holds its tokenizer
         tokenizer = tokenizer if hasattr(tokenizer, "pad_token_id") else None
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import faulthandler
 import glob
 import logging
+import os
 import signal
 import sys
 import time
@@ -22,8 +23,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from .base import files, ranks
+from .base import children, files, ranks
 from .config.cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
 from .config.compose import CONF_DIR  # importing registers the schema and the resolvers Hydra composes with
 from .config.errors import ConfigError
@@ -33,6 +35,7 @@ log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
 warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecated")
 _composed = False  # set once Hydra has composed a config and handed it over
+_interrupted = False  # set by Ctrl-C (SIGINT)
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
@@ -40,11 +43,22 @@ def main(cfg: DictConfig) -> float | None:
     global _composed
     _composed = True
     ranks.from_submitit()  # a multi-process sweep job: torchrun's variables, before anything reads them
+    children.die_with_this_process()  # tokenising pools and DataLoader workers never outlive this run
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     in_sweep = hydra_cfg.mode == RunMode.MULTIRUN
+    overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)  # as typed: `${...}` unresolved
     from .report import files as report_files
 
+    try:  # every interpolation resolves here, before anything is written
+        digest, data = report_files.config_hash(cfg), report_files.data_fingerprint(cfg)
+        report_files.check_run_dir(out_dir)
+    except (ConfigError, OmegaConfBaseException) as exc:
+        return _refused(exc, cfg, out_dir, overrides, in_sweep)
+    earlier, why = report_files.finished(out_dir, digest, data)  # read-only: a finished run in a read-only dir answers
+    if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
+        print(f"{out_dir}: finished earlier ({earlier.status}); rerun=true recomputes it")
+        return earlier.real_tokens_per_s
     with ExitStack() as held:
         if ranks.is_main():  # rank 0 writes the directory; torchrun's other ranks share it
             try:
@@ -54,17 +68,46 @@ def main(cfg: DictConfig) -> float | None:
                 if in_sweep:
                     return None
                 sys.exit(report_files.BUSY_EXIT)
-        earlier, why = report_files.finished(out_dir, report_files.config_hash(cfg))
-        if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
-            print(f"{out_dir}: finished earlier ({earlier.status}); rerun=true recomputes it")
-            return earlier.real_tokens_per_s
+            except OSError as exc:  # read-only, a name too long, no space: the directory can't be written
+                print(f"not started: {out_dir} can't be written: {exc.strerror or exc}", file=sys.stderr)
+                if in_sweep:
+                    return None
+                sys.exit(2)
         if why:
             print(f"{out_dir}: {why}: running it again")
         group = Path(hydra_cfg.sweep.dir).name if in_sweep else None  # a sweep's jobs share a W&B group
-        report = run(cfg, out_dir, overrides=list(hydra_cfg.overrides.task), group=group)
+        report = run(cfg, out_dir, overrides=overrides, group=group)
     if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
         sys.exit(2 if report["status"] == "config_error" else 1)
     return (report.get("throughput") or {}).get("real_tokens_per_s")
+
+
+def _refused(exc: Exception, cfg: DictConfig, out_dir: Path, overrides: list[str], in_sweep: bool) -> None:
+    """A config that can't even be resolved (an interpolation that fails) or a run dir that must not be used:
+    one line and exit 2; in a sweep the job's report records it and the sweep goes on."""
+    if isinstance(exc, OmegaConfBaseException):  # its message spans lines: the key, the value, the reason
+        node = getattr(exc, "full_key", None) or "config"
+        exc = ConfigError(node, _unresolved(cfg, node), "cannot be resolved: " + str(exc).strip().splitlines()[0])
+    print(f"config error: {exc}", file=sys.stderr)
+    if not in_sweep:
+        sys.exit(2)
+    from .report import document
+    from .report import files as report_files
+
+    report_files.write(out_dir, document.Report(status="config_error", error=str(exc), overrides=overrides,
+                                                config=OmegaConf.to_container(cfg, resolve=False)))
+    return None
+
+
+def _unresolved(cfg: DictConfig, key: str) -> str:
+    """A node's value as written (`${oc.env:NOPE}`), without resolving it."""
+    try:
+        node = cfg
+        for part in key.split("."):
+            node = node._get_node(part)
+        return str(node._value())
+    except Exception:  # OmegaConf's node API is private: a missing figure beats a second error
+        return "?"
 
 
 def _cuda_available() -> bool:
@@ -108,17 +151,25 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     t_start = time.perf_counter()
     writer = ranks.is_main()  # under torchrun every rank trains; rank 0 alone writes and logs
     out_dir.mkdir(parents=True, exist_ok=True)
-    if writer:
+    from .train import checkpoints
+
+    changed = checkpoints.config_changes(out_dir, cfg) if cfg.resume and cfg.mode == "train" else []
+    if writer and not changed:  # a refused resume keeps the config its checkpoints were made with
         files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
-                        config_hash=report_files.config_hash(cfg))
+                        config_hash=report_files.config_hash(cfg), data_fingerprint=report_files.data_fingerprint(cfg))
     logs = None
     try:
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
         validate(cfg, _cuda_available())
-        from .train.checkpoints import last_checkpoint
-
-        resume_from = last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
+        if changed:
+            raise ConfigError("resume", True, f"the config changed since the run it would continue ({'; '.join(changed[:4])}"
+                                              f"{'; ...' if len(changed) > 4 else ''}): resume it unchanged, or train "
+                                              "anew in another hydra.run.dir")
+        resume_from = checkpoints.last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
+        if not cfg.resume and any((out_dir / "checkpoints").glob("checkpoint-*")):
+            print(f"{out_dir / 'checkpoints'} holds an earlier run's checkpoints: this run starts from step 0 "
+                  "(resume=true continues from the newest)", file=sys.stderr)
         import torch  # noqa: F401  (heavy imports after the checks)
 
         from .checks import preflight
@@ -185,9 +236,14 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if _is_oom(exc):
             log.error("out of memory: %s", str(exc).splitlines()[0])
             rep.status, rep.error = "oom", str(exc).splitlines()[0]
+        elif _interrupted:  # Ctrl-C: a pool or worker it stopped raised something else first
+            raise KeyboardInterrupt from exc
         else:
             log.error("run failed:\n%s", traceback.format_exc())
             rep.status, rep.error = "error", f"{type(exc).__name__}: {exc}"
+            if "weights_only" in str(exc):  # torch's advice names a load option trainsweep does not offer
+                rep.error = (f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]} (a checkpoint file holds pickled "
+                             "objects torch won't load safely: remove that checkpoint, or train anew)")
     if rep.status == "ok" and cfg.mode == "train":
         rep.timing_s["train"] = time.perf_counter() - t_built
         analysis.analyse(cfg, rep, meter, trainer, res.device)
@@ -211,15 +267,38 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     return rep.to_dict()
 
 
+def _on_interrupt(signum, frame) -> None:
+    global _interrupted
+    _interrupted = True
+    signal.default_int_handler(signum, frame)
+
+
 def cli() -> None:
     """The command line: `python -m src.run ...` in a checkout, `trainsweep ...` installed."""
     sys.argv = hydra_argv(sys.argv)
+    signal.signal(signal.SIGINT, _on_interrupt)
+    run_dir = next((Path(a.split("=", 1)[1]) for a in sys.argv if a.startswith("hydra.run.dir=")), None)
+    if run_dir and run_dir.is_dir() and "-m" not in sys.argv:  # refused before Hydra writes its .hydra/ there
+        try:
+            with files.lock(run_dir):
+                pass
+        except files.Busy as exc:
+            print(f"not started: {exc}", file=sys.stderr)
+            sys.exit(75)
+        except OSError:  # unwritable: main() says so once Hydra has composed the config
+            pass
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID`: a hung run (a rank stuck in a collective) prints where it is
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     if not ranks.is_main():  # torchrun's other ranks share rank 0's run directory and leave its files alone
         sys.argv += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
     try:
         main()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the goodbye
+        print("\ninterrupted: what finished is kept (a sweep's finished jobs, a run's checkpoints: resume=true)",
+              file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)  # no interpreter shutdown: it can meet the interrupt again in a thread's cleanup
     except SystemExit as exc:
         # Hydra answers composition errors (unknown option, bad override, wrong type) with exit 1 before
         # our function runs; those are config errors, which exit 2.

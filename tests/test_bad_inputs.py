@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from src.base import files as disk
-from src.data import sources
 from src.config.errors import ConfigError
 from src.data.tokenize import tokenize_files, train_tokenizer
 from src.run import run
@@ -43,7 +42,7 @@ def test_a_file_replaced_with_the_same_mtime_and_size_is_read_anew(tmp_path, mon
     os.utime(new, ns=(stamp, stamp))
     subprocess.run(["cp", "-p", str(old), str(data)], check=True)
     hashed = []
-    monkeypatch.setattr(sources, "_hasher", lambda real=sources._hasher: hashed.append(1) or real())
+    monkeypatch.setattr(disk, "_hasher", lambda real=disk._hasher: hashed.append(1) or real())
     cfg = compose(*QUICK, *FILES, f"data.train_file={data}", "task.num_labels=2")
     tokenizer = train_tokenizer(cfg, 8000)
     train, _, info = tokenize_files(cfg, tokenizer)

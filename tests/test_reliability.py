@@ -139,6 +139,7 @@ def test_a_second_run_into_a_held_directory_is_refused_in_one_line(tmp_path):
         lines = [line for line in second.stderr.splitlines() if line.strip()]
         assert lines == [f"not started: {tmp_path} is in use by another run (pid {first.pid}); it was left alone"]
         assert (tmp_path / "config.yaml").read_text() == config and not (tmp_path / "report.json").exists()
+        assert "data.max_length=64" not in (tmp_path / ".hydra" / "overrides.yaml").read_text()  # its Hydra files too
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()

@@ -23,6 +23,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_submitit_launcher.config import LocalQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher
 from omegaconf import OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.trainsweep import app  # src or trainsweep: the package this process runs
 
@@ -128,8 +129,11 @@ class IsolatedLauncher(LocalLauncher):
             job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
             name = f"\t#{idx} : {' '.join(overrides)}"
-            digest = report_files.config_hash(job_cfg)
-            done, why = report_files.finished(job_dir, digest)
+            try:
+                digest = report_files.config_hash(job_cfg)
+                done, why = report_files.finished(job_dir, digest, report_files.data_fingerprint(job_cfg))
+            except OmegaConfBaseException:  # a value that doesn't resolve: the job says so in its report
+                digest, done, why = None, None, ""
             if done and not job_cfg.get("rerun", False):
                 log.info(f"{name}: finished earlier ({done.status}), skipped")
                 returns.append(self._completed(overrides, job_dir, done.real_tokens_per_s))

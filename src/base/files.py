@@ -1,8 +1,10 @@
-"""Files a reader can trust: written whole or not at all, a directory held by one writer at a time, and
-where the caches live."""
+"""Files a reader can trust: written whole or not at all, a directory held by one writer at a time, where the
+caches live, and a file's content hash (what a cache or a finished run is keyed by, never its name or mtime)."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,14 +35,17 @@ class Busy(Exception):
 
 @contextmanager
 def lock(out_dir: Path):
-    """Hold the run directory against a second writer (Busy, at once, if another holds it). An flock: the
-    kernel drops it when its holder dies however it dies, so a killed run never leaves the directory stuck."""
+    """Hold the run directory against a second writer (Busy, at once, if another holds it). A POSIX record lock
+    (lockf): the kernel drops it when its holder dies however it dies, and a child the holder forks (a
+    tokenising pool, a DataLoader worker) does not inherit it, so no orphan keeps the directory (an flock is
+    shared with every forked child and lived on in pool workers a kill -9 left behind). A process holds it once:
+    opening and closing the file again in the holder would release it, so nothing else here opens it."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     f = open(out_dir / LOCK, "a+")
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # EACCES or EAGAIN: held elsewhere
         f.seek(0)
         holder = f.read().strip() or "?"
         f.close()
@@ -49,9 +54,31 @@ def lock(out_dir: Path):
         f.truncate(0)
         f.write(f"{os.getpid()}\n")
         f.flush()
+        remove_stale_temporaries(out_dir)
         yield
     finally:
         f.close()  # releases the lock
+
+
+def remove_stale_temporaries(directory: Path) -> list[Path]:
+    """atomic_write's `.NAME.PID.tmp` files whose writer is gone (a kill mid-write leaves one behind)."""
+    gone = []
+    for tmp in Path(directory).glob(".*.tmp"):
+        pid = tmp.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            gone.append(tmp)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def locked(out_dir: Path) -> bool:
@@ -61,3 +88,36 @@ def locked(out_dir: Path) -> bool:
             return False
     except Busy:
         return True
+
+
+def _hasher():
+    try:
+        import xxhash
+
+        return xxhash.xxh3_128()  # several GB/s
+    except ImportError:
+        return hashlib.blake2b(digest_size=16)
+
+
+def content_hash(path: str) -> str:
+    """A fast hash of the file's bytes, streamed. Remembered under CACHE/hashes by path, size, mtime, ctime and
+    inode, so an unchanged file is not read again: `cp -p` (or rsync -t) of other rows keeps the mtime, and
+    maybe the size, but the kernel sets ctime on every write and no tool can set it back."""
+    st = os.stat(path)
+    full = os.path.abspath(path)
+    key = [full, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    memo = CACHE / "hashes" / (hashlib.blake2b(full.encode(), digest_size=8).hexdigest() + ".json")
+    try:
+        saved = json.loads(memo.read_text())
+        if saved["key"] == key:
+            return saved["hash"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    h = _hasher()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(memo, json.dumps({"key": key, "hash": digest}))
+    return digest

@@ -40,6 +40,21 @@ def choice_type(key: str) -> type[Choice] | None:
     return node if isinstance(node, type) and issubclass(node, Choice) else None
 
 
+NAME_MAX = 255  # bytes in one path component on Linux and macOS file systems
+
+
+def check_dirs(overrides: list[str]) -> None:
+    """A run or sweep directory whose name no file system takes: refused before Hydra tries to make it (its own
+    answer is a traceback)."""
+    for arg in overrides:
+        key, _, value = arg.lstrip("+").partition("=")
+        if key in ("hydra.run.dir", "hydra.sweep.dir"):
+            long = max(value.split("/"), key=lambda part: len(part.encode()))
+            if len(long.encode()) > NAME_MAX:
+                raise ConfigError(key, value[:60] + "...", f"a path component of {len(long.encode())} bytes; file "
+                                                          f"systems stop at {NAME_MAX}")
+
+
 def check_choices(overrides: list[str]) -> None:
     """ConfigError for `key=value` where key takes a Choice and value is none of it. Hydra refuses such a value
     too while composing, but in several lines; the overrides it can't read as plain values (quoted, choice(),
@@ -136,6 +151,7 @@ def hydra_argv(argv: list[str]) -> list[str]:
         sys.exit(0)
     try:
         check_choices(argv[1:])
+        check_dirs(argv[1:])
         multirun = any(a in ("-m", "--multirun") for a in argv[1:])
         preset = next((a for a in argv[1:] if a.startswith("sweep=")), None)
         if preset and not multirun:  # without -m Hydra would quietly run one job of it

@@ -1,8 +1,8 @@
 """The schema of the groups that say what the model is fed: data, padding, dataloader, batch."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import List, Optional
 
 from omegaconf import MISSING, DictConfig
 
@@ -34,6 +34,7 @@ class DataConfig:
     label_column: str = "label"
     target_column: Optional[str] = None
     format: DataFormat = DataFormat.text  # text: text_column as it is | alpaca | sharegpt | messages: loss on the answers only
+    na_values: List[str] = field(default_factory=lambda: [""])  # CSV/TSV cells read as missing: only empty ones, not pandas' "NA", "None", "null", "nan"
     num_proc: int = 1  # tokenisation processes
     tokenizer_vocab_size: int = 8000  # the offline fallback BPE's size, for models without a tokenizer
     seed: int = 0

@@ -32,6 +32,12 @@ class InitConfig:
             raise ConfigError("model.init.hidden_norm", init.hidden_norm, "must be > 0")
 
 
+# The sizes a model's config.json gives as positive whole numbers (top level; text_config nests are not read)
+SIZE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+             "head_dim", "vocab_size", "max_position_embeddings", "d_model", "encoder_layers", "decoder_layers", "n_layer",
+             "n_head", "n_embd")
+
+
 @dataclass
 class ModelConfig:
     name: str = MISSING
@@ -67,9 +73,16 @@ class ModelConfig:
         conf = os.path.join(path, "config.json")
         try:
             with open(conf) as f:
-                json.load(f)
+                settings = json.load(f)
         except ValueError as exc:
             raise ConfigError("model.name_or_path", path, f"{conf} is not valid JSON ({exc})") from None
+        if not isinstance(settings, dict):
+            raise ConfigError("model.name_or_path", path, f"{conf} holds {json.dumps(settings)[:40]}, not a JSON object "
+                                                          "of the model's settings")
+        for key in SIZE_KEYS:  # a size transformers would only trip over while building the model, in a traceback
+            value = settings.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError("model.name_or_path", path, f"{conf}: {key} is {value!r}, not a positive whole number")
         weights = [n for n in os.listdir(path) if n.endswith((".safetensors", ".bin", ".index.json", ".pth", ".pt"))
                    and n != "training_args.bin"]
         if not weights:

@@ -53,6 +53,10 @@ class Config:
     repeat: int = 0  # which repeat of a sweep job (sweep.repeats: hydra_plugins/trainsweep/launcher.py); the run ignores it
 
 
+# How to run or summarise, not what: a config hash leaves them out, and a resumed run is the same run.
+HOW_NOT_WHAT = ("rerun", "resume", "baseline")
+
+
 def validate(cfg: DictConfig, cuda_available: bool) -> None:
     """Check what the schema's types can't, group by group. Raises ConfigError naming the first bad key."""
     if cfg.device == "cuda" and not cuda_available:

@@ -13,7 +13,6 @@ with the same mtime (`cp -p`) is read anew, and the tokenised cache (src/data/to
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -26,7 +25,6 @@ import pyarrow.compute as pc
 from datasets import ClassLabel, Dataset, load_dataset
 
 from ..base import files as disk  # disk.CACHE read when used: a test or script may point it elsewhere
-from ..base.files import atomic_write
 from ..config.errors import ConfigError
 from . import formats
 
@@ -57,41 +55,9 @@ def _first_bad_json_line(path: str) -> str | None:
     return None
 
 
-def _hasher():
-    try:
-        import xxhash
-
-        return xxhash.xxh3_128()  # several GB/s
-    except ImportError:
-        return hashlib.blake2b(digest_size=16)
-
-
-def content_hash(path: str) -> str:
-    """A fast hash of the file's bytes, streamed. Remembered under CACHE/hashes by path, size, mtime, ctime and
-    inode, so an unchanged file is not read again: `cp -p` (or rsync -t) of other rows keeps the mtime, and
-    maybe the size, but the kernel sets ctime on every write and no tool can set it back."""
-    st = os.stat(path)
-    full = os.path.abspath(path)
-    key = [full, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-    memo = disk.CACHE / "hashes" / (hashlib.blake2b(full.encode(), digest_size=8).hexdigest() + ".json")
-    try:
-        saved = json.loads(memo.read_text())
-        if saved["key"] == key:
-            return saved["hash"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    h = _hasher()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(memo, json.dumps({"key": key, "hash": digest}))
-    return digest
-
-
-def _read(path: str, key: str) -> tuple[Dataset, str]:
-    """The file's rows and its content hash."""
+def _read(path: str, key: str, na_values: list | None = None) -> tuple[Dataset, str]:
+    """The file's rows and its content hash. In CSV/TSV only the na_values cells are missing (data.na_values: the
+    empty ones): pandas' own list would read a class named "None" or a text cell "NA" as no value."""
     if not os.path.isfile(path):
         raise ConfigError(key, path, "no such file")
     ext = os.path.splitext(path)[1].lower()
@@ -105,7 +71,9 @@ def _read(path: str, key: str) -> tuple[Dataset, str]:
             raise ConfigError(key, path, f"not UTF-8 at line {bad[0]} (byte {bad[1]}); re-encode it, "
                                          f"e.g. iconv -f cp949 -t utf-8")
     kwargs = {"delimiter": "\t"} if ext == ".tsv" else {}
-    digest = content_hash(path)
+    if ext in (".csv", ".tsv"):
+        kwargs.update(keep_default_na=False, na_values=list(na_values if na_values is not None else [""]))
+    digest = disk.content_hash(path)
     # datasets keys its own Arrow copy by path and mtime: a cache directory per content makes it by content
     cache_dir = disk.CACHE / "datasets" / f"file-{digest[:16]}"
     try:
@@ -179,6 +147,9 @@ def label_map(ds: Dataset, column: str, num_labels: int, path: str = "the data")
         if values and isinstance(values[0], int):
             bad = [(row, v) for row, v in enumerate(values) if not 0 <= v < num_labels]
             classes = max(values) + 1
+            if len(set(values)) < 2:
+                raise ConfigError("data.label_column", column, f"{path} has one class (label {values[0]}) in {len(values)} "
+                                                               "rows: a classifier needs rows of at least 2 classes")
             if bad:
                 row, value = bad[0]
                 fix = f"set task.num_labels={classes}" if min(values) >= 0 else "class ids start at 0"
@@ -189,6 +160,9 @@ def label_map(ds: Dataset, column: str, num_labels: int, path: str = "the data")
                                                                  f"classes, not {num_labels}; set task.num_labels={classes}")
             return None
         names = sorted({str(x) for x in values})
+    if len(names) < 2:
+        raise ConfigError("data.label_column", column, f"{path} has one class ({names[0]!r}): a classifier needs rows "
+                                                       "of at least 2 classes")
     if len(names) != num_labels:
         raise ConfigError("task.num_labels", num_labels, f"{path} has {len(names)} label names in column {column}, "
                                                          f"not {num_labels}; set task.num_labels={len(names)}")
@@ -214,7 +188,7 @@ def read_files(cfg) -> Files:
                                     ("eval", d.eval_file, "data.eval_file", d.max_eval_samples)):
         if not path:
             continue
-        ds, out.digests[split] = _read(path, key)
+        ds, out.digests[split] = _read(path, key, list(d.na_values))
         out.paths[split] = path
         if d.format != "text":  # instruction or chat rows (task=causal_lm, DataConfig.check)
             if limit:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import time
 
 from datasets import Dataset
@@ -55,18 +56,35 @@ def train_tokenizer(cfg, vocab_limit: int, files: sources.Files | None = None):
     vocab = min(d.tokenizer_vocab_size, vocab_limit)
     path = disk.CACHE / "tokenizers" / f"bpe{vocab}-{Hasher.hash((digest, source, len(ds)))}"  # by content, not name
     if (path / "tokenizer.json").exists():
-        log.info("fallback tokenizer: cache hit %s", path)
+        try:
+            tok = AutoTokenizer.from_pretrained(path)
+            log.info("fallback tokenizer: cache hit %s", path)
+        except Exception as exc:  # a partial entry (a full disk or a kill before this entry was renamed in)
+            log.warning("fallback tokenizer cache %s does not load (%s: %s): trained again", path, type(exc).__name__,
+                        str(exc).splitlines()[0] if str(exc) else "")
+            shutil.rmtree(path, ignore_errors=True)
+            tok = None
     else:
+        tok = None
+    if tok is None:
         log.info("no tokenizer with this model: training a %d-token byte-level BPE on %s", vocab, d.train_file)
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.decoder = decoders.ByteLevel()
+        bpe = Tokenizer(models.BPE())
+        bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        bpe.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=SPECIALS,
                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-        tok.train_from_iterator((texts(batch) for batch in ds.iter(batch_size=10_000)), trainer, length=len(ds))
-        PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                unk_token="<unk>").save_pretrained(path)
-    tok = AutoTokenizer.from_pretrained(path)
+        bpe.train_from_iterator((texts(batch) for batch in ds.iter(batch_size=10_000)), trainer, length=len(ds))
+        # Saved under a temporary name and renamed in whole: a reader finds a complete entry or none
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                unk_token="<unk>").save_pretrained(tmp)
+        shutil.rmtree(path, ignore_errors=True)  # an entry without its tokenizer.json is no entry
+        try:
+            os.rename(tmp, path)
+        except OSError:  # another run put the same entry there in between: theirs is as good
+            shutil.rmtree(tmp, ignore_errors=True)
+        tok = AutoTokenizer.from_pretrained(path)
     tok.padding_side = cfg.padding.side
     return tok
 

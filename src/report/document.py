@@ -20,6 +20,7 @@ class Report:
     overrides: list = field(default_factory=list)
     config: dict = field(default_factory=dict)
     config_hash: Optional[str] = UNSET  # the config and code version a rerun must match to skip it (src/report/files.py)
+    data_fingerprint: Optional[str] = UNSET  # the data files' content hash (data=files), which a rerun must match too
     resolved: dict = UNSET
     env: dict = UNSET
     data: dict = UNSET

@@ -1,22 +1,23 @@
 """A run's report on disk: report.json and report.md, written atomically; read back, typed, by the sweep
 launcher, the batch search and a rerun that skips finished work. Also what decides "finished" (a result of
-the same config and code) and the lock that keeps a second writer out of a run directory."""
+the same config, code and data) and the lock that keeps a second writer out of a run directory."""
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 
-from ..base.files import Busy, atomic_write, lock
+from ..base.files import Busy, atomic_write, content_hash, lock
+from ..config.schema import HOW_NOT_WHAT
 from .document import Report, summary_rows
 
 # Results, which a rerun keeps. error, config_error and failed_checks run again (a fix may be what changed),
 # and so does a directory whose process died before writing a report.
 FINISHED = ("ok", "oom")
 BUSY_EXIT = 75  # sysexits' EX_TEMPFAIL: another run holds the directory; try again when it is done
-NOT_HASHED = ("rerun", "resume", "baseline")  # how to run or summarise, not what: a resumed run is the same run
 
 
 def read(path: Path) -> Report | None:
@@ -50,20 +51,41 @@ def code_version() -> str | None:
 
 def config_hash(cfg) -> str:
     """What a finished report must match to be skipped: the resolved config (a DictConfig; a `hydra` node and
-    NOT_HASHED keys left out) and the code version. The launcher and the job compute it alike."""
+    HOW_NOT_WHAT keys left out) and the code version. The launcher and the job compute it alike."""
     from omegaconf import OmegaConf
 
     cfg = cfg.copy()
     OmegaConf.set_readonly(cfg, False)
     OmegaConf.set_struct(cfg, False)
-    for key in ("hydra", *NOT_HASHED):
+    for key in ("hydra", *HOW_NOT_WHAT):
         cfg.pop(key, None)
     text = json.dumps([OmegaConf.to_container(cfg, resolve=True), code_version()], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def finished(out_dir: Path, config_hash: str) -> tuple[Report | None, str]:
-    """(the report, "") when this directory holds a finished run of this config and code, else (None, why
+def data_fingerprint(cfg) -> str | None:
+    """The content of the files a run reads (data=files), hashed: a file changed, replaced or re-pointed by a
+    symlink after a run finished makes it run again. None for synthetic rows, which the config makes."""
+    d = cfg.data
+    if d.source != "files":
+        return None
+    parts = [content_hash(p) if p and os.path.isfile(p) else f"missing:{p}" for p in (d.train_file, d.eval_file) if p]
+    return hashlib.sha256("+".join(parts).encode()).hexdigest()[:16]
+
+
+def check_run_dir(out_dir: Path) -> None:
+    """A run writes report.json, config.yaml, labels.json and checkpoints/ into its directory, replacing what is
+    there: the working directory or a project's root (hydra.run.dir=.) holds the user's own files."""
+    from ..config.errors import ConfigError
+
+    out = Path(out_dir).resolve()
+    if out == Path.cwd().resolve() or any((out / marker).exists() for marker in (".git", "pyproject.toml", "setup.py")):
+        raise ConfigError("hydra.run.dir", str(out_dir), "is the working directory or a project's root; a run writes "
+                                                       "report.json and config.yaml there: give it a directory of its own")
+
+
+def finished(out_dir: Path, config_hash: str, fingerprint: str | None = None) -> tuple[Report | None, str]:
+    """(the report, "") when this directory holds a finished run of this config, code and data, else (None, why
     it runs: "" when there is no report at all)."""
     path = Path(out_dir) / "report.json"
     report = read(path)
@@ -73,6 +95,8 @@ def finished(out_dir: Path, config_hash: str) -> tuple[Report | None, str]:
         return None, f"its earlier run ended {report.status}"
     if report.get("config_hash") != config_hash:
         return None, "its config or code changed since its report"
+    if report.get("data_fingerprint") != fingerprint:
+        return None, "its data files changed since its report"
     return report, ""
 
 

@@ -234,6 +234,27 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
     return lines
 
 
+def warnings(sweep_dir: Path, reports: list[dict]) -> list[str]:
+    """What the table can't show: jobs of this sweep without a report (another process held their directory,
+    or they are still running or were killed), and jobs that read different data (a file changed between them)."""
+    lines = []
+    if Path(sweep_dir).is_dir():
+        reported = {r["job"] for r in reports}
+        silent = sorted(d.name for d in Path(sweep_dir).iterdir()
+                        if d.is_dir() and (d / ".hydra").is_dir() and d.name not in reported)
+        if silent:
+            lines.append(f"{len(silent)} job(s) have no report, so are not ranked: {', '.join(silent)} (another process "
+                         "held the directory, or the job is still running or was killed; rerun the sweep to finish them)")
+    data = {}
+    for r in reports:
+        if r.get("status") == "ok" and r.get("data_fingerprint"):
+            data.setdefault(r["data_fingerprint"], []).append(r["job"])
+    if len(data) > 1:
+        lines.append("not comparable: the jobs read different data (the files changed between them): "
+                     + "; ".join(f"{', '.join(jobs)}" for jobs in data.values()))
+    return lines
+
+
 def _against(ok: pd.DataFrame, baseline: str) -> str:
     """'against debug=none: ...', every other finished job compared with the one the baseline override names."""
     base = [r for _, r in ok.iterrows() if baseline in (part.strip() for part in str(r["job"]).split(","))]
@@ -278,7 +299,7 @@ def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
         return f"no job reports under {sweep_dir}"
     given = [d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")]
     baseline = baseline or (given[0] if given else None)
-    lines = recommend(df, baseline)
+    lines = warnings(sweep_dir, reports) + recommend(df, baseline)
     atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
     md = _markdown(df, lines, sweep_dir)
     atomic_write(sweep_dir / "summary.md", md)

@@ -47,3 +47,31 @@ def last_checkpoint(out_dir: Path) -> str:
         log.warning("resume: skipping %s: %s", checkpoint, problem)
     raise ConfigError("resume", True, f"no complete checkpoint in {folder}: point hydra.run.dir at the interrupted "
                                       "run's directory (it needs trainer.save_steps > 0)")
+
+
+def config_changes(out_dir: Path, cfg) -> list[str]:
+    """`key: before -> now` for every value that differs between this config and the one the run directory's
+    config.yaml recorded (how-to-run keys such as resume left out); [] when none does or there is none. A
+    resume continues the checkpoint's schedule and state: under another config it would be a finished run of
+    a config that never ran."""
+    from omegaconf import OmegaConf
+
+    from ..config.schema import HOW_NOT_WHAT
+
+    path = Path(out_dir) / "config.yaml"
+    if not path.is_file():
+        return []
+    before = _flat(OmegaConf.to_container(OmegaConf.load(path), resolve=False))
+    now = _flat(OmegaConf.to_container(cfg, resolve=True))
+    keys = sorted(k for k in before.keys() | now.keys() if k.split(".")[0] not in HOW_NOT_WHAT and before.get(k) != now.get(k))
+    return [f"{k}: {before.get(k, '(none)')} -> {now.get(k, '(none)')}" for k in keys]
+
+
+def _flat(tree, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}; an empty mapping stays a value."""
+    if isinstance(tree, dict) and tree:
+        out = {}
+        for key, value in tree.items():
+            out.update(_flat(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: tree}
