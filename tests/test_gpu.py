@@ -150,9 +150,9 @@ def test_qlora_memory_prediction_holds_at_16_layers(tmp_path, model, within):
 
 
 PROBE_ALLOCATOR = """
-from src import run
+from src import runner
 from src.machine import env
-run._cuda_available()  # what a run does before it sets the allocator
+runner._cuda_available()  # what a run does before it sets the allocator
 import torch
 {set}
 torch.empty(1 << 20, device="cuda")
