@@ -71,7 +71,7 @@ def test_a_2_percent_difference_is_a_tie():
         c = compare(a[0], b[0], a[1], b[1])
         wins += not c.tie
     assert wins <= 3  # a win needs the interval clear of the 3% drift; a true 2% almost never gets there
-    assert " tie (" in c.text("A", "B")
+    assert " tie: measured 1.0" in c.text("A", "B") and "(within noise)" in c.text("A", "B")
 
 
 def test_a_tight_but_tiny_difference_is_still_a_tie():
@@ -119,4 +119,4 @@ def test_a_win_whose_interval_spans_more_than_2x_claims_only_its_lower_end():
     from src.base.stats import Comparison
 
     text = Comparison(5.33, 1.08, 26.39).text("bucketed", "longest")
-    assert text == "bucketed beats longest by at least 1.08x (measured 5.33x, interval 1.08-26.39: too noisy to say by how much)"
+    assert text == "bucketed beats longest by at least x1.08 (measured 5.33x; anywhere in x1.08-x26: too noisy to say by how much)"

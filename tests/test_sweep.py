@@ -94,10 +94,10 @@ def test_recommendation_names_the_fastest_fitting_config_and_the_best_split():
     lines = summary.recommend(df)
     assert lines[0] == "fastest non-saturated config: batch.size=16, batch.grad_accum=2 (bs 16 x ga 2), " \
                        "1,300 (1,274-1,326) real tokens/s"
-    assert lines[1].startswith("batch.size=32, batch.grad_accum=1: it beats the fastest fitting one by 1.15x (1.")
+    assert lines[1].startswith("batch.size=32, batch.grad_accum=1: it beats the fastest fitting one by 1.15x (x1.")
     assert "but saturated memory" in lines[1]
-    assert any(line.startswith("for effective batch 32: bs 32 x ga 1 beats bs 16 x ga 2 by 1.15x (1.")
-               and "; bs 32 x ga 1 beats bs 8 x ga 4 by 1.50x (1." in line for line in lines)
+    assert any(line.startswith("for effective batch 32: bs 32 x ga 1 beats bs 16 x ga 2 by 1.15x (x1.")
+               and "; bs 32 x ga 1 beats bs 8 x ga 4 by 1.50x (x1." in line for line in lines)
     assert lines[-1].startswith("did not finish:") and "(oom)" in lines[-1]
     assert list(df["status"]) == ["ok", "ok", "ok", "oom"] and list(df["rank"]) == [1, 2, 3, 4]
 
@@ -110,8 +110,8 @@ def test_jobs_that_cannot_be_told_apart_share_a_rank_and_the_recommendation_says
     assert lines[1] == "tied with it (within noise or under the 3% runs drift apart): " \
                        "batch.size=8, batch.grad_accum=1 (1,390 (1,362-1,418))"
     line = next(x for x in lines if x.startswith("for effective batch 16:"))
-    assert "bs 4 x ga 4 beats bs 16 x ga 1 by 1.37x (1.3" in line
-    assert "bs 4 x ga 4 beats bs 2 x ga 8 by at least 1.21x (measured 2.00x" in line  # d: +-50%, too noisy to size
+    assert "bs 4 x ga 4 beats bs 16 x ga 1 by 1.37x (x1.3" in line
+    assert "bs 4 x ga 4 beats bs 2 x ga 8 by at least x1.21 (measured 2.00x" in line  # d: +-50%, too noisy to size
 
 
 def test_a_job_without_an_interval_never_wins_a_comparison():
@@ -121,7 +121,9 @@ def test_a_job_without_an_interval_never_wins_a_comparison():
     assert list(df["rank"]) == [1, 1]
     lines = summary.recommend(df)
     assert any("not told apart (2.00x measured, no interval" in x for x in lines)
-    assert lines[1].startswith("not told apart from it (no interval") and not any(x.startswith("tied") for x in lines)
+    assert lines[0].startswith("cannot tell these 2 jobs apart yet: more timed steps") and "sweep.repeats=3" in lines[0]
+    assert lines[1].startswith("measured fastest, within noise of the rest: ")
+    assert lines[2].startswith("not told apart from it (no interval") and not any(x.startswith("tied") for x in lines)
 
 
 def test_a_baseline_states_each_job_against_it_and_repeats_never_reach_below_zero(tmp_path):
@@ -139,7 +141,7 @@ def test_a_baseline_states_each_job_against_it_and_repeats_never_reach_below_zer
     summary.write(tmp_path / "reports.jsonl")
     md = (tmp_path / "summary.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("- against debug=none: "))
-    assert "debug=none beats debug=empty_cache by 1.50x (1.1" in line
+    assert "debug=none beats debug=empty_cache by 1.50x (x1.1" in line
     assert "debug=cudnn_deterministic and debug=none tie" in line
     assert (pd.read_csv(tmp_path / "summary.csv")["real_tok_s_low"] > 0).all()
     assert summary._against(summary.table(reports), "debug=all_bad") == "against debug=all_bad: no finished job has that override"

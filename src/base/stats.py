@@ -111,19 +111,25 @@ class Comparison:
         return self.low <= 1 + MIN_EFFECT and self.high >= 1 / (1 + MIN_EFFECT)
 
     def text(self, a: str, b: str) -> str:
-        """'A beats B by 1.23x (1.15-1.31)', or the tie with its interval."""
+        """'A beats B by 1.23x (x1.15-x1.31)', or the tie with the range the ratio may lie in."""
         if self.ratio < 1:
             return Comparison(1 / self.ratio, 1 / self.high, 1 / self.low).text(b, a)
         if not math.isfinite(self.high):  # not a tie: nothing says whether it is noise or 2.6x (seen: bf16 vs fp32)
             return f"{a} and {b} are not told apart ({self.ratio:.2f}x measured, no interval: too few timed steps)"
-        spread = f"{self.ratio:.2f}x, {self.low:.2f}-{self.high:.2f}"
+        span = f"x{_ratio(self.low)}-x{_ratio(self.high)}"
         if not self.tie and self.high / self.low > NOISY:
-            return (f"{a} beats {b} by at least {self.low:.2f}x (measured {self.ratio:.2f}x, interval "
-                    f"{self.low:.2f}-{self.high:.2f}: too noisy to say by how much)")
+            return (f"{a} beats {b} by at least x{_ratio(self.low)} (measured {self.ratio:.2f}x; anywhere in {span}: "
+                    "too noisy to say by how much)")
         if not self.tie:
-            return f"{a} beats {b} by {self.ratio:.2f}x ({self.low:.2f}-{self.high:.2f})"
-        why = "within noise" if self.low <= 1 <= self.high else f"could be under the {MIN_EFFECT:.0%} runs drift apart"
-        return f"{a} and {b} tie ({spread}: {why})"
+            return f"{a} beats {b} by {self.ratio:.2f}x ({span})"
+        if self.low <= 1 <= self.high:
+            return f"{a} and {b} tie: measured {self.ratio:.2f}x, but anywhere in {span} (within noise)"
+        return f"{a} and {b} tie: {self.ratio:.2f}x ({span}), which could be under the {MIN_EFFECT:.0%} runs drift apart"
+
+
+def _ratio(x: float) -> str:
+    """A ratio's end as people read it: x0.64, x1.15, x13 (no 12.92 where the interval is that wide)."""
+    return f"{x:.2f}" if x < 10 else f"{x:.0f}"
 
 
 def compare(a: Interval | None, b: Interval | None, a_mean: float, b_mean: float) -> Comparison:

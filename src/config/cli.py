@@ -55,6 +55,61 @@ def check_dirs(overrides: list[str]) -> None:
                                                           f"systems stop at {NAME_MAX}")
 
 
+def _leaf_keys(node=Config, prefix: str = "") -> list[str]:
+    """Every dotted key the schema has (`trainer.lr`, `model.init.head_init`, ...)."""
+    out = []
+    for name, hint in typing.get_type_hints(node).items():
+        hint = _unoptional(hint)
+        out += _leaf_keys(hint, f"{prefix}{name}.") if dataclasses.is_dataclass(hint) else [prefix + name]
+    return out
+
+
+def _is_key(key: str) -> bool:
+    """Whether the schema has this dotted key: a field, or any key under a free-form mapping (model.arch.X,
+    trainer.args.X)."""
+    node: typing.Any = Config
+    for i, part in enumerate(key.split(".")):
+        if not dataclasses.is_dataclass(node):
+            return False  # a key under a leaf value
+        hints = typing.get_type_hints(node)
+        if part not in hints:
+            return False
+        node = _unoptional(hints[part])
+        if typing.get_origin(node) is dict:
+            return True
+    return True
+
+
+def _unoptional(hint):
+    """Optional[X] -> X; anything else as it is."""
+    if typing.get_origin(hint) is typing.Union:
+        return next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+    return hint
+
+
+def check_keys(overrides: list[str]) -> None:
+    """An override of a key the schema doesn't have, with or without Hydra's `+` (which would add it, unused,
+    beside the real one: `+lr=1e-4` ran with trainer.lr unchanged) is one line naming the closest real key."""
+    import difflib
+
+    groups = sorted(d for d in os.listdir(CONF_DIR) if os.path.isdir(os.path.join(CONF_DIR, d)))
+    for arg in overrides:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, _, value = arg.lstrip("+~").partition("=")
+        if key.startswith("hydra.") or key == "hydra" or "/" in key or key in groups or _is_key(key):
+            continue
+        known = _leaf_keys()
+        last = key.rsplit(".", 1)[-1]
+        near = [k for k in known if k.rsplit(".", 1)[-1] == last] or \
+            difflib.get_close_matches(key, known + groups, n=2, cutoff=0.6) or \
+            difflib.get_close_matches(last, groups + [k.rsplit(".", 1)[-1] for k in known], n=1)
+        near = [next((k for k in known if k.endswith("." + n)), n) if n not in known and n not in groups else n
+                for n in near]
+        raise ConfigError(key, value, "no such key" + (f"; did you mean {' or '.join(near)}?" if near else "")
+                          + " (--help lists the groups; --cfg job every key)")
+
+
 def check_choices(overrides: list[str]) -> None:
     """ConfigError for `key=value` where key takes a Choice and value is none of it. Hydra refuses such a value
     too while composing, but in several lines; the overrides it can't read as plain values (quoted, choice(),
@@ -157,6 +212,7 @@ def hydra_argv(argv: list[str]) -> list[str]:
         if preset and not multirun:  # without -m Hydra would quietly run one job of it
             raise ConfigError("sweep", preset.partition("=")[2], f"a saved sweep runs with -m: {cmd} -m {preset}")
         argv = argv[:1] + rewrite(argv[1:])
+        check_keys(argv[1:])
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..base.ranks import run_stamp
 from . import schema  # noqa: F401  (registers the schema Hydra composes against)
-from .cli import check_choices, quote_numeric_choices, rewrite
+from .cli import check_choices, check_keys, quote_numeric_choices, rewrite
 from .paths import CONF_DIR, PACKAGE
 
 # Job directory names from override sets: `batch='16',batch.grad_accum=2` -> `batch=16,batch.grad_accum=2`.
@@ -40,5 +40,7 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra import initialize_config_dir
 
     check_choices(overrides)
+    overrides = rewrite(list(overrides))
+    check_keys(overrides)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return hydra_compose("config", overrides=quote_numeric_choices(rewrite(list(overrides))))
+        return hydra_compose("config", overrides=quote_numeric_choices(overrides))

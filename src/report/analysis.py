@@ -51,8 +51,9 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
     reasons = []
     if step.ci_low is None:
         reasons.append(f"no interval: {step.n} timed steps (needs {stats.MIN_BATCHES**2})")
-    elif (half := stats.Interval(step.mean, step.ci_low, step.ci_high, step.ci_batches).half_width) > stats.WIDE:
-        reasons.append(f"wide interval: +-{half:.0%} of the mean (over {stats.WIDE:.0%})")
+    elif stats.Interval(step.mean, step.ci_low, step.ci_high, step.ci_batches).half_width > stats.WIDE:
+        reasons.append(f"wide interval: the mean step is somewhere in {step.ci_low:.4g}-{step.ci_high:.4g} s "
+                       f"(more than {stats.WIDE:.0%} either side of {step.mean:.4g})")
     if stop_rule and not stopped_when_stable:
         reasons.append("ran out of steps before the mean was stable")
     if shapes.new_in_window:

@@ -197,10 +197,16 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
         return ["no job finished: nothing to recommend"]
     lines = []
     fit = ok[ok["saturated"] != True]  # noqa: E712 (None: unknown, e.g. on the CPU)
-    best = (fit if not fit.empty else ok).iloc[0]
-    lines.append(f"fastest {'non-saturated ' if not fit.empty else ''}config: {best['job']} "
-                 f"({_label(best)}), {_rate(best)} real tokens/s")
-    level = [r for _, r in (fit if not fit.empty else ok).iloc[1:].iterrows() if comparison(best, r).tie]
+    pool = fit if not fit.empty else ok
+    best = pool.iloc[0]
+    level = [r for _, r in pool.iloc[1:].iterrows() if comparison(best, r).tie]
+    if len(pool) > 1 and len(level) == len(pool) - 1:  # no answer yet: say so first, and what would give one
+        lines.append(f"cannot tell these {len(pool)} jobs apart yet: {_what_would_decide(df)}")
+        lines.append(f"measured fastest, within noise of the rest: {best['job']} ({_label(best)}), {_rate(best)} "
+                     "real tokens/s")
+    else:
+        lines.append(f"fastest {'non-saturated ' if not fit.empty else ''}config: {best['job']} "
+                     f"({_label(best)}), {_rate(best)} real tokens/s")
     tied = [r for r in level if interval(best) and interval(r)]
     untold = [r for r in level if not (interval(best) and interval(r))]
     if tied:
@@ -232,6 +238,20 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
     if not failed.empty:
         lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
     return lines
+
+
+def _what_would_decide(df: pd.DataFrame) -> str:
+    """The commands that would separate jobs the sweep can't tell apart, from why it can't."""
+    flags = " ".join(df["flags"].fillna("")) if "flags" in df else ""
+    ways = []
+    no_interval = "real_tok_s_low" not in df or df[df["status"] == "ok"]["real_tok_s_low"].isna().any()
+    if no_interval or "wide interval" in flags:
+        ways.append("more timed steps (a larger trainer.max_steps, or measure.stop_when_stable=true to run each job "
+                    "until its mean is known)")
+    ways.append("sweep.repeats=3 (each job in 3 processes: the spread between runs, which one run can't show)")
+    if "busy host" in flags or "other processes on the GPU" in flags:
+        ways.append("a quieter machine (something else was using the CPUs or the GPU)")
+    return "; or ".join(ways)
 
 
 def warnings(sweep_dir: Path, reports: list[dict]) -> list[str]:
