@@ -44,8 +44,8 @@ def test_every_plot_is_written_with_the_model_and_the_card_in_its_title(tmp_path
     df = summary.table(reports)
     paths = plots.plots(df, tmp_path, model="t5-small") + [plots.loss_curves(reports, df, tmp_path)]
     names = {p.name for p in paths}
-    assert names == {"throughput_vs_batch.png", "throughput_heatmap.png", "memory_vs_batch.png",
-                     "step_breakdown.png", "loss_curves.png"}
+    assert names == {"throughput_by_config.png", "throughput_vs_batch.png", "throughput_heatmap.png",
+                     "memory_vs_batch.png", "step_breakdown.png", "loss_curves.png"}
     assert all(p.stat().st_size > 5000 for p in paths)
     figures = [*plots.figures(df, model="t5-small").values(), plots.loss_figure(reports, df)]
     for fig in figures:
@@ -127,7 +127,7 @@ def test_heatmap_text_is_white_on_dark_cells_and_black_on_light_ones_and_the_col
     fig = plots.figures(df)["throughput_heatmap"]
     ax, colorbar = fig.axes
     colours = {t.get_text(): t.get_color() for t in ax.texts}
-    assert colours["900"] == "white" and colours["2,000"] == "black"  # slowest: darkest cell; fastest: brightest
+    assert colours["900"] == "white" and colours["2,000 *"] == "black"  # slowest: darkest cell; fastest: brightest
     assert colours["OOM"] not in ("white", "black")  # a failed cell is blank: its status in colour
     assert colorbar.get_ylabel() == "real tokens/s"
 
@@ -163,7 +163,8 @@ def test_plots_survive_odd_tables(case, tmp_path):
     paths = plots.plots(df, tmp_path) + [p for p in [plots.loss_curves(reports, df, tmp_path)] if p]
     assert paths and all(p.stat().st_size > 3000 for p in paths)
     names = {p.name for p in paths}
-    assert {"throughput_vs_batch.png", "throughput_heatmap.png", "memory_vs_batch.png"} <= names
+    assert {"throughput_by_config.png", "throughput_vs_batch.png", "memory_vs_batch.png"} <= names
+    assert ("throughput_heatmap.png" in names) == (case in ("nan columns", "cpu sweep"))  # a batch x grad_accum grid
     if case == "all failed":
         assert "step_breakdown.png" not in names and "loss_curves.png" not in names
         ax = plots.figures(df)["throughput_vs_batch"].axes[0]
@@ -198,3 +199,35 @@ def test_memory_has_one_line_per_model_and_predictions_for_jobs_that_ran_out_of_
     predicted = [l for l in ax.get_lines() if l.get_linestyle() == ":" and len(l.get_xdata())]
     assert len(predicted) == 2 and all(list(l.get_xdata()) == [16, 32, 64] for l in predicted)
     assert max(max(l.get_ydata()) for l in predicted) > 24  # the OOM job's prediction, over the capacity
+
+
+def _padding_sweep():
+    """One batch shape, three paddings: two of them can't be told apart."""
+    out = []
+    for padding, rate in (("dynamic", 1000), ("grouped", 1380), ("packed", 1400)):
+        r = _report(8, 1, rate)
+        r["job"], r["overrides"] = f"padding={padding}", [f"padding={padding}"]
+        out.append(r)
+    return out
+
+
+def test_a_sweep_of_one_key_is_a_bar_per_config_with_its_interval_and_no_heatmap():
+    df = summary.table(_padding_sweep())
+    figs = plots.figures(df)
+    assert "throughput_heatmap" not in figs  # three configs in one batch x grad_accum cell: a cell would show one
+    ax = figs["throughput_by_config"].axes[0]
+    [bars] = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert [round(b.get_width()) for b in bars] == [1000, 1380, 1400]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["padding=dynamic", "padding=grouped", "padding=packed"]
+    gold = [b.get_facecolor() for b in bars]
+    assert gold[1] == gold[2] != gold[0]  # the tie shares rank 1: both gold
+    assert "2 jobs tied" in ax.get_title()
+
+
+def test_the_heatmap_stars_every_cell_of_rank_1():
+    reports = _sweep()
+    reports[4]["throughput"]["real_tokens_per_s"] = 1510  # bs 16 x ga 2 now ties bs 16 x ga 1 (1,500)
+    reports[4]["throughput"].update(real_tokens_per_s_low=1510 * 0.95, real_tokens_per_s_high=1510 * 1.05)
+    ax = plots.figures(summary.table(reports))["throughput_heatmap"].axes[0]
+    starred = sorted(t.get_text() for t in ax.texts if t.get_text().endswith(" *"))
+    assert starred == ["1,500 *", "1,510 *"] and "2 tied" in ax.get_title()

@@ -1,6 +1,7 @@
-"""A sweep's plots, from its summary table (src/report/summary.py), each comparing like with like: throughput against
-micro-batch with one line per effective batch, the step as shares of its time, loss against samples seen; plus
-the throughput heatmap and peak memory against batch. Every title names the model and the card.
+"""A sweep's plots, from its summary table (src/report/summary.py), each comparing like with like: a bar per
+config with its interval, throughput against micro-batch with one line per effective batch, the step as shares
+of its time, loss against samples seen; the throughput heatmap for a batch x grad_accum sweep; peak memory
+against batch. Every title names the model and the card.
 
 `figures` builds them (tests inspect the Figure objects); `plots` and `loss_curves` write the PNGs."""
 from __future__ import annotations
@@ -29,9 +30,18 @@ def figures(df: pd.DataFrame, model: str | None = None) -> dict:
     # a column whose every value is None (no job reached it) comes as objects: numbers for arithmetic
     df = df.assign(**{c: pd.to_numeric(df[c], errors="coerce") for c in KEYS if c in df})
     where = _where(model or _names(_column(df, "model", text=True)), _names(_column(df, "device", text=True)))
-    built = {"throughput_vs_batch": throughput_figure(df, where), "throughput_heatmap": heatmap_figure(df, where),
-             "memory_vs_batch": memory_figure(df, where), "step_breakdown": breakdown_figure(df, where)}
+    built = {"throughput_by_config": bars_figure(df, where), "throughput_vs_batch": throughput_figure(df, where),
+             "throughput_heatmap": heatmap_figure(df, where), "memory_vs_batch": memory_figure(df, where),
+             "step_breakdown": breakdown_figure(df, where)}
     return {name: fig for name, fig in built.items() if fig is not None}
+
+
+def _grid_sweep(df: pd.DataFrame) -> bool:
+    """A batch x grad_accum sweep and nothing else: each cell one config (a padding or precision sweep would put
+    several configs in one cell, and a cell shows one)."""
+    shape = df.dropna(subset=["batch", "grad_accum"])
+    return (len(_values(shape["batch"])) > 1 and len(_values(shape["grad_accum"])) > 1
+            and not shape.duplicated(["batch", "grad_accum"]).any())
 
 
 def loss_curves(reports: list[dict], df: pd.DataFrame, out_dir: Path) -> Path | None:
@@ -40,6 +50,31 @@ def loss_curves(reports: list[dict], df: pd.DataFrame, out_dir: Path) -> Path | 
 
 
 # -- the plots ----------------------------------------------------------------------------------------
+def bars_figure(df: pd.DataFrame, where: str):
+    """A bar per job, fastest on top, with its 95% interval; the jobs that share rank 1 (can't be told apart from
+    the fastest) in gold, so a tie never looks like a winner; jobs that did not finish named at the bottom."""
+    ok = df[_ok(df)].dropna(subset=["real_tok_s"]).sort_values("real_tok_s")
+    failed = df[~_ok(df)]
+    if ok.empty and failed.empty:
+        return None
+    rows = len(ok) + len(failed)
+    fig, ax = _figure(7.0, 1.2 + 0.32 * rows)
+    low, high = _column(ok, "real_tok_s_low"), _column(ok, "real_tok_s_high")
+    y = ok["real_tok_s"]
+    xerr = [(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)]
+    first = (ok["rank"] == 1) if "rank" in ok else pd.Series(False, index=ok.index)
+    colours = ["darkgoldenrod" if f else "steelblue" for f in first]
+    ax.barh(range(len(failed), rows), y, xerr=xerr, color=colours, capsize=3)
+    labels = [f"{r['job']} ({str(r['status']).upper()})" for _, r in failed.iterrows()]
+    labels += [str(r["job"]) + ("" if pd.notna(low[i]) else " (no interval)") for i, r in ok.iterrows()]
+    ax.set_yticks(range(rows), labels, fontsize=7)
+    ax.set_xlabel("real tokens/s (95% interval)")
+    tied = int(first.sum())
+    ax.set_title("throughput by config: gold = rank 1" + (f", {tied} jobs tied" if tied > 1 else "")
+                 + f"\n{where}", fontsize=9)
+    return fig
+
+
 def throughput_figure(df: pd.DataFrame, where: str):
     """Real tokens/s against micro-batch, one line per effective batch: along a line the optimizer sees the
     same batch, so the line shows what splitting it into micro-batches costs or gains."""
@@ -82,13 +117,15 @@ def throughput_figure(df: pd.DataFrame, where: str):
 
 
 def heatmap_figure(df: pd.DataFrame, where: str):
-    """Real tokens/s over micro-batch x grad_accum (the fastest job per cell when other keys vary too)."""
+    """Real tokens/s over micro-batch x grad_accum, for a sweep of those two keys alone; the cells of rank 1 (the
+    fastest and every job it can't be told apart from) starred: colour alone would crown one of a tie."""
     sizes, accums = _values(df["batch"]), _values(df["grad_accum"])
-    if not sizes or not accums:
+    if not sizes or not accums or not _grid_sweep(df):
         return None
     fig, ax = _figure(2.2 + 1.1 * len(sizes), 1.4 + 0.8 * len(accums))
     grid = (df[_ok(df)].groupby(["grad_accum", "batch"])["real_tok_s"].max().unstack()
             .reindex(index=accums, columns=sizes).to_numpy(dtype=float))
+    first = {(r["grad_accum"], r["batch"]) for _, r in df[_ok(df)].iterrows() if r.get("rank") == 1}
     image = ax.imshow(grid, cmap="viridis", aspect="auto")
     finite = np.isfinite(grid)
     if finite.any():
@@ -97,8 +134,8 @@ def heatmap_figure(df: pd.DataFrame, where: str):
     for i, ga in enumerate(accums):
         for j, bs in enumerate(sizes):
             if finite[i, j]:
-                ax.text(j, i, f"{grid[i, j]:,.0f}", ha="center", va="center", fontsize=8,
-                        color=text_colour(image.cmap(image.norm(grid[i, j]))))
+                ax.text(j, i, f"{grid[i, j]:,.0f}" + (" *" if (ga, bs) in first else ""), ha="center", va="center",
+                        fontsize=8, color=text_colour(image.cmap(image.norm(grid[i, j]))))
             else:  # no finished job here: its status on the blank (white) cell
                 cell = df[(df["batch"] == bs) & (df["grad_accum"] == ga)]
                 ax.text(j, i, cell["status"].iloc[0].upper() if not cell.empty else "", ha="center", va="center",
@@ -107,7 +144,8 @@ def heatmap_figure(df: pd.DataFrame, where: str):
     ax.set_yticks(range(len(accums)), [_n(a) for a in accums])
     ax.set_xlabel("micro-batch size")
     ax.set_ylabel("grad_accum")
-    ax.set_title(f"real tokens/s\n{where}", fontsize=9)
+    ax.set_title("real tokens/s (* rank 1" + (f": {len(first)} tied)" if len(first) > 1 else ")") + f"\n{where}",
+                 fontsize=9)
     return fig
 
 
