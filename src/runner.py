@@ -81,6 +81,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         prep = prepare.prepare(cfg, conf, out_dir)
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info
+        rep.resolved.update(train.from_the_data(cfg, prep, res.world_size))  # num_labels, epochs: counted from the rows
         model = models.build_model(cfg, res, conf)
         rep.params, rep.speed_paths = models.parameter_counts(model), model.trainsweep_paths
         lengths = rep.data["lengths"]

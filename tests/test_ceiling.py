@@ -20,7 +20,7 @@ def test_the_ceiling_shapes_are_the_base_matmuls_without_lora_adapters():
     assert sum(count for _, _, count, _, _ in frozen) == 7 * layers  # q k v o gate up down per layer; no lora_A/B
     assert (hidden, conf.intermediate_size, 2 * layers, False, False) in shapes  # gate and up
     assert all(not fp8 for *_, fp8 in shapes)
-    assert [(k, n, c) for k, n, c, trained, _ in shapes if trained] == [(hidden, cfg.task.num_labels, 1)]  # the head
+    assert [(k, n, c) for k, n, c, trained, _ in shapes if trained] == [(hidden, conf.num_labels, 1)]  # the head
 
 
 @pytest.mark.parametrize("overrides,tokens", [

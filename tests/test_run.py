@@ -240,3 +240,17 @@ def test_every_rank_waits_at_the_final_save_until_rank_0_has_the_weights(tmp_pat
     rep = run(compose(*QUICK), tmp_path)
     assert rep["status"] == "ok" and rep["saved"]["kind"] == "adapter"
     assert calls[calls.index("save_model"):] == ["save_model", "wait_for_everyone"]
+
+
+def test_an_eval_set_is_evaluated_at_the_end_without_eval_steps_and_epochs_set_the_steps(tmp_path):
+    """What users of HF's scripts expect: --validation_file means an evaluation; epochs are honoured, never
+    overridden silently by max_steps."""
+    rep = run(compose(*QUICK, "data.eval_size=16", "trainer.save_final=false"), tmp_path / "eval")
+    assert rep["status"] == "ok" and rep["eval"]["step"] == 4 and "accuracy" in rep["eval"]["final"]
+    rep = run(compose(*QUICK, "trainer.epochs=0.5", "batch=16", "trainer.save_final=false"), tmp_path / "epochs")
+    assert rep["status"] == "ok" and rep["resolved"]["max_steps"] == 2  # 64 rows / 16 a step, half a pass
+    assert rep["step_time_s"]["n"] + rep["step_time_s"]["warmup_steps"] <= 2
+    with pytest.raises(ConfigError, match="trainer.args.num_train_epochs=3: trainsweep sets it: use trainer.epochs"):
+        from src.train.trainer import check_args
+
+        check_args(compose("trainer.args.num_train_epochs=3"))

@@ -97,12 +97,12 @@ ENCODER_DECODER = ("bart", "mbart", "t5", "mt5", "pegasus", "marian")  # the mod
 @dataclass
 class TaskConfig:
     name: Task = MISSING
-    num_labels: int = MISSING  # classification only (0 for the others)
+    num_labels: Optional[int] = None  # classification: None counts the data's classes (synthetic rows: data.labels); 0 for the others
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
         t = cfg.task
-        if t.name == "classification" and t.num_labels < 2:
+        if t.name == "classification" and t.num_labels is not None and t.num_labels < 2:
             raise ConfigError("task.num_labels", t.num_labels, "classification needs at least 2 labels")
         if t.name == "seq2seq" and cfg.model.model_type not in ENCODER_DECODER + ("auto",):
             raise ConfigError("task.name", "seq2seq", f"needs an encoder-decoder model (e.g. model=kobart), not {cfg.model.model_type}")

@@ -41,6 +41,7 @@ CompileBackend = Choice("CompileBackend", "inductor aot_eager eager")
 @dataclass
 class TrainerConfig:
     max_steps: int = 60
+    epochs: Optional[float] = None  # passes over the train rows: sets max_steps from the data (max_steps is then unused, and said)
     lr: float = II("model.lr")
     warmup_steps: int = 0
     scheduler: str = "constant_with_warmup"
@@ -83,6 +84,8 @@ class TrainerConfig:
         positive("trainer.logging_steps", tr.logging_steps)
         if tr.lr <= 0:
             raise ConfigError("trainer.lr", tr.lr, "must be > 0")
+        if tr.epochs is not None and tr.epochs <= 0:
+            raise ConfigError("trainer.epochs", tr.epochs, "must be > 0 (or null: trainer.max_steps decides)")
         for key in ("warmup_steps", "eval_steps", "save_steps"):
             if tr[key] < 0:
                 raise ConfigError(f"trainer.{key}", tr[key], "must be >= 0")

@@ -46,6 +46,9 @@ def prepare(cfg, conf, out_dir) -> Prepared:
     lengths = length_stats(train)
     collator = collate.build_collator(cfg, pad_id, getattr(conf, "decoder_start_token_id", None), lengths["min"])
     for_model = {"pad_token_id": pad_id} if tokenizer is not None else {}  # a classifier pools by the data's pad id
+    if cfg.task.name == "classification":  # the head's width: set, or the data's classes
+        info["num_labels"] = cfg.task.num_labels or info.get("num_labels") or cfg.data.labels
+        for_model["num_labels"] = info["num_labels"]
     if info.get("label2id"):  # the names behind the ids, kept with the run and in the model's config
         atomic_write(out_dir / "labels.json", json.dumps(info["label2id"], ensure_ascii=False, indent=1))
         for_model["label2id"] = info["label2id"]

@@ -135,38 +135,42 @@ def _labels(ds: Dataset, column: str) -> list:
     return [int(v) for v in values]
 
 
-def label_map(ds: Dataset, column: str, num_labels: int, path: str = "the data") -> dict | None:
-    """None for integer labels (ids as they are), else names -> ids in sorted order. The classes the data
-    has (its names, or its largest id + 1) must be task.num_labels: a head of another width trains, and the
-    report's ln(num_labels) baseline is then for a different head."""
+def label_map(ds: Dataset, column: str, num_labels: int | None, path: str = "the data") -> tuple[dict | None, int]:
+    """(None for integer labels (ids as they are), else names -> ids in sorted order; the number of classes). The
+    classes the data has (its names, or its largest id + 1) are the head's width: task.num_labels, where set,
+    must agree (a head of another width trains, and the report's ln(num_labels) baseline is then for another
+    head); None takes the data's."""
     feature = ds.features[column]
     if isinstance(feature, ClassLabel):
         names = feature.names
     else:
         values = _labels(ds, column)
         if values and isinstance(values[0], int):
-            bad = [(row, v) for row, v in enumerate(values) if not 0 <= v < num_labels]
             classes = max(values) + 1
+            width = classes if num_labels is None else num_labels
+            bad = [(row, v) for row, v in enumerate(values) if not 0 <= v < width]
             if len(set(values)) < 2:
                 raise ConfigError("data.label_column", column, f"{path} has one class (label {values[0]}) in {len(values)} "
                                                                "rows: a classifier needs rows of at least 2 classes")
             if bad:
                 row, value = bad[0]
                 fix = f"set task.num_labels={classes}" if min(values) >= 0 else "class ids start at 0"
-                raise ConfigError("data.label_column", column, f"{len(bad)} labels outside [0, {num_labels}) "
+                raise ConfigError("data.label_column", column, f"{len(bad)} labels outside [0, {width}) "
                                                                f"(first: row {row}, label {value}); {fix}")
-            if classes != num_labels:
+            if num_labels is not None and classes != num_labels:
                 raise ConfigError("task.num_labels", num_labels, f"{path} has label ids 0..{classes - 1}: {classes} "
-                                                                 f"classes, not {num_labels}; set task.num_labels={classes}")
-            return None
+                                                                 f"classes, not {num_labels}; set task.num_labels={classes} "
+                                                                 "(or leave it unset: the data's count)")
+            return None, classes
         names = sorted({str(x) for x in values})
     if len(names) < 2:
         raise ConfigError("data.label_column", column, f"{path} has one class ({names[0]!r}): a classifier needs rows "
                                                        "of at least 2 classes")
-    if len(names) != num_labels:
+    if num_labels is not None and len(names) != num_labels:
         raise ConfigError("task.num_labels", num_labels, f"{path} has {len(names)} label names in column {column}, "
-                                                         f"not {num_labels}; set task.num_labels={len(names)}")
-    return {name: i for i, name in enumerate(names)}
+                                                         f"not {num_labels}; set task.num_labels={len(names)} (or leave it "
+                                                         "unset: the data's count)")
+    return {name: i for i, name in enumerate(names)}, len(names)
 
 
 @dataclass
@@ -177,6 +181,7 @@ class Files:
     digests: dict = field(default_factory=dict)
     paths: dict = field(default_factory=dict)
     label2id: dict | None = None
+    num_labels: int | None = None  # the classes the train file has (classification)
 
 
 def read_files(cfg) -> Files:
@@ -212,7 +217,7 @@ def read_files(cfg) -> Files:
             _labels(ds, d.label_column)  # the eval file's labels checked too
         out.rows[split] = ds
     if task == "classification" and d.format == "text":
-        out.label2id = label_map(out.rows["train"], d.label_column, cfg.task.num_labels, d.train_file)
+        out.label2id, out.num_labels = label_map(out.rows["train"], d.label_column, cfg.task.num_labels, d.train_file)
     return out
 
 
@@ -244,7 +249,7 @@ def synthetic(cfg, conf, n_rows: int, seed: int) -> Dataset:
     ids = _zipf_tokens(rng, int(lengths.sum()), vocab, specials)
     cols = {"length": pa.array(lengths.astype(np.int32))}
     if task == "classification":
-        k = cfg.task.num_labels
+        k = cfg.task.num_labels or d.labels
         labels = rng.integers(0, k, n_rows)
         # Half the tokens come from a band of ids owned by the row's label: learnable from a bag of tokens.
         band = max(1, (vocab - N_SPECIAL) // k)

@@ -107,7 +107,7 @@ def tokenize_files(cfg, tokenizer, files: sources.Files | None = None) -> tuple[
                                       max_length=d.max_target_length)["input_ids"]
         return out
 
-    out, info = {}, {"label2id": label2id, "tokenize": {}}
+    out, info = {}, {"label2id": label2id, "num_labels": files.num_labels, "tokenize": {}}
     key = (tokenizer, task, d.text_column, d.label_column, d.target_column, d.max_length, d.max_target_length, label2id)
     if d.format != "text":  # the format and the template that renders it (the tokenizer's own, or the plain one)
         own = formats.template(tokenizer) is None
@@ -149,7 +149,7 @@ def tokenize_files(cfg, tokenizer, files: sources.Files | None = None) -> tuple[
             out[split] = out[split].select([row for row, n in enumerate(lengths) if n])
         if task == "classification":  # names the training file lacks map to -1; ids past its classes are too high
             labels = out[split]["labels"]
-            if min(labels) < 0 or max(labels) >= cfg.task.num_labels:
+            if min(labels) < 0 or max(labels) >= (cfg.task.num_labels or files.num_labels):
                 raise ConfigError("data.eval_file", d.eval_file, "has labels that the training file does not")
     return out["train"], out.get("eval"), info
 

@@ -32,8 +32,8 @@ def hf_config(cfg) -> PretrainedConfig:
             raise ConfigError("model.name_or_path", m.name_or_path, _unloadable(m.name_or_path, exc)) from None
     else:
         conf = AutoConfig.for_model(m.model_type, **OmegaConf.to_container(m.arch, resolve=True))
-    if cfg.task.name == "classification":
-        conf.num_labels = cfg.task.num_labels
+    if cfg.task.name == "classification":  # unset: the data's count, which data.prepare gives the model
+        conf.num_labels = cfg.task.num_labels or (cfg.data.labels if cfg.data.source == "synthetic" else 2)
     conf.use_cache = False  # the KV cache is for generation; in training it only costs memory
     return conf
 

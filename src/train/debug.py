@@ -32,7 +32,7 @@ class OomFromBatch(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kw):
         if self.fails:
-            raise torch.OutOfMemoryError(f"CUDA out of memory (debug.oom_from_batch: micro-batch too large)")
+            raise torch.OutOfMemoryError("CUDA out of memory (debug.oom_from_batch: micro-batch too large)")
 
 
 class BadHabits(TrainerCallback):

@@ -46,8 +46,15 @@ class Rouge:
         return {name: float(np.mean([s[name].fmeasure for s in scores])) for name in ("rouge1", "rouge2", "rougeL")}
 
 
+def evaluate_every(cfg) -> int:
+    """trainer.eval_steps, or with an eval set and none given, once at the end (as a user of HF's scripts
+    expects of --validation_file); 0: no evaluation. A step with an evaluation in it is never timed."""
+    has_eval = bool(cfg.data.eval_size if cfg.data.source == "synthetic" else cfg.data.eval_file)
+    return cfg.trainer.eval_steps or (cfg.trainer.max_steps if has_eval else 0)
+
+
 def for_task(cfg, tokenizer, pad_id: int):
-    if not cfg.trainer.eval_steps:
+    if not evaluate_every(cfg):
         return None
     if cfg.task.name == "classification":
         return classification

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from ..data.packing import PACK_STATS
 from ..machine.env import Resolved
 from ..measure.meter import TokenCounter
 from ..model.speed import decoder_layers, liger_kernels
+from .metrics import evaluate_every
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +25,8 @@ log = logging.getLogger(__name__)
 # them, and the Hugging Face names on the command line become these keys (src/config/cli.py)
 OWN_KEYS = {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
             "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
-            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger"}
+            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger", "num_train_epochs": "trainer.epochs",
+            "eval_strategy": "trainer.eval_steps", "eval_steps": "trainer.eval_steps"}
 
 
 def check_args(cfg) -> dict:
@@ -68,8 +71,8 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         logging_steps=tr.logging_steps,
         logging_first_step=True,  # the step-1 loss is the one to compare with ln(num_labels)
         logging_nan_inf_filter=False,  # its isnan() check is a host sync on every micro-batch
-        eval_strategy="steps" if tr.eval_steps else "no",
-        eval_steps=tr.eval_steps or None,
+        eval_strategy="steps" if evaluate_every(cfg) else "no",
+        eval_steps=evaluate_every(cfg) or None,
         save_strategy="steps" if tr.save_steps else "no",
         save_steps=tr.save_steps or 500,
         save_total_limit=tr.save_total_limit,
@@ -93,7 +96,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         use_liger_kernel=tr.use_liger_kernel,
         liger_kernel_config=liger_kernels(cfg.task.name) if tr.use_liger_kernel else None,
         **parallel(cfg.distributed, cuda, res.world_size),
-        **({"predict_with_generate": bool(tr.eval_steps), "generation_max_length": tr.generation_max_length,
+        **({"predict_with_generate": bool(evaluate_every(cfg)), "generation_max_length": tr.generation_max_length,
             "generation_num_beams": tr.generation_num_beams} if cfg.task.name == "seq2seq" else {}),
     )
     given = check_args(cfg)
@@ -101,6 +104,28 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         return args_class(**{**ours, **given})
     except ValueError as exc:  # TrainingArguments' own check of a value (an unknown scheduler name, ...)
         raise ConfigError("trainer.args", dict(cfg.trainer.args), str(exc).strip().splitlines()[0]) from None
+
+
+def from_the_data(cfg, prep, world_size: int) -> dict:
+    """What the config leaves to the data, decided now that the rows exist, and set in cfg for the rest of the run
+    (the checks, the meter, the report): task.num_labels left unset is the data's count of classes, and
+    trainer.epochs becomes the optimizer steps that pass over the train rows that often."""
+    from omegaconf import OmegaConf
+
+    out = {}
+    if cfg.task.name == "classification" and cfg.task.num_labels is None:
+        OmegaConf.update(cfg, "task.num_labels", prep.info["num_labels"])
+        out["num_labels"] = cfg.task.num_labels
+        log.info("task.num_labels=%d: the classes in the data", cfg.task.num_labels)
+    if cfg.trainer.epochs:
+        micro = 1 if cfg.batch.tokens else cfg.batch.size  # a token budget: one pack per micro-batch
+        per_step = micro * cfg.batch.grad_accum * world_size
+        steps = max(1, math.ceil(cfg.trainer.epochs * len(prep.for_trainer) / per_step))
+        print(f"trainer.epochs={cfg.trainer.epochs:g}: {steps} optimizer steps ({len(prep.for_trainer)} "
+              f"{'packs' if cfg.batch.tokens else 'rows'}, {per_step} a step; trainer.max_steps={cfg.trainer.max_steps} unused)")
+        OmegaConf.update(cfg, "trainer.max_steps", steps)
+        out["max_steps"] = steps
+    return out
 
 
 def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
