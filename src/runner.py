@@ -22,6 +22,9 @@ from .config.schema import validate
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
 warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecated")
+# bitsandbytes' CPU backend, imported by peft in every LoRA run, looks for a hub kernel (kernels-community) on CPUs
+# with AVX512-BF16 and warns on every import that it can't load it: nothing a run uses (QLoRA runs on CUDA)
+logging.getLogger("bitsandbytes.backends.cpu").setLevel(logging.ERROR)
 interrupted = False  # set by Ctrl-C (on_interrupt): whatever a stopped pool or worker raises, the run was interrupted
 
 

@@ -133,3 +133,26 @@ def test_a_noisy_intervals_far_end_stays_finite():
     th = Throughput(real_tokens_per_s=1000 / step.mean)
     with_interval(step, th)
     assert step.ci_low == 0.01 and th.real_tokens_per_s_high == pytest.approx(1000 / 0.01)
+
+
+def test_advice_fits_the_machine_on_a_cpu():
+    cpu = _case(capacity=None, mfu=None)
+    assert cpu.bottleneck == "compute" and "on a CPU" in cpu.reasons[-1] and "flash attention" not in " ".join(cpu.reasons)
+    assert "flash attention" in _case(busy=0.95).reasons[-1]
+    assert Flops(per_token=1e9).line() == "1 GFLOP/token; MFU: no peak known for this device (measure.peak_tflops=N gives one)"
+
+
+def test_the_printed_summary_names_a_busy_host_before_its_verdict_and_counts_loss_tokens():
+    from src.report.document import summary_rows
+    from src.report.sections import Flags, Verdict
+
+    rep = Report(config={"peft": {"method": "lora", "r": 16}, "batch": {"size": 8, "grad_accum": 1},
+                         "padding": {"strategy": "dynamic"}, "model": {"name": "tiny"}, "task": {"name": "classification"}},
+                 throughput=Throughput(samples_per_s=4.0, real_tokens_per_s=100.0, tokens_per_s=120.0,
+                                       loss_tokens_per_s=4.0, pad_fraction=0.1),
+                 step_time_s=StepTime(mean=1.0, p50=1.0, p90=1.0, stdev=0.0, n=4, warmup_steps=1),
+                 flops=Flops(per_token=1e9), breakdown_s=Breakdown(data=0, compute=1, optimizer=0, other=0),
+                 flags=Flags(reasons=["busy host: load 4.7 per CPU"]), verdict=Verdict(bottleneck="compute", reasons=["x"]))
+    names = [name for name, _ in summary_rows(rep)]
+    assert names.index("flags") < names.index("verdict")
+    assert "4 loss tok/s" in dict(summary_rows(rep))["throughput"]

@@ -289,3 +289,16 @@ def test_a_checkpoint_torch_wont_unpickle_is_not_answered_with_a_setting_trainsw
     monkeypatch.setattr(Trainer, "train", refuse)
     rep = run(compose(*QUICK), tmp_path)
     assert rep["status"] == "error" and "remove that checkpoint, or train anew" in rep["error"]
+
+
+def test_bitsandbytes_cpu_kernel_notice_does_not_reach_the_user(caplog):
+    """bitsandbytes warns on import, on CPUs with AVX512-BF16, that its hub kernel can't load (issue 32's newcomer
+    saw it on every CPU run, LoRA included): the logger it uses is kept to errors."""
+    import logging
+
+    import src.runner  # noqa: F401
+
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("bitsandbytes.backends.cpu.ops").warning("Failed to load CPU gemm_4bit_forward from kernels-community")
+        logging.getLogger("bitsandbytes.backends.cpu.ops").error("a real error")
+    assert [r.getMessage() for r in caplog.records] == ["a real error"]

@@ -107,7 +107,11 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
                        "torch.compile or CUDA graphs help")
     else:
         bottleneck = "compute"
-        reasons.append("faster kernels (bf16, flash attention, fused ops) or less work (less padding) help")
+        if capacity is None:  # a CPU: its bf16 is emulated on most (one newcomer's bf16 ran 33 s a step), no flash kernels
+            reasons.append("on a CPU, less work helps (fewer or narrower layers, less padding, a smaller batch); "
+                           "fp32 is usually the fastest precision there; a GPU runs this size hundreds of times faster")
+        else:
+            reasons.append("faster kernels (bf16, flash attention, fused ops) or less work (less padding) help")
     return Verdict(bottleneck=bottleneck, saturated=saturated, reasons=reasons)
 
 

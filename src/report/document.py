@@ -136,10 +136,10 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
     if pred and pred.get("warning"):
         rows.append(("memory plan", pred["warning"]))
+    if r.get("flags") and r.flags.reasons:  # before the verdict: a busy host or a wide interval qualifies it
+        rows.append(("flags", r.flags.line()))
     if r.get("verdict"):
         rows.append(("verdict", r.verdict.line()))
-    if r.get("flags") and r.flags.reasons:
-        rows.append(("flags", r.flags.line()))
     ev = (r.get("eval") or {}).get("final")
     if ev:
         shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second")) and isinstance(v, (int, float)))

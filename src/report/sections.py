@@ -67,7 +67,8 @@ class Throughput(Section):
 
     def line(self) -> str:
         return (f"{_fmt(self.samples_per_s, ',.1f')} samples/s | {self.real_tok_text()} real tok/s | "
-                f"{_fmt(self.tokens_per_s)} all tok/s | pad {_fmt(self.pad_fraction, '.1%')}"
+                f"{_fmt(self.tokens_per_s)} all tok/s | {_fmt(self.loss_tokens_per_s)} loss tok/s | "
+                f"pad {_fmt(self.pad_fraction, '.1%')}"
                 + (f" | {self.world_size} ranks: {_fmt(self.real_tokens_per_s_per_gpu)} real tok/s each"
                    if (self.world_size or 1) > 1 else ""))
 
@@ -142,6 +143,9 @@ class Flops(Section):
         ceiling = (f"; {_fmt(self.of_ceiling, '.0%')} of this card's GEMM ceiling for this model "
                    f"({_fmt(self.ceiling_tokens_per_s)} tok/s at {_fmt(self.ceiling_tflops, '.0f')} TFLOP/s measured)"
                    if self.ceiling_tokens_per_s else "")
+        if self.peak_tflops is None:  # a CPU, or a card missing from the peak table: no figure rather than "-"
+            return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU: no peak known for this device "
+                    "(measure.peak_tflops=N gives one)")
         return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU {_fmt(self.mfu, '.1%')} "
                 f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s{', bf16-equivalent: FP8 base' if self.bf16_equivalent else ''}), "
                 f"HFU {_fmt(self.hfu, '.1%')}{ceiling}")
