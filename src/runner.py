@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import logging
+import shutil
 import signal
 import sys
 import time
@@ -167,6 +168,8 @@ def refused(exc: Exception, cfg: DictConfig, out_dir: Path, overrides: list[str]
         exc = ConfigError(node, unresolved(cfg, node), "cannot be resolved: " + str(exc).strip().splitlines()[0])
     print(f"config error: {exc}", file=sys.stderr)
     if not in_sweep:
+        if out_dir.is_dir() and {p.name for p in out_dir.iterdir()} <= {".hydra", "run.log", "run.lock"}:
+            shutil.rmtree(out_dir, ignore_errors=True)  # Hydra's own files only: no run dir left behind for nothing
         sys.exit(2)
     from .report import document
     from .report import files as report_files

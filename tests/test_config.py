@@ -411,3 +411,11 @@ def test_help_lists_each_groups_options_with_what_they_do_in_numeric_order():
     assert "  grouped     Dynamic padding with length-grouped sampling" in proc.stdout
     groups = {f.parent.name for f in CONF.glob("*/*.yaml") if f.parent.name != "hydra"}
     assert all(f"\n{g}:\n" in "\n" + proc.stdout for g in groups)
+
+
+def test_help_gives_whole_sentences_without_the_field_reports_jargon():
+    out = cli("--help").stdout
+    text = " ".join(out.split())  # a sentence wraps over lines: read it as one
+    assert "Micro-batch 8 per device." in text and "fewer launches per sample" not in text  # first sentence, whole
+    assert "the seed's" not in out and "ELMo" not in out and "seed backup" not in out
+    assert max(len(line) for line in out.splitlines()) <= 120

@@ -226,6 +226,7 @@ def test_an_unresolvable_value_is_one_line_exit_2(value, reason, tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
     assert lines[0].startswith(f"config error: trainer.lr={value}: cannot be resolved") and reason in lines[0]
+    assert not tmp_path.exists()  # no run directory holding nothing but Hydra's files
 
 
 # -- 8. a model directory whose config.json is not a model's --------------------------------------------------

@@ -198,16 +198,14 @@ def test_a_save_that_fails_keeps_the_measured_report_and_marks_the_run_an_error(
 
 
 def test_a_model_over_a_billion_parameters_on_the_cpu_is_refused_before_it_is_built(tmp_path):
-    started = time.perf_counter()
     proc = cli("model=qwen3", "logger=none", f"hydra.run.dir={tmp_path}")
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "config error: model=qwen3-4b: 4.0B parameters on the CPU would take ~15 GB of RAM (float32 weights, before "
-        "activations) and minutes a step: shrink it (model.arch.num_hidden_layers=2), use a GPU, or "
-        "model.allow_large_on_cpu=true to run it anyway")
+        "activations) and minutes a step: shrink it (model.arch.num_hidden_layers=2 batch=2 debug=fast: a measured "
+        "report in minutes), use a GPU, or model.allow_large_on_cpu=true to run it anyway")
     rep = read_report(tmp_path)
     assert rep["status"] == "config_error" and "params" not in rep and "data" not in rep  # neither model nor data built
-    assert time.perf_counter() - started < 60  # building it takes minutes and 15 GB here
 
 
 def test_the_cpu_size_guard_passes_a_shrunk_model_the_override_and_a_gpu():

@@ -147,6 +147,18 @@ def test_a_baseline_states_each_job_against_it_and_repeats_never_reach_below_zer
     assert summary._against(summary.table(reports), "debug=all_bad") == "against debug=all_bad: no finished job has that override"
 
 
+def test_a_baseline_that_names_several_jobs_says_so_and_a_full_one_picks_one():
+    reports = []
+    for size, accum, rate in ((8, 1, 1000), (8, 2, 1100), (16, 1, 1500)):
+        r = _report(f"batch={size},batch.grad_accum={accum}", size, accum, rate)
+        reports.append(r)
+    df = summary.table(reports)
+    line = summary._against(df, "batch.size=8")
+    assert line.startswith("against batch.size=8: it names 2 jobs (") and "e.g. baseline='batch.size=8, batch.grad_accum=" in line
+    one = summary._against(df, "batch.size=8,batch.grad_accum=2")
+    assert one.startswith("against batch.size=8,batch.grad_accum=2: ") and "names" not in one
+
+
 def test_plan_of_the_batch_search():
     assert plan([1, 2, 4, 8], None) == [(1, 1), (2, 1), (4, 1), (8, 1)]
     assert plan([1, 2, 4, 8, 16, 32, 64], 16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]

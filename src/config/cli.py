@@ -7,6 +7,7 @@ import dataclasses
 import os
 import re
 import sys
+import textwrap
 import typing
 
 from .errors import Choice, ConfigError
@@ -167,11 +168,17 @@ def rewrite(args: list[str]) -> list[str]:
 
 
 def _first_comment(path: str) -> str:
+    """The first sentence of a YAML's opening comment, whole (it may run over several comment lines)."""
+    words = []
     with open(path) as f:
         for line in f:
-            if line.startswith("#") and not line.startswith("# @package"):
-                return line.lstrip("# ").rstrip()
-    return ""
+            if not line.startswith("#") or line.startswith(("#   ", "# python ")):  # the end, or an example command
+                break
+            if not line.startswith("# @package"):
+                words.append(line.lstrip("# ").rstrip())
+    text = " ".join(w for w in words if w)
+    end = re.search(r"\.(\s|$)", text)
+    return text[:end.start() + 1] if end else text
 
 
 def command(argv0: str) -> str:
@@ -180,7 +187,7 @@ def command(argv0: str) -> str:
 
 
 def help_text(cmd: str = "python -m src.run") -> str:
-    """`--help`: every group with its options, each with the first line of its YAML's comment (what it does
+    """`--help`: every group with its options, each with the first sentence of its YAML's comment (what it does
     to speed or memory), numeric options in numeric order. The full composed config is `--cfg job`."""
     lines = [f"{cmd} [GROUP=OPTION ...] [key=value ...]".ljust(57) + "one run",
              f"{cmd} -m GROUP=A,B key=x,y ...".ljust(57) + "a sweep: every combination, one process each",
@@ -192,7 +199,9 @@ def help_text(cmd: str = "python -m src.run") -> str:
         width = max(map(len, names))
         for name in names:
             about = _first_comment(os.path.join(CONF_DIR, group, f"{name}.yaml"))
-            lines.append(f"  {name:<{width}}  {about[:110]}")
+            wrapped = textwrap.wrap(about, width=max(40, 112 - width)) or [""]  # whole sentences, never cut
+            lines.append(f"  {name:<{width}}  {wrapped[0]}")
+            lines += [" " * (width + 4) + more for more in wrapped[1:]]
         lines.append("")
     lines.append("Any key: trainer.max_steps=200, data.max_length=256, trainer.args.<TrainingArguments field>=...")
     return "\n".join(lines)

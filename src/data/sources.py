@@ -218,6 +218,14 @@ def read_files(cfg) -> Files:
         out.rows[split] = ds
     if task == "classification" and d.format == "text":
         out.label2id, out.num_labels = label_map(out.rows["train"], d.label_column, cfg.task.num_labels, d.train_file)
+        if "eval" in out.rows:  # a class the head was never trained on can't be scored: named, not just counted
+            seen = out.rows["eval"][d.label_column]
+            unknown = sorted({str(v) for v in seen if (str(v) not in out.label2id if out.label2id
+                                                      else not 0 <= int(v) < out.num_labels)})
+            if unknown:
+                raise ConfigError("data.eval_file", d.eval_file, f"has labels the training file does not: "
+                                                                 f"{', '.join(repr(u) for u in unknown[:5])}"
+                                                                 f"{' ...' if len(unknown) > 5 else ''}")
     return out
 
 

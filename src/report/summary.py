@@ -277,9 +277,13 @@ def warnings(sweep_dir: Path, reports: list[dict]) -> list[str]:
 
 def _against(ok: pd.DataFrame, baseline: str) -> str:
     """'against debug=none: ...', every other finished job compared with the one the baseline override names."""
-    base = [r for _, r in ok.iterrows() if baseline in (part.strip() for part in str(r["job"]).split(","))]
+    wanted = {part.strip() for part in baseline.split(",")}
+    base = [r for _, r in ok.iterrows() if wanted <= {part.strip() for part in str(r["job"]).split(",")}]
     if not base:
         return f"against {baseline}: no finished job has that override"
+    if len(base) > 1:
+        return (f"against {baseline}: it names {len(base)} jobs ({'; '.join(str(r['job']) for r in base)}): give one, "
+                f"with every override that tells it apart, e.g. baseline='{base[0]['job']}'")
     others = [r for _, r in ok.iterrows() if r["job"] != base[0]["job"]]
     return f"against {baseline}: " + "; ".join(comparison(r, base[0]).text(r["job"], baseline) for r in others)
 
