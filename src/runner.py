@@ -49,7 +49,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if writer and not changed:  # a refused resume keeps the config its checkpoints were made with
         files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
-                        config_hash=report_files.config_hash(cfg), data_fingerprint=report_files.data_fingerprint(cfg))
+                          config_hash=report_files.config_hash(cfg))
+    if (fingerprint := report_files.data_fingerprint(cfg)) is not None:  # data=files: what the rows were
+        rep.data_fingerprint = fingerprint
     logs = None
     try:
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.

@@ -47,14 +47,17 @@ ADDED = "import trainsweep\ntrainsweep.attach(trainer)\n"  # the two lines a use
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """`pip wheel .` of this checkout, built from a copy (the build leaves build/ behind in its source)."""
+    """`pip wheel .` of a copy of this checkout, which it leaves as it found it (no build/, no egg-info)."""
     tmp = tmp_path_factory.mktemp("wheel")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "scripts/build_backend.py"):
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp / name)
     for name in ("src", "conf", "hydra_plugins"):
         shutil.copytree(ROOT / name, tmp / name, ignore=shutil.ignore_patterns("__pycache__"))
+    before = sorted(p.name for p in tmp.iterdir())
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp / "dist"), str(tmp)], check=True, capture_output=True, timeout=300)
+    assert sorted(p.name for p in tmp.iterdir() if p.name != "dist") == before  # the build's scratch is gone
     return next((tmp / "dist").glob("trainsweep-*.whl"))
 
 
