@@ -282,3 +282,14 @@ def test_repeats_name_each_kind_of_flag_once_with_how_many_repeats_raised_it():
     assert row["repeat"] == "3 of 3"
     assert row["flags"] == ("host-bound (GPU busy 42%): such a step moved up to 20% (3 of 3 repeats); "
                             "1 new batch shapes inside the timed window (1 of 3 repeats)")
+
+
+def test_a_newcomers_fast_sweep_ends_in_an_answer_or_says_what_would_give_one(tmp_path):
+    """issue 32's newcomer path: three jobs of debug=fast on a CPU, each measured (an interval), and a summary that
+    leads with the fastest config or with 'cannot tell these jobs apart yet: <what would>'."""
+    proc = cli("-m", "batch=2,4,8", "debug=fast", "logger=none", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
+    assert len(reports) == 3 and all(r["status"] == "ok" and r["step_time_s"]["ci_low"] for r in reports)
+    first = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if line.startswith("- "))
+    assert first.startswith(("- fastest non-saturated config: ", "- fastest config: ", "- cannot tell these 3 jobs apart yet: "))
