@@ -3,7 +3,8 @@ config with its interval, throughput against micro-batch with one line per effec
 of its time, loss against samples seen; the throughput heatmap for a batch x grad_accum sweep; peak memory
 against batch. Every title names the model and the card.
 
-`figures` builds them (tests inspect the Figure objects); `plots` and `loss_curves` write the PNGs."""
+`figures` builds them (tests inspect the Figure objects); `plots` and `loss_curves` write the PNGs. Past 350
+lines for one concern: the figures of a sweep share the table readers and axis helpers at the bottom."""
 from __future__ import annotations
 
 import textwrap
