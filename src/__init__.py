@@ -13,3 +13,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["attach", "TrainsweepCallback"]
+
+
+def __dir__() -> list[str]:  # dir(trainsweep) and tab completion show the lazy names too
+    return sorted(set(globals()) | set(__all__))

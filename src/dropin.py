@@ -163,6 +163,7 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         "trainer": {"max_steps": state.max_steps, "lr": args.learning_rate,
                     "warmup_steps": args.get_warmup_steps(state.max_steps),
                     "scheduler": str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)),
+                    "args": {"lr_scheduler_kwargs": dict(args.lr_scheduler_kwargs or {})},
                     "max_grad_norm": args.max_grad_norm, "gradient_checkpointing": checkpointing,
                     "checkpoint_reentrant": reentrant, "torch_compile": args.torch_compile, "seed": args.seed},
         "measure": OmegaConf.structured(MeasureConfig(predict_memory=False, **measure_settings)),
@@ -243,10 +244,12 @@ class TrainsweepCallback(TrainerCallback):
                 if rows and collator is not None and cfg.task.name in TASKS:
                     return preflight.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
                                               expensive=False)
-                return [schedule_check(cfg)] + precision_checks(cfg, res, device_facts(res))
-        except Exception as exc:
-            log.warning("trainsweep: preflight checks skipped: %s: %s", type(exc).__name__, exc)
-            return []
+                return preflight.each([("train.schedule", lambda: [schedule_check(cfg)]),
+                                       ("precision", lambda: precision_checks(cfg, res, device_facts(res)))])
+        except Exception as exc:  # reading the rows or collating them: no check could run, and the report says so
+            log.warning("trainsweep: preflight checks could not run: %s: %s", type(exc).__name__, exc)
+            return [preflight.result("preflight", "not_run", f"{type(exc).__name__}: {exc}", "checks that run",
+                                     "no check could run on this setup")]
         finally:  # a check cut short must not leave its gradients for the first step to add to
             model.zero_grad(set_to_none=True)
 

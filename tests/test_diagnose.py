@@ -247,3 +247,14 @@ def test_every_run_carries_its_diagnostics(tmp_path):
     assert all(set(c) == {"check", "status", "value", "expected", "hint"} for c in rep["diagnostics"])
     rep = run(compose(*QUICK, "diagnostics.enabled=false", "rerun=true"), tmp_path)
     assert "diagnostics" not in rep
+
+
+def test_a_language_model_trained_from_scratch_at_the_uniform_guess_is_not_failed():
+    """run_clm with --config_name: random weights, the loss at ln(vocab), as it should be; the drop-in reads such a
+    model as pretrained (its config has a name). Its check says what the figure means instead of failing it."""
+    from omegaconf import OmegaConf
+
+    cfg, res, conf, ds, model, collator, batch = _build("task=causal_lm")
+    OmegaConf.update(cfg, "model.pretrained", True)
+    check = next(c for c in check_model.model_checks(cfg, res, model, batch, conf) if c["check"] == "model.initial_loss")
+    assert check["status"] == "info" and "trained from scratch" in check["expected"]

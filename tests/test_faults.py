@@ -303,3 +303,49 @@ def test_bitsandbytes_cpu_kernel_notice_does_not_reach_the_user(caplog):
         logging.getLogger("bitsandbytes.backends.cpu.ops").warning("Failed to load CPU gemm_4bit_forward from kernels-community")
         logging.getLogger("bitsandbytes.backends.cpu.ops").error("a real error")
     assert [r.getMessage() for r in caplog.records] == ["a real error"]
+
+
+# -- the drop-in on scripts nobody here wrote (issue 29: the parts fixed so far) ---------------------------------
+def test_dir_of_the_package_shows_attach():
+    import src
+
+    assert {"attach", "TrainsweepCallback"} <= set(dir(src))
+
+
+def _checks_of_attached(tmp_path, **args) -> list[dict]:
+    """A plain classification Trainer with trainsweep attached: the report's checks."""
+    from transformers import DataCollatorWithPadding, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForSequenceClassification
+    from transformers import Trainer, TrainingArguments
+    from tokenizers import Tokenizer, models
+
+    from src import attach
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1}, "[UNK]")),
+                                        pad_token="[PAD]", unk_token="[UNK]", eos_token="[UNK]")
+    model = Qwen3ForSequenceClassification(Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                                       head_dim=16, num_labels=3, pad_token_id=0))
+    rows = [{"input_ids": list(range(3, 3 + 4 + i % 5)), "labels": i % 3} for i in range(32)]
+    trainer = Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), max_steps=4, report_to=[], use_cpu=True,
+                                                          save_strategy="no", per_device_train_batch_size=8, **args),
+                      train_dataset=rows, data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer)
+    trainer.train()
+    return json.loads((tmp_path / "trainsweep" / "report.json").read_text())["diagnostics"]
+
+
+def test_a_scheduler_that_takes_kwargs_is_checked_with_them_and_a_check_that_cant_run_is_listed(tmp_path, monkeypatch):
+    checks = _checks_of_attached(tmp_path / "a", lr_scheduler_type="cosine_with_min_lr",
+                                 lr_scheduler_kwargs={"min_lr": 1e-6})
+    assert {c["check"]: c["status"] for c in checks}["train.schedule"] == "pass"
+    import src.checks.model
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("this model's forward can't be probed")
+    monkeypatch.setattr(src.checks.model, "model_checks", broken)
+    monkeypatch.setattr("src.checks.preflight.model_checks", broken)
+    checks = _checks_of_attached(tmp_path / "b")
+    assert {"check": "model", "status": "not_run"}.items() <= next(c for c in checks if c["check"] == "model").items()
+    assert sum(c["status"] != "not_run" for c in checks) >= 3  # the rest still judged
+    from src.checks.results import summary as count
+    assert count(checks).endswith("1 could not run")

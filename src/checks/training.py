@@ -17,7 +17,9 @@ def schedule_check(cfg, at_step: int = 20) -> dict:
     tr = cfg.trainer
     param = torch.zeros(1, requires_grad=True)
     opt = torch.optim.SGD([param], lr=tr.lr)
-    sched = get_scheduler(tr.scheduler, optimizer=opt, num_warmup_steps=tr.warmup_steps, num_training_steps=tr.max_steps)
+    kwargs = dict((tr.get("args") or {}).get("lr_scheduler_kwargs") or {})  # a scheduler's own settings (min_lr, ...)
+    sched = get_scheduler(tr.scheduler, optimizer=opt, num_warmup_steps=tr.warmup_steps, num_training_steps=tr.max_steps,
+                          scheduler_specific_kwargs=kwargs)
     step = min(at_step, tr.max_steps)
     for _ in range(step):
         opt.step()
