@@ -137,11 +137,19 @@ def checkpointing_of(args) -> tuple[bool, bool | None]:
 
 def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf) -> int | None:
     """The truncation length the data checks compare rows with: the rows' own width when they were padded to
-    one, else the longest the tokenizer or the model takes (a shorter cut made when tokenising is unknown here)."""
+    one; the length the rows were cut to when tokenising (a script's --max_seq_length 128, under the tokenizer's
+    512): the longest row length when several rows share it, which free text almost never does uncut; else the
+    longest the tokenizer or the model takes."""
     if rows and padding["strategy"] == "max_length":
         return len(rows[0]["input_ids"])
     limit = getattr(tokenizer, "model_max_length", None)
-    return limit if limit and limit < 10**6 else getattr(conf, "max_position_embeddings", None)
+    limit = limit if limit and limit < 10**6 else getattr(conf, "max_position_embeddings", None)
+    if rows:
+        lengths = rows["length"]
+        longest = max(lengths)
+        if lengths.count(longest) >= max(2, len(lengths) // 100) and (limit is None or longest < limit):
+            return longest
+    return limit
 
 
 def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict):
@@ -268,8 +276,20 @@ class TrainsweepCallback(TrainerCallback):
     on_step_begin = _to_meter("on_step_begin")
     on_pre_optimizer_step = _to_meter("on_pre_optimizer_step")
     on_optimizer_step = _to_meter("on_optimizer_step")
-    on_evaluate = _to_meter("on_evaluate")
     on_step_end = _to_meter("on_step_end")
+
+    def on_evaluate(self, args, state, control, metrics=None, **kw):
+        if self.meter:  # during training: the meter keeps the evaluating step out of the timed ones
+            self.meter.on_evaluate(args, state, control, metrics=metrics, **kw)
+        elif getattr(self, "report", None) is not None and metrics and state.is_world_process_zero:
+            # after train() (a script's --do_eval): the report gains the evaluation, rewritten in place
+            final = {k.removeprefix("eval_"): v for k, v in metrics.items() if k.startswith("eval_")}
+            history = (self.report.get("eval") or {}).get("history", []) + [{**metrics, "step": state.global_step}]
+            self.report.eval = {"final": final, "step": state.global_step, "history": history}
+            try:
+                report_files.write(self.out_dir, self.report)
+            except OSError as exc:
+                log.error("trainsweep: report not updated with the evaluation: %s", exc)
     on_log = _to_meter("on_log")
 
     def on_train_end(self, args, state, control, model=None, **kw):

@@ -258,3 +258,12 @@ def test_a_language_model_trained_from_scratch_at_the_uniform_guess_is_not_faile
     OmegaConf.update(cfg, "model.pretrained", True)
     check = next(c for c in check_model.model_checks(cfg, res, model, batch, conf) if c["check"] == "model.initial_loss")
     assert check["status"] == "info" and "trained from scratch" in check["expected"]
+
+
+def test_a_classifier_needs_no_eos_but_a_language_model_does(tok_setup):
+    """BERT-style tokenizers have [SEP] and no eos: a classifier trained on one was warned for nothing."""
+    tok, conf, ds = tok_setup
+    encoder = copy.deepcopy(tok)
+    encoder.eos_token = None
+    assert _status(check_data.tokenizer_checks(encoder, conf, ds, "classification"), "tokenizer.special_tokens") == "pass"
+    assert _status(check_data.tokenizer_checks(encoder, conf, ds, "causal_lm"), "tokenizer.special_tokens") == "warn"

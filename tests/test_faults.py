@@ -349,3 +349,40 @@ def test_a_scheduler_that_takes_kwargs_is_checked_with_them_and_a_check_that_can
     assert sum(c["status"] != "not_run" for c in checks) >= 3  # the rest still judged
     from src.checks.results import summary as count
     assert count(checks).endswith("1 could not run")
+
+
+def test_the_drop_in_judges_truncation_against_the_length_the_rows_were_cut_to():
+    from src.dropin import Rows, max_length_of
+
+    class Tok:
+        model_max_length = 512
+
+    cut = Rows([{"input_ids": [5] * n} for n in [40, 128, 128, 90, 128, 128, 60]])  # a script's max_seq_length=128
+    assert max_length_of(cut, {"strategy": "dynamic"}, Tok(), None) == 128
+    uncut = Rows([{"input_ids": [5] * n} for n in [40, 128, 97, 90, 133, 61, 60]])
+    assert max_length_of(uncut, {"strategy": "dynamic"}, Tok(), None) == 512
+
+
+def test_an_evaluation_after_training_reaches_the_drop_ins_report(tmp_path):
+    """HF's scripts evaluate after train() (--do_eval): the report said eval: null."""
+    from transformers import DataCollatorWithPadding, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForSequenceClassification
+    from transformers import Trainer, TrainingArguments
+    from tokenizers import Tokenizer, models
+
+    from src import attach
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1}, "[UNK]")),
+                                        pad_token="[PAD]", unk_token="[UNK]")
+    model = Qwen3ForSequenceClassification(Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                                       head_dim=16, num_labels=3, pad_token_id=0))
+    rows = [{"input_ids": list(range(3, 3 + 4 + i % 5)), "labels": i % 3} for i in range(32)]
+    trainer = Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), max_steps=3, report_to=[], use_cpu=True,
+                                                          save_strategy="no", per_device_train_batch_size=8),
+                      train_dataset=rows, eval_dataset=rows[:8], data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer, checks=False)
+    trainer.train()
+    assert json.loads((tmp_path / "trainsweep" / "report.json").read_text())["eval"] is None
+    metrics = trainer.evaluate()
+    rep = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert rep["eval"]["step"] == 3 and rep["eval"]["final"]["loss"] == pytest.approx(metrics["eval_loss"])

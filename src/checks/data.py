@@ -33,10 +33,13 @@ def tokenizer_checks(tokenizer, conf, train_ds, task: str) -> list[dict]:
     vocab, rows = len(tokenizer), conf.vocab_size
     out.append(result("tokenizer.vocab_vs_embeddings", "pass" if vocab <= rows else "fail", f"{vocab} tokens, {rows} embedding rows",
                       "tokens <= embedding rows", "" if vocab <= rows else "ids past the embedding table: model.resize_token_embeddings(len(tokenizer))"))
-    missing = [name for name in ("eos_token", "pad_token") if getattr(tokenizer, name) is None]
+    # eos ends what a model generates: a classifier (a BERT-style encoder has [SEP] and no eos) needs pad alone
+    needed = ("eos_token", "pad_token") if task in ("causal_lm", "seq2seq") else ("pad_token",)
+    missing = [name for name in needed if getattr(tokenizer, name) is None]
     out.append(result("tokenizer.special_tokens", "warn" if missing else "pass",
                       {n: getattr(tokenizer, n) for n in ("bos_token", "eos_token", "pad_token", "unk_token")},
-                      "eos and pad defined", f"missing: {', '.join(missing)}" if missing else ""))
+                      " and ".join(n.split("_")[0] for n in needed) + " defined",
+                      f"missing: {', '.join(missing)}" if missing else ""))
     side = tokenizer.padding_side
     ok = side == "right" or task == "classification"
     out.append(result("tokenizer.padding_side", "pass" if ok else "warn", side, "right for training",
