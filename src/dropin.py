@@ -247,11 +247,12 @@ class TrainsweepCallback(TrainerCallback):
         """src.run's cheap checks, on the model, collator and rows the Trainer trains with; a check that can't
         run here costs a warning, never the user's training."""
         cfg, res = self.cfg, self.res
+        accum = [] if getattr(self, "loss_kwargs", None) is None else [self._grad_accum_loss(cfg)]
         try:
             with rng_kept():
                 if rows and collator is not None and cfg.task.name in TASKS:
-                    return preflight.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
-                                              expensive=False)
+                    return accum + preflight.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
+                                                       expensive=False)
                 return preflight.each([("train.schedule", lambda: [schedule_check(cfg)]),
                                        ("precision", lambda: precision_checks(cfg, res, device_facts(res)))])
         except Exception as exc:  # reading the rows or collating them: no check could run, and the report says so
@@ -260,6 +261,18 @@ class TrainsweepCallback(TrainerCallback):
                                      "no check could run on this setup")]
         finally:  # a check cut short must not leave its gradients for the first step to add to
             model.zero_grad(set_to_none=True)
+
+    def _grad_accum_loss(self, cfg) -> dict:
+        """The Trainer hands num_items_in_batch to a model whose forward takes **kwargs and then skips its own
+        division by gradient_accumulation_steps; a sequence classifier's loss ignores it (a mean per micro-batch),
+        so its loss and gradients come out grad_accum times too large (transformers#47688). src.run fixes it."""
+        ga = cfg.batch.grad_accum
+        wrong = cfg.task.name == "classification" and ga > 1 and bool(self.loss_kwargs)
+        return preflight.result(
+            "train.grad_accum_loss", "fail" if wrong else "pass",
+            f"gradient_accumulation_steps {ga}, model_accepts_loss_kwargs {self.loss_kwargs}", "the loss of the whole batch",
+            f"the logged loss and the gradients are {ga}x too large: set trainer.model_accepts_loss_kwargs = False "
+            "before trainer.train() (transformers#47688)" if wrong else "")
 
     def _flops(self, model, seq: float) -> Flops:
         return Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
@@ -323,5 +336,6 @@ def attach(trainer, out_dir: str | Path | None = None, **settings) -> Trainsweep
     """Add the measuring callback to an existing Trainer (before trainer.train()); returns it. Settings are
     TrainsweepCallback's: out_dir, checks=False (no preflight), MeasureConfig's fields (warmup_steps=5, ...)."""
     callback = TrainsweepCallback(out_dir, **settings)
+    callback.loss_kwargs = getattr(trainer, "model_accepts_loss_kwargs", None)  # read by the grad-accum loss check
     trainer.add_callback(callback)
     return callback

@@ -102,7 +102,7 @@ def test_too_few_timed_steps_give_no_interval_and_a_flag():
 
 
 @pytest.mark.parametrize("case, reason", [
-    ({"values": [0.1] * 20 + [0.3] * 20}, "wide interval: +-"),  # a drift mid-run
+    ({"values": [0.1] * 20 + [0.3] * 20}, "wide interval: the mean step is somewhere in "),  # a drift mid-run
     ({"stop_rule": True}, "ran out of steps before the mean was stable"),
     ({"shapes": Shapes(distinct_in_window=9, new_in_window=4)}, "4 new batch shapes inside the timed window"),
     ({"compile_": Compile(graphs=3, graphs_in_window=2)}, "2 compiles inside the timed window"),
@@ -156,3 +156,20 @@ def test_the_printed_summary_names_a_busy_host_before_its_verdict_and_counts_los
     names = [name for name, _ in summary_rows(rep)]
     assert names.index("flags") < names.index("verdict")
     assert "4 loss tok/s" in dict(summary_rows(rep))["throughput"]
+
+
+def test_a_run_that_logged_no_step_loss_reports_the_trainers_mean_and_bf16_is_not_advised_to_bf16():
+    from src.report.analysis import loss_summary
+
+    loss = loss_summary([{"train_loss": 1.25, "step": 4}], 1.386)
+    assert loss.initial is None and loss.mean_over_run == 1.25 and "mean over the run 1.250" in loss.line()
+    advice = verdict(StepTime(mean=1.0), Breakdown(data=0, compute=1.0, optimizer=0, other=0), 0.95,
+                     GpuMemory(peak_reserved=10.0, capacity=80.0), 0, 0.4, amp="bf16").reasons[-1]
+    assert "bf16" not in advice and "flash attention" in advice
+
+
+def test_new_shapes_are_flagged_only_where_they_cost_something():
+    step = StepTime(mean=0.1, n=20, ci_low=0.099, ci_high=0.101, ci_batches=4)
+    new = Shapes(distinct_in_window=5, new_in_window=3)
+    assert any("new batch shapes" in r for r in flags(step, new, Compile(), {}, False, False).reasons)
+    assert not any("new batch shapes" in r for r in flags(step, new, Compile(), {}, False, False, shapes_matter=False).reasons)

@@ -386,3 +386,11 @@ def test_an_evaluation_after_training_reaches_the_drop_ins_report(tmp_path):
     metrics = trainer.evaluate()
     rep = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
     assert rep["eval"]["step"] == 3 and rep["eval"]["final"]["loss"] == pytest.approx(metrics["eval_loss"])
+
+
+def test_the_drop_in_flags_the_doubled_loss_of_a_classifier_under_gradient_accumulation(tmp_path):
+    """run_glue with --gradient_accumulation_steps 2 logged loss 2.79 for 4 labels (ln 4 = 1.39) next to '11 pass'."""
+    checks = {c["check"]: c for c in _checks_of_attached(tmp_path / "ga2", gradient_accumulation_steps=2)}
+    assert checks["train.grad_accum_loss"]["status"] == "fail" and "2x too large" in checks["train.grad_accum_loss"]["hint"]
+    checks = {c["check"]: c for c in _checks_of_attached(tmp_path / "ga1")}
+    assert checks["train.grad_accum_loss"]["status"] == "pass"

@@ -46,7 +46,7 @@ HOST_DRIFT = 0.20
 
 
 def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop_rule: bool,
-          stopped_when_stable: bool, gpu_busy: float | None = None) -> Flags:
+          stopped_when_stable: bool, gpu_busy: float | None = None, shapes_matter: bool = True) -> Flags:
     """Each reason this job's figure may not settle a close call."""
     reasons = []
     if step.ci_low is None:
@@ -56,7 +56,7 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
                        f"(more than {stats.WIDE:.0%} either side of {step.mean:.4g})")
     if stop_rule and not stopped_when_stable:
         reasons.append("ran out of steps before the mean was stable")
-    if shapes.new_in_window:
+    if shapes.new_in_window and shapes_matter:  # on a CPU without compile a new shape costs nothing extra
         reasons.append(f"{shapes.new_in_window} new batch shapes inside the timed window")
     if compile_.graphs_in_window:
         reasons.append(f"{compile_.graphs_in_window} compiles inside the timed window")
@@ -72,7 +72,7 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
 
 
 def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: GpuMemory | CpuMemory,
-            retries_in_window: int, mfu: float | None, of_ceiling: float | None = None) -> Verdict:
+            retries_in_window: int, mfu: float | None, of_ceiling: float | None = None, amp: str | None = None) -> Verdict:
     """What limits the step, with the numbers behind it."""
     reasons = []
     capacity = getattr(mem, "capacity", None)
@@ -111,13 +111,17 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
             reasons.append("on a CPU, less work helps (fewer or narrower layers, less padding, a smaller batch); "
                            "fp32 is usually the fastest precision there; a GPU runs this size hundreds of times faster")
         else:
-            reasons.append("faster kernels (bf16, flash attention, fused ops) or less work (less padding) help")
+            faster = "flash attention, fused ops" if amp in ("bf16", "fp16") else "bf16, flash attention, fused ops"
+            reasons.append(f"faster kernels ({faster}) or less work (less padding) help")
     return Verdict(bottleneck=bottleneck, saturated=saturated, reasons=reasons)
 
 
 def loss_summary(log_history: list[dict], expected_initial: float | None) -> Loss:
     losses = [e["loss"] for e in log_history if "loss" in e]
-    return Loss(initial=losses[0] if losses else None, final=losses[-1] if losses else None,
+    if not losses:  # logging_steps past the run's end: the Trainer's mean over the run is all there is
+        mean = next((e["train_loss"] for e in reversed(log_history) if "train_loss" in e), None)
+        return Loss(final=mean, mean_over_run=mean, expected_initial=expected_initial)
+    return Loss(initial=losses[0], final=losses[-1],
                 expected_initial=expected_initial, curve=[(e["step"], e["loss"]) for e in log_history if "loss" in e])
 
 
@@ -195,7 +199,8 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         Compile.from_dict(m["compile"])
     rep.timing_s.update({k: v for k, v in m["phases_s"].items() if v is not None})
     rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
-    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu, fl.of_ceiling)
+    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu, fl.of_ceiling,
+                          amp=rep.resolved.get("amp"))
     with_interval(step, th)
     rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
-                      m["stopped_when_stable"], busy)
+                      m["stopped_when_stable"], busy, shapes_matter=device == "cuda" or bool(cfg.trainer.torch_compile))

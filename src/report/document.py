@@ -146,7 +146,7 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("eval", f"{shown} (step {r.eval['step']})"))
     if r.get("resumed_from"):
         rows.append(("resumed", f"from {r.resumed_from}"))
-    if r.get("loss") and r.loss.initial is not None:
+    if r.get("loss") and (r.loss.initial is not None or r.loss.mean_over_run is not None):
         rows.append(("loss", r.loss.line()))
     if r.get("saved"):
         rows.append(("saved", r.saved.line()))

@@ -218,8 +218,12 @@ class Loss(Section):
     final: Optional[float] = None
     expected_initial: Optional[float] = None  # a uniform guess's cross-entropy: where a sound init starts
     curve: list = field(default_factory=list)  # (step, loss)
+    mean_over_run: Optional[float] = None  # the Trainer's train_loss, when no step's loss was logged
 
     def line(self) -> str:
+        if self.initial is None:
+            return (f"mean over the run {_fmt(self.mean_over_run, '.3f')} (no step's loss logged: logging_steps is past "
+                    f"the run's end; uniform guess: {_fmt(self.expected_initial, '.3f')})")
         return f"{self.initial:.3f} -> {self.final:.3f} (uniform guess: {_fmt(self.expected_initial, '.3f')})"
 
 
