@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 from transformers import TrainerCallback
 
 from .checks import preflight
+from .checks.script_words import in_script_words
 from .checks.training import device_facts, precision_checks, schedule_check
 from .config.training import MeasureConfig
 from .data.prepare import length_stats
@@ -234,7 +235,8 @@ class TrainsweepCallback(TrainerCallback):
             rep.data = {"lengths": length_stats(rows), "rows": len(dataset)}  # lengths of the first rows
             rep.flops = self._flops(model, rep.data["lengths"]["token_weighted_mean"])
         if self.checks:
-            rep.diagnostics = self._preflight(model, tokenizer, collator, rows)
+            padded = bool(rows) and "attention_mask" in rows[0] and any(0 in (r.get("attention_mask") or [1]) for r in rows.rows)
+            rep.diagnostics = in_script_words(self._preflight(model, tokenizer, collator, rows), padded)
             rep.timing_s["diagnostics"] = time.perf_counter() - self.started
         self.report = rep
         counter = meter.TokenCounter(cfg.task.name)

@@ -394,3 +394,21 @@ def test_the_drop_in_flags_the_doubled_loss_of_a_classifier_under_gradient_accum
     assert checks["train.grad_accum_loss"]["status"] == "fail" and "2x too large" in checks["train.grad_accum_loss"]["hint"]
     checks = {c["check"]: c for c in _checks_of_attached(tmp_path / "ga1")}
     assert checks["train.grad_accum_loss"]["status"] == "pass"
+
+
+def test_the_drop_ins_hints_speak_the_scripts_words():
+    """'padding=grouped' means nothing to run_glue: the hint names what the script sets, and when its rows were
+    padded while tokenising, that this must go first."""
+    from src.checks.script_words import in_script_words
+
+    checks = [{"check": "data.padding_waste", "status": "warn", "expected": "within 10 points of the least (packed: 2.0%)",
+               "value": {"chosen": "longest", "max_length": 0.34, "longest": 0.27, "dynamic": 0.18, "grouped": 0.03,
+                         "packed": 0.02}, "hint": "padding=longest computes 27% padding; padding=packed 2%."},
+              {"check": "data.truncation", "status": "warn", "expected": "<= 5% of rows at data.max_length (128)",
+               "value": {}, "hint": "raise data.max_length (now 128): the ends of these rows are cut"},
+              {"check": "train.schedule", "status": "warn", "expected": "", "value": {}, "hint": "... shorten trainer.warmup_steps"}]
+    hints = [c["hint"] for c in in_script_words(checks, padded_at_map_time=True)]
+    assert "padding=longest" not in hints[0] and "padding=packed" not in hints[0] and "--pad_to_max_length False" in hints[0] and "DataCollatorWithFlattening" in hints[0]
+    assert "--max_seq_length; now 128" in hints[1] and "data.max_length" not in hints[1]
+    assert hints[2].endswith("shorten warmup_steps (or warmup_ratio)")
+    assert "--pad_to_max_length" not in in_script_words(checks, padded_at_map_time=False)[0]["hint"]
