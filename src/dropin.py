@@ -139,8 +139,8 @@ def checkpointing_of(args) -> tuple[bool, bool | None]:
 def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf) -> int | None:
     """The truncation length the data checks compare rows with: the rows' own width when they were padded to
     one; the length the rows were cut to when tokenising (a script's --max_seq_length 128, under the tokenizer's
-    512): the longest row length when several rows share it, which free text almost never does uncut; else the
-    longest the tokenizer or the model takes."""
+    512): the longest row length when rows pile up there (at least three times as many as at each length just
+    under it, which uncut text doesn't do); else the longest the tokenizer or the model takes."""
     if rows and padding["strategy"] == "max_length":
         return len(rows[0]["input_ids"])
     limit = getattr(tokenizer, "model_max_length", None)
@@ -148,7 +148,10 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf) -> int | No
     if rows:
         lengths = rows["length"]
         longest = max(lengths)
-        if lengths.count(longest) >= max(2, len(lengths) // 100) and (limit is None or longest < limit):
+        at_cap = lengths.count(longest)
+        below = sum(lengths.count(longest - k) for k in range(1, 6)) / 5  # the lengths just under it, on average
+        # a cut piles the whole tail up at one length: far more rows there than at its neighbours
+        if at_cap >= max(2, len(lengths) // 100) and at_cap >= 3 * below and (limit is None or longest < limit):
             return longest
     return limit
 

@@ -361,6 +361,8 @@ def test_the_drop_in_judges_truncation_against_the_length_the_rows_were_cut_to()
     assert max_length_of(cut, {"strategy": "dynamic"}, Tok(), None) == 128
     uncut = Rows([{"input_ids": [5] * n} for n in [40, 128, 97, 90, 133, 61, 60]])
     assert max_length_of(uncut, {"strategy": "dynamic"}, Tok(), None) == 512
+    even = Rows([{"input_ids": [5] * (4 + i % 13)} for i in range(96)])  # lengths 4..16, each as common: no cut
+    assert max_length_of(even, {"strategy": "dynamic"}, Tok(), None) == 512
 
 
 def test_an_evaluation_after_training_reaches_the_drop_ins_report(tmp_path):
