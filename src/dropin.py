@@ -10,6 +10,8 @@ script changes: no Trainer subclass, no new arguments, and training computes wha
 What src.run reads from its Hydra config is read here from the Trainer instead (`config_from_trainer`): the
 task from the model's class, batch size, grad accumulation, precision and schedule from TrainingArguments,
 padding and lengths from the first rows of the train dataset. The measuring itself is src/measure/meter.py's.
+Past 350 lines for one concern: reading a user's Trainer (its rows, packed or padded, its arguments, its model)
+into what src.run would have known takes the room.
 """
 from __future__ import annotations
 
@@ -62,7 +64,22 @@ class Rows:
         return len(self.rows)
 
     def __getitem__(self, key):
+        if key == "length":  # a packed row (TRL's packing, padding-free) holds several sequences: each one's length
+            return [n for r in self.rows for n in self._lengths(r)]
         return [self._column(r, key) for r in self.rows] if isinstance(key, str) else self.rows[key]
+
+    @property
+    def packed(self) -> bool:
+        return bool(self.rows) and ("seq_lengths" in self.rows[0] or "position_ids" in self.rows[0])
+
+    def _lengths(self, row: dict) -> list[int]:
+        if "seq_lengths" in row:
+            return [int(n) for n in row["seq_lengths"]]
+        if "position_ids" in row:  # sequences restart their positions at 0
+            positions = list(row["position_ids"])
+            starts = [i for i, p in enumerate(positions) if p == 0] + [len(positions)]
+            return [b - a for a, b in zip(starts, starts[1:]) if b > a]
+        return [self._column(row, "length")]
 
     def select(self, indices) -> "Rows":
         return Rows([self.rows[i] for i in indices])
@@ -110,7 +127,10 @@ def padding_of(rows: Rows | None, args, collator) -> dict:
     collator = getattr(collator, "data_collator", collator)  # the Trainer's column-removing wrapper
     multiple = getattr(collator, "pad_to_multiple_of", None)
     masks = [r.get("attention_mask") for r in rows.rows] if rows else []
-    if masks and all(m is not None for m in masks) and any(0 in list(m) for m in masks):
+    flattening = type(collator).__name__ == "DataCollatorWithFlattening" or getattr(collator, "padding_free", False)
+    if (rows and rows.packed) or flattening:  # padding-free: sequences side by side, no pad between them
+        strategy = "packed"
+    elif masks and all(m is not None for m in masks) and any(0 in list(m) for m in masks):
         strategy = "max_length" if len({len(m) for m in masks}) == 1 else "longest"
     elif getattr(args, "group_by_length", False) or getattr(args, "train_sampling_strategy", None) == "group_by_length":
         strategy = "grouped"
