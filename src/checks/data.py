@@ -81,10 +81,12 @@ def data_checks(cfg, train_ds) -> list[dict]:
     d, task = cfg.data, cfg.task.name
     if task == "classification":
         labels = np.asarray(train_ds["labels"])
-        bad = int(((labels < 0) | (labels >= cfg.task.num_labels)).sum())
+        # the head's width: set, or the data's classes (src.run sets it from the rows before the checks run)
+        k = cfg.task.num_labels or (cfg.data.labels if cfg.data.source == "synthetic" else int(labels.max()) + 1)
+        bad = int(((labels < 0) | (labels >= k)).sum())
         out.append(result("data.labels_in_range", "fail" if bad else "pass",
-                          f"{bad} of {len(labels)} labels outside [0, {cfg.task.num_labels}); min {labels.min()}, max {labels.max()}",
-                          f"all in [0, {cfg.task.num_labels})", "set task.num_labels to the number of classes" if bad else ""))
+                          f"{bad} of {len(labels)} labels outside [0, {k}); min {labels.min()}, max {labels.max()}",
+                          f"all in [0, {k})", "set task.num_labels to the number of classes" if bad else ""))
     truncated = float((lengths >= d.max_length).mean())
     out.append(result("data.truncation", "warn" if truncated > 0.05 else "pass",
                       {"rows_at_max_length": round(truncated, 4), "mean": round(float(lengths.mean()), 1),

@@ -27,7 +27,7 @@ def _autocast(res):
 def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     """One forward and backward on a real training batch: pooling, initial loss, logits, gradient norm."""
     task, out = cfg.task.name, []
-    width = cfg.task.num_labels if task == "classification" else conf.vocab_size
+    width = conf.num_labels if task == "classification" else conf.vocab_size  # the head the model was built with
     head = _head(model, width)
     seen = {}
     hook = head.register_forward_hook(lambda m, i, o: seen.update(inp=i[0].detach(), inp_on_graph=i[0].requires_grad)) \

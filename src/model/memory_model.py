@@ -139,7 +139,7 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
         ids = torch.randint(3, min(conf.vocab_size, 1000), (n,), generator=gen).tolist()
         row = {"input_ids": ids, "length": n}
         if cfg.task.name == "classification":
-            row["labels"] = i % cfg.task.num_labels
+            row["labels"] = i % conf.num_labels
         elif cfg.task.name == "seq2seq":
             row["labels"] = ids[: d.max_target_length]
         rows.append(row)

@@ -168,7 +168,7 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     rep.memory_gb = memory_section(mem)
     rep.eval = {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
                 "history": evals} if evals else None
-    rep.loss = loss_summary(trainer.state.log_history, expected_initial_loss(cfg.task.name, cfg.task.num_labels, vocab))
+    rep.loss = loss_summary(trainer.state.log_history, expected_initial_loss(cfg.task.name, cfg.task.num_labels or trainer.model.config.num_labels, vocab))
     if world > 1:
         rep.distributed = {"world_size": world, "strategy": rep.resolved.get("distributed"), **ranks}
     if not cfg.measure.enabled:
