@@ -48,8 +48,9 @@ def test_a_sweep_groups_its_jobs_and_adds_a_summary_run(tmp_path):
     wb = read_run(summary_dir)
     assert wb["group"] == tmp_path.name and wb["job_type"] == "sweep-summary"
     logged = {k: v for row in wb["history"] for k, v in row.items()}
-    for plot in ("throughput_heatmap", "memory_vs_batch", "step_breakdown", "loss_curves"):
+    for plot in ("throughput_by_config", "throughput_vs_batch", "memory_vs_batch", "step_breakdown", "loss_curves"):
         assert logged[f"plots/{plot}._type"] == "image-file"  # the reader joins a logged object's fields with '.'
+    assert not any(k.startswith("plots/throughput_heatmap") for k in logged)  # one axis swept: no grid to draw
     summary = wb["summary"]
     assert summary["ranked"]["_type"] == "table-file" and summary["ranked"]["nrows"] == 2
     assert "fastest" in summary["recommendation"]
