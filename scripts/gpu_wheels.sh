@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wheels for what the GPU machine lacks (it cannot reach a package index), downloaded here into .whl/ for Python 3.12
 # x86_64, at the versions this .venv runs. The machine has torch, transformers, peft, accelerate, pandas,
-# pyarrow and nvidia-ml-py. Usage: scripts/gpu_wheels.sh [--qlora] [--wandb] [--liger]   (64 MiB travel in all:
+# pyarrow and nvidia-ml-py. Usage: scripts/gpu_wheels.sh [--qlora] [--wandb] [--liger] [--trl]   (64 MiB travel in all:
 # bitsandbytes is 43 MB and wandb 20 MB, so take one of them at a time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,7 @@ for arg in "$@"; do
     --qlora) PKGS="$PKGS bitsandbytes" ;;
     --wandb) PKGS="$PKGS wandb" ;;
     --liger) PKGS="$PKGS liger-kernel" ;;
+    --trl) PKGS="$PKGS trl" ;;   # scripts/dropin_sft_gpu.py: TRL's SFTTrainer
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -104,7 +104,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
             rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
-        trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed")(
+        trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed",
+                                      cuda_graphs=train.uses_cuda_graphs(cfg.trainer))(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=prep.for_trainer,
             eval_dataset=prep.eval,
             data_collator=debug.wrap_collator(prep.collator, cfg.debug),

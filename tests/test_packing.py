@@ -186,3 +186,33 @@ def test_varlen_on_the_cpu_is_one_line_and_exit_2(tmp_path):
 def test_varlen_is_refused_for_seq2seq_even_on_a_gpu():
     with pytest.raises(ConfigError, match="not seq2seq"):
         validate(compose("attention=varlen", "model=tiny-bart", "task=seq2seq"), cuda_available=True)
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_cuda_graph_runs_mark_each_micro_batch_and_eval_batch_as_a_new_step(graphs, tmp_path, monkeypatch):
+    """CUDA graphs (compile_mode=reduce-overhead) overwrite their outputs on the next replay: each training micro-batch
+    and each eval batch tells torch's cudagraph trees a new step begins (torch's own advice for the error it raises
+    otherwise); without graphs nothing is called."""
+    import torch
+
+    marks = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    cfg, model = _model("padding=packed", f"batch.tokens={BUDGET}", "batch=4", "batch.grad_accum=2", "trainer.max_steps=2")
+    conf = models.hf_config(cfg)
+    ds = sources.synthetic(cfg, conf, 16, 0)
+    trainer = train.trainer_class("classification", packed=True, cuda_graphs=graphs)(
+        model=model, args=train.training_args(cfg, env.resolve(cfg), tmp_path), train_dataset=ds,
+        eval_dataset=ds.select(range(4)), data_collator=collate.collator_for(cfg, conf))
+    trainer.train()
+    assert len(marks) == (2 * 2 if graphs else 0)  # 2 steps x grad_accum 2
+    trainer.evaluate()
+    assert len(marks) == (2 * 2 + 1 if graphs else 0)  # 4 eval rows: one batch
+
+
+def test_cuda_graphs_are_asked_for_by_the_compile_modes_that_capture_them():
+    from types import SimpleNamespace as NS
+
+    assert train.uses_cuda_graphs(NS(torch_compile=True, compile_mode="reduce-overhead"))
+    assert train.uses_cuda_graphs(NS(torch_compile=True, compile_mode="max-autotune"))
+    assert not train.uses_cuda_graphs(NS(torch_compile=True, compile_mode="max-autotune-no-cudagraphs"))
+    assert not train.uses_cuda_graphs(NS(torch_compile=False, compile_mode="reduce-overhead"))

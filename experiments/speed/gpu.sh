@@ -14,6 +14,8 @@
 #   bash experiments/speed/gpu.sh anchors   # the three plain-Trainer anchors alone
 #   bash experiments/speed/gpu.sh fp8       # issue 33: FP8 base, fused LoRA vs packed 8k compiled, full depth, anchor first
 #   bash experiments/speed/gpu.sh fp8acc    # issue 33: FP8 accuracy vs bf16 seeds (4 layers, 300 steps), GPU tests, bs-8 regime
+#   bash experiments/speed/gpu.sh graphs    # issue 33 G4: the bs-8 regime (2k-token packs) on 4 layers: regional vs
+#                                           # whole-model compile, whole-model CUDA graphs, fused LoRA, inductor's C++ wrapper
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -144,6 +146,17 @@ if [ "$what" = fp8 ]; then  # issue 33, call 1, full depth: FP8 base and fused L
   run packed8k_compile_fused $B $P8 $C peft.fused=true
   run packed8k_compile_fp8_fused $B $P8 $C precision=fp8 peft.fused=true
   run packed8k_compile_again $B $P8 $C
+fi
+if [ "$what" = graphs ]; then  # issue 33 G4: what cuts the host's launch time at 2k tokens a step (4 layers)
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false"
+  B="trainer.max_steps=60 measure.warmup_steps=15 padding=packed batch.tokens=2048 $C"
+  G="trainer.compile_mode=reduce-overhead"
+  run g2k_regional $B
+  run g2k_model $B trainer.compile_scope=model
+  run g2k_model_graphs $B trainer.compile_scope=model $G
+  run g2k_regional_fused $B peft.fused=true
+  run g2k_model_graphs_fused $B trainer.compile_scope=model $G peft.fused=true
+  TORCHINDUCTOR_CPP_WRAPPER=1 run g2k_regional_cpp_wrapper $B
 fi
 if [ "$what" = fp8acc ]; then  # issue 33, call 2: FP8's accuracy against bf16's seed-to-seed spread (4 layers of real
   # width, 300 steps, an eval set), the fused/FP8/ceiling GPU tests, then full-depth bs-8 regime and tensorwise

@@ -205,7 +205,12 @@ def token_cross_entropy(outputs, labels, num_items_in_batch=None):
     return total / count
 
 
-def trainer_class(task: str, packed: bool = False):
+def uses_cuda_graphs(tr) -> bool:
+    """Compile modes that capture CUDA graphs (torch's cudagraph trees)."""
+    return bool(tr.torch_compile) and tr.compile_mode in ("reduce-overhead", "max-autotune")
+
+
+def trainer_class(task: str, packed: bool = False, cuda_graphs: bool = False):
     base = Seq2SeqTrainer if task == "seq2seq" else Trainer
 
     class MeasuredTrainer(base):
@@ -234,7 +239,14 @@ def trainer_class(task: str, packed: bool = False):
         def training_step(self, model, inputs, num_items_in_batch=None):
             if self.token_counter is not None:
                 self.token_counter.add(inputs)
+            if cuda_graphs:  # a new micro-batch: the graphs' outputs of the last one may be overwritten now
+                torch.compiler.cudagraph_mark_step_begin()
             return super().training_step(model, inputs, num_items_in_batch)
+
+        def prediction_step(self, model, inputs, *args, **kwargs):
+            if cuda_graphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            return super().prediction_step(model, inputs, *args, **kwargs)
 
         def floating_point_ops(self, inputs) -> int:
             # The Trainer recounts the parameters (walking every module) on every micro-batch for its
