@@ -117,3 +117,48 @@ def test_throughput_studies_keep_no_model_and_a_plain_run_does():
     presets = [f"sweep={p.stem}" for p in sorted((CONF / "sweep").glob("*.yaml"))] + [f"experiment={e}" for e in SWEPT]
     assert [p for p in presets if compose(p).trainer.save_final] == []
     assert compose().trainer.save_final is True
+
+
+# -- the READMEs' tables come from the committed result files (experiments/tables.py) ----------------------
+def test_every_generated_table_matches_its_committed_result_files():
+    from experiments import tables
+
+    assert tables.stale() == [], "run: python experiments/tables.py --write"
+
+
+def test_an_edited_number_in_a_readme_table_is_caught(tmp_path):
+    from experiments import tables
+
+    readme, build = tables.TABLES["speed/call4"]
+    copy = tmp_path / "README.md"
+    copy.write_text(readme.read_text().replace("**32,091**", "**33,091**", 1))
+    assert tables.stale({"speed/call4": (copy, build)}) == ["speed/call4"]
+    tables.write({"speed/call4": (copy, build)})
+    assert tables.stale({"speed/call4": (copy, build)}) == [] and copy.read_text() == readme.read_text()
+
+
+def test_a_ratio_across_two_calls_is_refused_unless_the_row_says_so():
+    from experiments.tables import S, CrossCall, Fig, ratio
+
+    call1, call2 = Fig(S + "h100_table_call1.jsonl", "packed8k_compile"), Fig(S + "h100_table_call2.jsonl", "packed8k_compile_fp32_adapters")
+    with pytest.raises(CrossCall, match="crosses calls"):
+        ratio(call1, call2)
+    assert ratio(call1, call2, across_calls=True).endswith("(across calls)")
+    anchor = Fig(S + "h100_table_call1_anchors.jsonl", "bf16_sdpa_b32_group")  # the anchors file is the same call
+    assert ratio(call1, anchor) == "2.73"  # an anchor has no interval, so the ratio states none
+
+
+def test_an_old_reports_interval_is_computed_as_the_report_code_computes_it():
+    """Reports older than the interval code store only their steps: the table computes the interval the way
+    src/report/analysis.with_interval does, which gives a newer report's stored interval back exactly."""
+    from experiments.tables import S, Fig
+
+    new = Fig(S + "h100_fp8_fused_call.jsonl", "packed8k_compile_fp8_fused")
+    stored = new.interval
+    th = new.record["throughput"]
+    new.record["throughput"] = {"real_tokens_per_s": th["real_tokens_per_s"]}  # as an old report: no interval
+    try:
+        recomputed = new.interval
+    finally:
+        new.record["throughput"] = th
+    assert recomputed.low == pytest.approx(stored.low, rel=1e-9) and recomputed.high == pytest.approx(stored.high, rel=1e-9)
