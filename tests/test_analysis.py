@@ -108,7 +108,7 @@ def test_too_few_timed_steps_give_no_interval_and_a_flag():
     ({"compile_": Compile(graphs=3, graphs_in_window=2)}, "2 compiles inside the timed window"),
     ({"machine": {"load_per_cpu": 2.5}}, "busy host: load 2.5 per CPU"),
     ({"machine": {"load_per_cpu": 0.3, "other_gpu_processes": 1}}, "1 other processes on the GPU"),
-    ({"gpu_busy": 0.44}, "host-bound (GPU busy 44%): such a step moved up to 20% between processes"),
+    ({"gpu_busy": 0.44}, "host-bound (GPU busy 44%): the same such step moved 1.12x (1.08-1.16) and 1.20x (1.01-1.43) between processes of one call"),
 ])
 def test_each_reason_to_doubt_a_figure_is_flagged(case, reason):
     values = case.pop("values", [0.100, 0.101, 0.099] * 10)
