@@ -10,10 +10,14 @@ in a results file. Its 95% interval is the one the report stores, or, for report
 the same batch-means interval computed from its stored step times. A ratio is taken only between two figures of
 one device call (one machine, one sitting): a figure's call is its file's name without `_anchors`, unless the
 table names it. A ratio that must cross calls is refused unless its row asks for it, and then it says so.
+
+One concern, however long: the README tables, one small builder per table with its rows as data, registered in TABLES.
 """
 from __future__ import annotations
 
+import csv
 import json
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -56,6 +60,15 @@ class Fig:
         if len(found) != 1:
             raise KeyError(f"{self.path}: {len(found)} records labelled {self.label!r}")
         return found[0]
+
+    @classmethod
+    def by_overrides(cls, path: str, *given: str, without: tuple[str, ...] = ()) -> "Fig":
+        """The one report in `path` run with every override in `given` and none in `without`: for sweep reports
+        whose label is a long hashed job name."""
+        found = [r for r in _records(path) if set(given) <= set(r.get("overrides") or []) and not set(without) & set(r.get("overrides") or [])]
+        if len(found) != 1:
+            raise KeyError(f"{path}: {len(found)} reports with {given}, without {without}")
+        return cls(path, found[0]["label"])
 
     @property
     def call_id(self) -> str:
@@ -115,6 +128,13 @@ def gb(x: float | None) -> str:
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+@cache
+def ranks(summary_csv: str) -> dict[str, str]:
+    """A sweep's ranks by job, from its summary.csv (src/report/summary.py: jobs it can't tell apart share one)."""
+    with open(HERE / summary_csv) as f:
+        return {row["job"]: row["rank"] for row in csv.DictReader(f)}
 
 
 # -- the tables ---------------------------------------------------------------------------------------
@@ -180,6 +200,73 @@ def speed_call4() -> str:
                      "% of ceiling", "GPU busy", "peak / predicted GB"], rows)
 
 
+SWEEP = S + "h100_levers_sweep/"
+
+
+def lever(padding: str, compiled: bool) -> Fig:
+    """One job of call 3's `sweep=levers` (its reports and its anchor are one call: 'levers')."""
+    return Fig(SWEEP + "reports.jsonl", f"logger=none,model=qwen3,padding={padding},trainer.torch_compile={compiled}", "levers")
+
+
+def speed_call3() -> str:
+    anchor, base = Fig(SWEEP + "anchors.jsonl", "bf16_sdpa_b32_group", "levers"), lever("max_length", False)
+    rows = []
+    for compiled in (False, True):
+        for padding in ("max_length", "buckets", "packed_8k"):
+            f = lever(padding, compiled)
+            first = f"{f.get('compile.to_first_step_s'):.0f} s" + (" (cache warm)" if compiled and padding == "buckets" else "")
+            rows.append([f"`padding={padding}` {'compiled' if compiled else 'eager'}", rate(f, bold=compiled and padding == "packed_8k"),
+                         "1.00" if f == base else ratio(f, base), ratio(f, anchor), pct(f.get("flops.mfu")),
+                         f"{gb(f.get('memory_gb.peak_allocated'))} ({gb(f.get('memory_predicted_gb.peak_allocated'))})", first])
+    return markdown(["job", "real tok/s (95%)", "x max_length eager", f"x best plain ({anchor.rate:,.0f})", "MFU",
+                     "peak GB (predicted)", "to first step"], rows)
+
+
+def memory_error(f: Fig) -> float:
+    return f.get("memory_predicted_gb.peak_allocated") / f.get("memory_gb.peak_allocated") - 1
+
+
+def speed_memory() -> str:
+    h200, h100 = S + "h200_memory_call.jsonl", S + "h100_memory_call2.jsonl"
+    runs = [("classification, fixed 320, eager", Fig(h200, "mem_fixed_bs32")),
+            ("classification, packed 8k, compiled", Fig(h200, "mem_packed8k_compile")),
+            ("causal LM, fixed 320 bs 16, compiled", Fig(h200, "mem_lm_fixed_bs16_compile")),
+            ("causal LM, packed 8k, Liger", Fig(h200, "mem_lm_packed8k_liger")),
+            ("classification, fixed 320, full checkpointing", Fig(h200, "mem_gc_all_bs32")),
+            ("QLoRA, packed 8k, eager", Fig(h100, "mem_qlora_packed8k")),  # the H200 call's QLoRA prediction predates fix 3
+            ("classification, packed 8k, eager", Fig(h100, "mem_packed8k")),
+            ("classification, buckets, eager", Fig(h100, "mem_buckets_bs32"))]
+    card = lambda f: f.get("env.device_name").split()[1]  # "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+    rows = [[what, card(f), f"{f.get('memory_gb.peak_allocated'):.2f}", f"{f.get('memory_predicted_gb.peak_allocated'):.2f}",
+             pct(memory_error(f))] for what, f in runs]
+    sweep = [lever(p, c) for p in ("max_length", "buckets", "packed_8k") for c in (False, True)]
+    span = lambda key: f"{min(f.get(key) for f in sweep):.1f}-{max(f.get(key) for f in sweep):.1f}"
+    errors = [memory_error(f) for f in sweep]
+    rows.append(["the six jobs of `sweep=levers` (call 3)", card(sweep[0]), span("memory_gb.peak_allocated"),
+                 span("memory_predicted_gb.peak_allocated"), f"{pct(min(errors))} to {pct(max(errors))}"])
+    return markdown(["run (full depth, bs 32 at 320 or 8k-token packs)", "card", "measured peak GB", "predicted GB", "error"], rows)
+
+
+def speed_fp8_accuracy() -> str:
+    """FP8 against bf16 seeds on 4 layers: the loss curve's points, the final eval, the curves' gaps."""
+    acc = {(d, s): Fig(S + "h100_fp8_accuracy_call.jsonl", f"acc_{d}_seed{s}") for d in ("bf16", "fp8") for s in (0, 1)}
+
+    def gap(a: Fig, b: Fig) -> str:
+        (steps_a, la), (steps_b, lb) = zip(*a.get("loss.curve")), zip(*b.get("loss.curve"))
+        assert steps_a == steps_b, "curves logged at different steps"
+        d = [abs(x - y) for x, y in zip(la, lb)]
+        return f"{sum(d) / len(d):.4f} / {max(d):.3f}"
+
+    rows = []
+    for (dtype, seed), f in acc.items():
+        curve = dict(map(tuple, f.get("loss.curve")))
+        vs = ("bf16 seed 0 vs 1: " + gap(acc["bf16", 0], acc["bf16", 1]) if seed else "") if dtype == "bf16" else gap(f, acc["bf16", seed])
+        rows.append([f"{'FP8' if dtype == 'fp8' else dtype} seed {seed}", " / ".join(f"{curve[s]:.3f}" for s in (100, 200, 300)),
+                     f"{f.get('eval.final.loss'):.3f}", pct(f.get("eval.final.accuracy")), vs])
+    return markdown(["", "train loss at 100 / 200 / 300", "eval loss", "eval accuracy",
+                     "curve vs bf16 same seed: mean / max abs gap"], rows)
+
+
 L = "twelve_x_slowdown/results/ladder/"
 RUNGS = [("0 before", "fp32, no TF32, eager, checkpointing, pad \"longest\", bs 8 x ga 2, no workers", "A"),
          ("1 padding", "fixed padding to 320 (report: 2-3x)", "A"),
@@ -216,10 +303,201 @@ def twelve_x_ladder() -> str:
                      "x plain Trainer (same call)", "GPU busy", "MFU", "peak GB"], rows)
 
 
+C = "twelve_x_slowdown/results/ladder_c/"
+
+
+def twelve_x_ladder_c() -> str:
+    """Rungs 3 and 4 in one call, A-B-B-A, after the plain Trainer nearest rung 4."""
+    runs = [("rung 3 env (1st)", "rung_3_env_a"), ("rung 4 bf16 (2nd)", "rung_4_bf16_a"),
+            ("rung 4 bf16 (3rd)", "rung_4_bf16_b"), ("rung 3 env (4th)", "rung_3_env_b")]
+    rows = []
+    for what, label in runs:
+        f = Fig(C + "reports.jsonl", label, "C")
+        rows.append([what, rate(f), f"{f.get('step_time_s.mean'):.3f}", f"{f.get('gpu_busy_fraction'):.0%}",
+                     f"{f.get('host_s.launch'):.3f}", gb(f.get("memory_gb.peak_allocated"))])
+    a = Fig(C + "anchor.jsonl", "bf16_sdpa_b16_gc", "C")
+    rows.append(["plain Trainer, bf16 sdpa, checkpointing, bs 16 x ga 1 (`bf16_sdpa_b16_gc`, before them)", rate(a),
+                 f"{a.get('step_s'):.3f}", "", "", gb(a.get("peak_alloc_gb"))])
+    return markdown(["run (order)", "real tok/s (95%)", "step s", "GPU busy", "host launch s/step", "peak GB"], rows)
+
+
+def twelve_x_loaders() -> str:
+    """Twelve loader setups, each its own process, in the order they ran (one call)."""
+    runs = [("0 workers, no pinning (first process)", "w0_nopin"), ("2 workers, pinned, persistent, prefetch 2", "w2_pin"),
+            ("2 workers, not pinned", "w2_nopin"), ("0 workers, pinned", "w0_pin"), ("4 workers, pinned", "w4_pin"),
+            ("8 workers, pinned", "w8_pin"), ("bs 32: 2 workers, pinned", "w2_pin_b32"),
+            ("bs 32: 0 workers, no pinning", "w0_nopin_b32"), ("bs 32: 2 workers, not pinned", "w2_nopin_b32"),
+            ("2 workers, pinned, not persistent", "w2_pin_transient"), ("2 workers, pinned, prefetch 8", "w2_pin_prefetch8"),
+            ("0 workers, no pinning (last process, same as the first)", "w0_nopin_again")]
+    rows = []
+    for what, label in runs:
+        f = Fig("twelve_x_slowdown/results/loaders/reports.jsonl", label)
+        rows.append([what, rate(f), f"{f.get('step_time_s.mean') * 1000:.0f}", f"{f.get('host_s.data') * 1000:.1f}",
+                     f"{f.get('gpu_busy_fraction'):.0%}"])
+    return markdown(["loader (bs 8 unless noted)", "real tok/s (95%)", "step ms", "host data ms/step", "GPU busy"], rows)
+
+
+def batch_vs_accum() -> str:
+    B = "batch_vs_accum/results/"
+    rows = []
+    for bs, ga in [(32, 2), (32, 1), (16, 2), (16, 1), (8, 1), (8, 2), (4, 1), (4, 2)]:
+        f = Fig(B + "sweep_reports.jsonl", f"batch.grad_accum={ga},batch.size={bs},model=qwen3")
+        rows.append([ranks(B + "summary.csv")[f"batch.size={bs}, batch.grad_accum={ga}"], f"bs {bs} x ga {ga}",
+                     f.get("status"), str(bs * ga), rate(f), f"{f.get('throughput.samples_per_s'):.1f}",
+                     f"{f.get('step_time_s.mean'):.4f}", pct(f.get("flops.mfu")), gb(f.get("memory_gb.peak_allocated")),
+                     gb(f.get("memory_gb.peak_reserved")), "yes" if f.get("verdict.saturated") else "no",
+                     f"{f.get('gpu_busy_fraction'):.0%}", f.get("verdict.bottleneck")])
+    for bs in (64, 128):
+        status = {Fig(B + "sweep_reports.jsonl", f"batch.grad_accum={ga},batch.size={bs},model=qwen3").get("status") for ga in (1, 2)}
+        rows.append(["-", f"bs {bs} x ga 1, 2", *status] + [""] * 10)
+    return markdown(["rank", "job", "status", "effective batch", "real tok/s (95%)", "samples/s", "step s", "MFU",
+                     "peak alloc GB", "peak reserved GB", "saturated", "GPU busy", "bottleneck"], rows)
+
+
+def kobart() -> str:
+    K = "kobart_batch/results/h100_sweep/kobart_reports.jsonl"
+    rows = []
+    for bs, ga in [(16, 2), (16, 1), (8, 2), (8, 1)]:
+        f = Fig(K, f"batch.grad_accum={ga},batch.size={bs},experiment=kobart_batch,logger=none")
+        spread = stats.batch_means(f.get("step_time_s.values")).half_width  # the step time's, as the report's flag has it
+        rows.append([f"bs {bs} x ga {ga}", f"{f.get('throughput.samples_per_s'):.1f}", rate(f), f"{f.get('step_time_s.mean'):.3f}",
+                     f"{f.get('gpu_busy_fraction'):.0%}", f"+-{spread:.0%}; {f.get('shapes.new_in_window')} new shapes in the window"])
+    return markdown(["job", "samples/s", "real tok/s (95%)", "step s", "GPU busy", "flags"], rows)
+
+
+def scaling() -> str:
+    P = "scaling/results/h200x2/scaling_reports.jsonl"
+    rows = []
+    for what, label in [("LoRA, one GPU", "one_gpu"), ("LoRA, DDP x 2", "two_gpu_ddp"), ("full FT fp32, one GPU", "one_gpu_full_ft_fp32")]:
+        f = Fig(P, label)
+        peaks = {gb(m["peak_allocated"]) for m in f.get("distributed.memory_per_rank") or [f.get("memory_gb")]}
+        peak = " / ".join(sorted(peaks)) + (" each" if f.get("distributed") and len(peaks) == 1 else "")
+        rows.append([what, rate(f), f"{f.get('throughput.real_tokens_per_s_per_gpu'):,.0f}", f"{f.get('step_time_s.mean'):.3f}",
+                     f"{f.get('gpu_busy_fraction'):.0%}", pct(f.get("flops.mfu")) + (f" (of TF32's {f.get('flops.peak_tflops'):.0f})" if f.get("config.precision.name") == "fp32" else ""), peak])
+    rows.append(["full FT fp32, FSDP x 2", "did not finish", "", "", "", "", ""])  # no report: the save hung (below)
+    return markdown(["run", "real tok/s (95%)", "per GPU", "step s", "GPU busy", "MFU", "peak allocated GB"], rows)
+
+
+def loop_overheads() -> str:
+    """Each habit's runs in rounds over two calls; its interval is the spread of its runs (stats.of_repeats)."""
+    P = "loop_overheads/results/pooled/reports.jsonl"
+    run = lambda habit, r: Fig(P, f"debug={habit},experiment=loop_overheads,logger=none,model=qwen3" + (f",repeat={r}" if r else ""))
+    habits = {"none": [0, 1, 2, 3], **{h: [0, 1, 3] for h in ("empty_cache", "item_sync", "pandas_concat", "cudnn_deterministic")}}
+    figs = {h: [run(h, r) for r in reps] for h, reps in habits.items()}
+    ci = {h: stats.of_repeats([f.rate for f in fs]) for h, fs in figs.items()}
+    rows = []
+    for habit, fs in figs.items():
+        rates = [f"{f.rate:,.0f}" + (" (call 1)" if habit == "none" and r == 2 else "") for f, r in zip(fs, habits[habit])]
+        busy = [f.get("gpu_busy_fraction") for f in fs]
+        against = ""
+        if habit != "none":
+            c = stats.compare(ci["none"], ci[habit], ci["none"].mean, ci[habit].mean)
+            against = (f"tie ({c.ratio:.2f}x, {c.low:.2f}-{c.high:.2f})" if c.tie
+                       else f"**loses: none is {c.ratio:.2f}x ({c.low:.2f}-{c.high:.2f})**")
+        rows.append([habit, ", ".join(rates), f"{ci[habit].mean:,.0f} ({ci[habit].low:,.0f}-{ci[habit].high:,.0f})",
+                     f"{sum(f.get('step_time_s.mean') for f in fs) / len(fs) * 1000:.0f}", f"{min(busy) * 100:.0f}-{max(busy):.0%}", against])
+    return markdown(["habit", "real tok/s per run (rounds 1, 2, 3)", "mean (95%)", "step ms", "GPU busy", "against none"], rows)
+
+
+SAT = "batch_vs_accum_saturation/results/"
+
+
+def peak(f: Fig, of_cap: bool = False) -> str:
+    """'4.59 / 5.47' GB allocated / reserved, with the cap where asked and the verdict where it says saturated."""
+    m = f.get("memory_gb")
+    text = f"{m['peak_allocated']:.2f} / {m['peak_reserved']:.2f}" + (f" of {m['memory_cap_gb']:.0f}" if of_cap and m["memory_cap_gb"] else "")
+    return text + (f" ({m['peak_reserved'] / m['capacity']:.0%}: saturated)" if f.get("verdict.saturated") else "")
+
+
+def out_of_memory(f: Fig) -> str:
+    """The CUDA error's own figures: what PyTorch had allocated and reserved when the request failed."""
+    request, alloc, reserved = re.search(r"allocate ([\d.]+) MiB.*?([\d.]+) GiB is allocated by PyTorch, and ([\d.]+) GiB is reserved",
+                                         f.get("error")).groups()
+    return (f"out of memory: {float(alloc):.1f} GB allocated + {float(reserved):.1f} reserved but unallocated "
+            f"at a {float(request) / 1024:.2g} GB request")
+
+
+def saturation_claims() -> str:
+    runs = [("fp32 compute, 24 GB cap, bs 8", "fp32_b8"), ("fp32 compute, 24 GB cap, bs 16", "fp32_b16"),
+            ("fp32 compute, 24 GB cap, bs 8 x ga 2", "fp32_b8_ga2"), ("bf16 compute, no cap, bs 8", "bf16_b8"),
+            ("bf16 compute, no cap, bs 16", "bf16_b16")]
+    rows = []
+    for what, label in runs:
+        f = Fig(SAT + "claims/reports.jsonl", label)
+        st = f.get("step_time_s")
+        rows.append([what, f"{st['mean']:.3f} ({st['ci_low']:.3f}-{st['ci_high']:.3f})", f"{f.get('throughput.samples_per_s'):.1f}",
+                     peak(f, of_cap=True), f"{f.get('memory_predicted_gb.peak_allocated'):.2f}", f"{f.get('gpu_busy_fraction'):.0%}"])
+    return markdown(["job", "step s (95%)", "samples/s", "peak allocated / reserved GB", "predicted GB", "GPU busy"], rows)
+
+
+def three_steps(path: str, runs: list[tuple[str, str]], step_header: str) -> str:
+    """Jobs of 3 timed steps (no interval): the mean step with its range, or the out-of-memory error's figures."""
+    rows = []
+    for what, label in runs:
+        f = Fig(path, label)
+        predicted = f"{f.get('memory_predicted_gb.peak_allocated'):.2f}"
+        if f.get("status") == "oom":
+            rows.append([what, out_of_memory(f), "-", "-", predicted])
+            continue
+        st = f.get("step_time_s")
+        rows.append([what, f"{st['mean']:.3f} ({min(st['values']):.2f}-{max(st['values']):.2f})",
+                     f"{f.get('throughput.samples_per_s'):.2f}", peak(f), predicted])
+    return markdown(["job", step_header, "samples/s", "peak allocated / reserved GB", "predicted GB"], rows)
+
+
+def saturation_long() -> str:
+    return three_steps(SAT + "long/reports.jsonl", [("fp32 compute bs 8", "fp32_b8"), ("fp32 compute bs 16", "fp32_b16"),
+                       ("bf16 compute bs 8", "bf16_b8"), ("bf16 compute bs 16", "bf16_b16"), ("fp32 compute bs 8 x ga 2", "fp32_b8_ga2")],
+                       "step s (3 steps: mean, range)")
+
+
+def saturation_near_cap() -> str:
+    return three_steps(SAT + "near_cap/reports.jsonl", [("fp32 bs 16", "fp32_b16_near_cap"), ("fp32 bs 8", "fp32_b8_near_cap"),
+                       ("fp32 bs 16, the same job again", "fp32_b16_near_cap_expandable"),
+                       ("fp32 bs 16, rows of at most 1,800", "fp32_b16_1800")], "step s (3 steps)")
+
+
+def saturation_largest() -> str:
+    """SOLAR and Polyglot under the 24 GB cap: the micro-batch doubled until a job saturated or ran out of memory."""
+    path, long = SAT + "largest/reports.jsonl", "data.length_mean=1800"
+    searches = [("SOLAR-10.7B", "solar-10.7b", "~211 tokens", [16, 32, 64]), ("SOLAR-10.7B", "solar-10.7b", "~1,800 tokens", [4, 8, 16]),
+                ("Polyglot-Ko-12.8B", "polyglot-ko-12.8b", "~211 tokens", [16, 32, 64]),
+                ("Polyglot-Ko-12.8B", "polyglot-ko-12.8b", "~1,800 tokens", [4, 8])]
+    rows = []
+    for name, model, rows_of, batches in searches:
+        given, without = ((long,), ()) if rows_of.startswith("~1,800") else ((), (long,))
+        jobs = [(b, Fig.by_overrides(path, f"model={model}", f"batch.size={b}", *given, without=without)) for b in batches]
+        cells = []
+        for b, f in jobs:
+            m, predicted = f.get("memory_gb"), f"({f.get('memory_predicted_gb.peak_allocated'):.2f})"
+            cells.append(f"{b}: out of memory {predicted}" if f.get("status") != "ok" else
+                         f"{b}: {m['peak_allocated']:.2f} / {m['peak_reserved']:.2f}{', saturated' if f.get('verdict.saturated') else ''} {predicted}")
+        fits = [(b, f) for b, f in jobs if f.get("status") == "ok"]
+        b, top = fits[-1]
+        m = top.get("memory_gb")
+        rows.append([name, rows_of, "; ".join(cells),
+                     f"**{b}**" + (f" ({m['peak_reserved'] / m['capacity']:.0%} reserved)" if top.get("verdict.saturated") else ""),
+                     ", ".join(f"{x:.1f}" if x >= 10 else f"{x:.2f}" for x in (f.get("throughput.samples_per_s") for _, f in fits))])
+    return markdown(["model", "rows", "micro-batch: peak allocated / reserved GB (predicted)", "largest that fits", "samples/s"], rows)
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
+          "speed/call3": (HERE / "speed/README.md", speed_call3),
           "speed/call4": (HERE / "speed/README.md", speed_call4),
-          "twelve_x/ladder": (HERE / "twelve_x_slowdown/README.md", twelve_x_ladder)}
+          "speed/memory": (HERE / "speed/README.md", speed_memory),
+          "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),
+          "twelve_x/ladder": (HERE / "twelve_x_slowdown/README.md", twelve_x_ladder),
+          "twelve_x/ladder_c": (HERE / "twelve_x_slowdown/README.md", twelve_x_ladder_c),
+          "twelve_x/loaders": (HERE / "twelve_x_slowdown/README.md", twelve_x_loaders),
+          "batch_vs_accum": (HERE / "batch_vs_accum/README.md", batch_vs_accum),
+          "saturation/claims": (HERE / "batch_vs_accum_saturation/README.md", saturation_claims),
+          "saturation/long": (HERE / "batch_vs_accum_saturation/README.md", saturation_long),
+          "saturation/near_cap": (HERE / "batch_vs_accum_saturation/README.md", saturation_near_cap),
+          "saturation/largest": (HERE / "batch_vs_accum_saturation/README.md", saturation_largest),
+          "kobart_batch": (HERE / "kobart_batch/README.md", kobart),
+          "scaling/h200x2": (HERE / "scaling/README.md", scaling),
+          "loop_overheads/pooled": (HERE / "loop_overheads/README.md", loop_overheads)}
 
 
 # -- README blocks ------------------------------------------------------------------------------------

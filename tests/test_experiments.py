@@ -162,3 +162,14 @@ def test_an_old_reports_interval_is_computed_as_the_report_code_computes_it():
     finally:
         new.record["throughput"] = th
     assert recomputed.low == pytest.approx(stored.low, rel=1e-9) and recomputed.high == pytest.approx(stored.high, rel=1e-9)
+
+
+def test_a_sweep_report_is_found_by_its_overrides_when_its_label_is_a_hashed_job_name():
+    from experiments.tables import SAT, Fig
+
+    path, long = SAT + "largest/reports.jsonl", "data.length_mean=1800"
+    short = Fig.by_overrides(path, "model=solar-10.7b", "batch.size=16", without=(long,))
+    assert long not in short.get("overrides") and short.get("status") == "ok"
+    assert Fig.by_overrides(path, "model=solar-10.7b", "batch.size=16", long).get("status") == "oom"
+    with pytest.raises(KeyError, match="2 reports"):  # short and long rows both ran bs 16: ambiguous
+        Fig.by_overrides(path, "model=solar-10.7b", "batch.size=16")
