@@ -105,7 +105,10 @@ def cli() -> None:
         # our function runs; those are config errors, which exit 2.
         if exc.code == 1 and not _composed:
             sys.exit(2)
+        if isinstance(exc.code, int):
+            children.exit_now(exc.code)
         raise
+    children.exit_now(0)  # a run or a sweep is over: skip the interpreter's teardown (children.exit_now says why)
 
 
 if __name__ == "__main__":

@@ -414,3 +414,18 @@ def test_the_drop_ins_hints_speak_the_scripts_words():
     assert "--max_seq_length; now 128" in hints[1] and "data.max_length" not in hints[1]
     assert hints[2].endswith("shorten warmup_steps (or warmup_ratio)")
     assert "--pad_to_max_length" not in in_script_words(checks, padded_at_map_time=False)[0]["hint"]
+
+
+def test_exit_now_keeps_the_exit_code_printed_output_and_logged_lines(tmp_path):
+    """A finished run ends without the interpreter's teardown (seconds per process): what it printed without a
+    newline, what it logged to a file, and its exit code all survive."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "run.log"
+    code = ("import logging, sys; from src.base import children; "
+            f"logging.basicConfig(filename={str(log)!r}, level=logging.INFO); logging.info('logged line'); "
+            "print('printed', end=''); sys.stderr.write('to stderr'); children.exit_now(3)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "printed", "to stderr")
+    assert "logged line" in log.read_text()

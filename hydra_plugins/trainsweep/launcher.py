@@ -8,6 +8,7 @@ process dies (killed, out of host memory, a CUDA fault) is recorded as failed an
 dies with its sweep (submitit_local's jobs would outlive it), and a directory another process holds is
 left alone.
 """
+import atexit
 import logging
 import os
 import select
@@ -114,7 +115,11 @@ class IsolatedLauncher(LocalLauncher):
     def __call__(self, *args, **kwargs):  # in the job's process
         if self.sweep_pid is not None:
             die_with(self.sweep_pid)
-        return super().__call__(*args, **kwargs)
+        result = super().__call__(*args, **kwargs)
+        # once submitit has stored this result and returns: exit without the interpreter's teardown, seconds a
+        # job (base/children.exit_now); a job that raised exits the usual way
+        atexit.register(app("base.children").exit_now, 0)
+        return result
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         report_files = app("report.files")

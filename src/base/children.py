@@ -1,10 +1,14 @@
 """Children a run starts never outlive it. A tokenising pool's workers (datasets.map with num_proc) and DataLoader
 workers are forked; when the run is killed with -9 nothing of Python runs to stop them, and they lived on under
 pid 1 (the pool's workers wait on a queue forever). On Linux each child forked after `die_with_this_process()`
-asks the kernel for SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG), set in the child right after fork."""
+asks the kernel for SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG), set in the child right after fork.
+
+A finished run ends without the interpreter's shutdown (`exit_now`): tearing down the module graph of torch,
+transformers and peft took 4-5 s after every run on a 2-core CPU, paid once by a run and once per job by a sweep."""
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -39,3 +43,16 @@ def die_with_this_process() -> bool:
         return False
     os.register_at_fork(before=_before_fork, after_in_child=_in_child)
     return True
+
+
+def exit_now(code: int = 0):
+    """End this process at once with `code`: standard streams flushed and logging's handlers closed first
+    (a run's own files are closed already: written atomically). Its forked children get SIGKILL on Linux
+    (above); a DataLoader worker elsewhere exits on its own once its parent is gone."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: nothing more can be said there
+            pass
+    os._exit(code)
