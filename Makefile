@@ -32,7 +32,10 @@ run: setup  ## the main job: tiny Qwen3 classifier, LoRA, synthetic data (~1 min
 	@$(if $(RUN_DEFAULT),echo "make run: a GPU is here: the job is $(RUN_DEFAULT) (ARGS='model=...' picks another)")
 	$(PY) -m src.run $(RUN_DEFAULT) $(ARGS)
 
-test: setup  ## fast tests (CPU; GPU tests skip without a GPU)
+test: setup  ## the CPU suite without the tests marked slow (GPU tests skip without a GPU): what CI runs
+	$(PY) -m pytest -q -x -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
+
+test-all: setup  ## every CPU test, the slow ones too (a few more minutes: multi-process sweeps, every task's CLI run)
 	$(PY) -m pytest -q -x -n 2 --dist loadfile $(PYTEST_ARGS)
 
 sweep: setup  ## a 4-point CPU sweep: batch 2,4 x grad_accum 1,2

@@ -139,6 +139,7 @@ def test_grad_norm_is_judged_on_a_deliberately_set_scale():
     assert _status(check_model.model_checks(cfg, res, model, batch, conf), "train.grad_norm") == "fail"
 
 
+@pytest.mark.slow
 def test_the_default_qwen3_shape_on_random_weights_passes_its_own_checks(tmp_path):
     """The issue's first run: Qwen3-4B's width (2 layers, to fit a CPU) with its random-init head clipped 96-97% of
     its step-1 gradient and failed train.grad_norm. Now no check of a run fails on it (one step, to keep it short)."""

@@ -33,6 +33,7 @@ def test_a_run_logs_offline_with_config_metrics_and_the_report(tmp_path):
     assert summary["diag/model.initial_loss"] == "pass"
 
 
+@pytest.mark.slow
 @needs_reader
 def test_a_sweep_groups_its_jobs_and_adds_a_summary_run(tmp_path):
     proc = cli("-m", "batch=2,4", *QUICK, "logger=wandb", f"hydra.sweep.dir={tmp_path}")

@@ -225,6 +225,7 @@ def test_repeats_must_be_a_positive_integer(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == "config error: sweep.repeats=0: must be a positive integer"
 
 
+@pytest.mark.slow  # 4 job processes; rounds() and the ranking on repeats are tested without processes above
 def test_a_repeated_sweep_interleaves_its_jobs_and_ranks_each_on_its_repeats(tmp_path):
     proc = cli("-m", "batch=2,4", "sweep.repeats=2", *QUICK, "logger=none", f"hydra.sweep.dir={tmp_path}")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,6 +1,7 @@
 """The schema of the groups that say what the model is fed: data, padding, dataloader, batch."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -45,6 +46,10 @@ class DataConfig:
         d = cfg.data
         if d.source == "files" and not d.train_file:
             raise ConfigError("data.train_file", None, "data=files needs a path to a CSV, JSONL or Parquet file")
+        if d.source == "files":
+            for key in ("train_file", "eval_file"):
+                if d[key]:
+                    check_file(f"data.{key}", d[key])
         positive("data.size", d.size)
         positive("data.max_length", d.max_length)
         if not d.length_min <= d.length_max:
@@ -55,6 +60,19 @@ class DataConfig:
         if d.format != "text" and d.source != "files":
             raise ConfigError("data.format", d.format, "reads instruction or chat rows from a file: add data=files "
                                                        "data.train_file=PATH")
+
+
+FILE_LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}  # datasets' loaders
+
+
+def check_file(key: str, path: str) -> None:
+    """A data file that is missing, of an unknown kind or empty: one line before anything heavy is imported."""
+    if not os.path.isfile(path):
+        raise ConfigError(key, path, "no such file")
+    if os.path.splitext(path)[1].lower() not in FILE_LOADERS:
+        raise ConfigError(key, path, "unknown extension; allowed: " + ", ".join(FILE_LOADERS))
+    if os.path.getsize(path) == 0:
+        raise ConfigError(key, path, "the file has no rows (it is empty, 0 bytes)")
 
 
 PaddingStrategy = Choice("PaddingStrategy", "max_length longest dynamic grouped packed")  # packed: padding-free

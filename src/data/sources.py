@@ -25,11 +25,12 @@ import pyarrow.compute as pc
 from datasets import ClassLabel, Dataset, load_dataset
 
 from ..base import files as disk  # disk.CACHE read when used: a test or script may point it elsewhere
+from ..config.data import FILE_LOADERS, check_file
 from ..config.errors import ConfigError
 from . import formats
 
 log = logging.getLogger(__name__)
-LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+LOADERS = FILE_LOADERS
 
 
 def _first_bad_line(path: str) -> tuple[int, int] | None:
@@ -58,13 +59,8 @@ def _first_bad_json_line(path: str) -> str | None:
 def _read(path: str, key: str, na_values: list | None = None) -> tuple[Dataset, str]:
     """The file's rows and its content hash. In CSV/TSV only the na_values cells are missing (data.na_values: the
     empty ones): pandas' own list would read a class named "None" or a text cell "NA" as no value."""
-    if not os.path.isfile(path):
-        raise ConfigError(key, path, "no such file")
+    check_file(key, path)  # validate() checked it before the heavy imports; a file can go missing in between
     ext = os.path.splitext(path)[1].lower()
-    if ext not in LOADERS:
-        raise ConfigError(key, path, "unknown extension; allowed: " + ", ".join(LOADERS))
-    if os.path.getsize(path) == 0:
-        raise ConfigError(key, path, "the file has no rows (it is empty, 0 bytes)")
     if ext != ".parquet":  # found before datasets does: its error names neither the line nor the fix
         bad = _first_bad_line(path)
         if bad:
