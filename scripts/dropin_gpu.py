@@ -12,6 +12,8 @@ from datasets import Dataset
 from transformers import (DataCollatorWithPadding, Qwen3Config, Qwen3ForSequenceClassification, Trainer,
                           TrainingArguments, set_seed)
 
+from dropin_common import attach, report_fields  # scripts/, beside this file
+
 out, mode = sys.argv[1], sys.argv[2]
 set_seed(0)
 g = torch.Generator().manual_seed(0)
@@ -40,23 +42,12 @@ args = TrainingArguments(output_dir=out, max_steps=60, per_device_train_batch_si
                          logging_steps=10, report_to=[], save_strategy="no", seed=0)
 trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=DataCollatorWithPadding(Tok()))
 if mode == "attached":
-    try:
-        import trainsweep
-    except ImportError:  # a checkout (the device machine's PYTHONPATH) has the package as `src`
-        import src as trainsweep
-    trainsweep.attach(trainer)
+    attach(trainer)
 t0 = time.perf_counter()
 result = trainer.train()
 line = {"mode": mode, "wall_s": round(time.perf_counter() - t0, 2), "gpu": torch.cuda.get_device_name(),
         "train_runtime": result.metrics["train_runtime"], "samples_per_s": result.metrics["train_samples_per_second"],
         "train_loss": round(result.training_loss, 4)}
 if mode == "attached":
-    rep = json.load(open(f"{out}/trainsweep/report.json"))
-    th = rep["throughput"]
-    line |= {"status": rep["status"], "real_tok_s": th["real_tokens_per_s"],
-             "real_tok_s_95": [th.get("real_tokens_per_s_low"), th.get("real_tokens_per_s_high")],
-             "mfu": (rep.get("flops") or {}).get("mfu"), "step_s": rep["step_time_s"].get("mean"),
-             "timed_steps": rep["step_time_s"]["n"], "loss_initial": rep["loss"]["initial"],
-             "bottleneck": rep["verdict"]["bottleneck"],
-             "checks": {c["check"]: c["status"] for c in rep["diagnostics"]}}
+    line |= report_fields(out)
 print(json.dumps(line), flush=True)

@@ -5,9 +5,9 @@ width, 4 layers, random weights, bf16, sdpa, LoRA r16 all-linear through `peft_c
 as a user gets them. scripts/gpu_dropin.sh runs it in P A P A order.
     python3 scripts/dropin_sft_gpu.py OUT_DIR plain|attached   # one JSON line: runtimes, losses, both clocks
 
-The independent clock: the script counts every token its collator hands the model (on the host, as batches are
-made) and syncs the GPU twice, at the end of step WARM and at the end of training; tokens of steps WARM+1..N over
-that time is a throughput no part of trainsweep computed.
+The independent clock: the script counts the tokens of every training forward (a forward pre-hook on its own
+model, reading the input's shape) and syncs the GPU twice, at the end of step WARM and at the end of training;
+tokens of steps WARM+1..N over that time is a throughput no part of trainsweep computed.
 """
 import json
 import sys
@@ -19,6 +19,8 @@ from peft import LoraConfig
 from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM, TrainerCallback, set_seed
 from trl import SFTConfig, SFTTrainer
+
+from dropin_common import attach, report_fields  # scripts/, beside this file
 
 out, mode = sys.argv[1], sys.argv[2]
 STEPS, WARM = 60, 10
@@ -39,23 +41,15 @@ args = SFTConfig(output_dir=out, max_steps=STEPS, per_device_train_batch_size=4,
 trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                      peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
 
-made: list[int] = []  # tokens of each batch the collator made, in the order the steps take them
-collator = trainer.data_collator
-base = type(collator)
-
-
-def counting_call(self, features, *a, **kw):
-    batch = base.__call__(self, features, *a, **kw)
-    mask = batch.get("attention_mask")
-    made.append(int(mask.sum()) if mask is not None else batch["input_ids"].numel())
-    return batch
-
-
-collator.__class__ = type(base.__name__, (base,), {"__call__": counting_call})  # same name and fields: a user's collator
+made: list[int] = []  # tokens of each training forward, in step order (ga 1)
 
 
 class Clock(TrainerCallback):
     t_warm = t_end = None
+    training = False  # set at the first step: the drop-in's checks at train begin run forwards of their own
+
+    def on_step_begin(self, args, state, control, **kw):
+        self.training = True
 
     def on_step_end(self, args, state, control, **kw):
         if state.global_step == WARM:
@@ -69,12 +63,16 @@ class Clock(TrainerCallback):
 
 clock = Clock()
 trainer.add_callback(clock)
+
+
+def count(module, args, kwargs):  # packed rows hold no padding: every id is a real token; a shape, so no sync
+    if clock.training and module.training:
+        made.append(kwargs["input_ids"].numel() if "input_ids" in kwargs else args[0].numel())
+
+
+trainer.model.register_forward_pre_hook(count, with_kwargs=True)
 if mode == "attached":
-    try:
-        import trainsweep
-    except ImportError:  # a checkout (the device machine's PYTHONPATH) has the package as `src`
-        import src as trainsweep
-    trainsweep.attach(trainer)
+    attach(trainer)
 t0 = time.perf_counter()
 result = trainer.train()
 own_tok_s = sum(made[WARM:STEPS]) / (clock.t_end - clock.t_warm)
@@ -84,13 +82,6 @@ line = {"mode": mode, "script": "trl_sft_packing_lora", "wall_s": round(time.per
         "own_clock_tok_s": round(own_tok_s, 1), "train_loss": round(result.training_loss, 4),
         "losses": [e["loss"] for e in trainer.state.log_history if "loss" in e]}
 if mode == "attached":
-    rep = json.load(open(f"{out}/trainsweep/report.json"))
-    th = rep["throughput"]
-    line |= {"status": rep["status"], "real_tok_s": th["real_tokens_per_s"],
-             "real_tok_s_95": [th.get("real_tokens_per_s_low"), th.get("real_tokens_per_s_high")],
-             "report_vs_own_clock": round(th["real_tokens_per_s"] / own_tok_s, 3),
-             "mfu": (rep.get("flops") or {}).get("mfu"), "step_s": rep["step_time_s"].get("mean"),
-             "timed_steps": rep["step_time_s"]["n"], "padding": rep["config"]["padding"]["strategy"],
-             "bottleneck": rep["verdict"]["bottleneck"],
-             "checks": {c["check"]: c["status"] for c in rep["diagnostics"]}}
+    line |= report_fields(out)
+    line["report_vs_own_clock"] = round(line["real_tok_s"] / own_tok_s, 3)
 print(json.dumps(line), flush=True)
