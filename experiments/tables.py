@@ -179,6 +179,19 @@ def speed_call2() -> str:
     return markdown(["run", "real tok/s (95%)", "x plain bs 8", "MFU", "GPU busy", "to first step"], rows)
 
 
+def speed_call4_kernels() -> str:
+    """Where the GPU's time went in the profiled steps after each window: kernel kinds (report.json's gpu_kernels)."""
+    share = lambda x: f"{x:.0%}" if x >= 0.01 else f"{x:.1%}"  # noqa: E731
+    rows = []
+    for name, label in [("bf16", "packed8k_compile"), ("fused", "packed8k_compile_fused"), ("FP8", "packed8k_compile_fp8"),
+                        ("FP8 + fused", "packed8k_compile_fp8_fused")]:
+        f = Fig(S + "h100_fp8_fused_call.jsonl", label)
+        k = f.get("gpu_kernels")
+        rows.append([name] + [share(k[kind]) for kind in ("gemm", "elementwise", "attention", "copy", "optimizer")]
+                    + [share(1 - f.get("gpu_busy_fraction"))])
+    return markdown(["run", "GEMMs", "norms, activations, other elementwise", "attention", "copies", "optimizer", "idle"], rows)
+
+
 def speed_call4() -> str:
     path = S + "h100_fp8_fused_call.jsonl"
     anchor, bf16 = Fig(S + "h100_fp8_fused_call_anchors.jsonl", "bf16_sdpa_b32_group"), Fig(path, "packed8k_compile")
@@ -481,10 +494,19 @@ def saturation_largest() -> str:
     return markdown(["model", "rows", "micro-batch: peak allocated / reserved GB (predicted)", "largest that fits", "samples/s"], rows)
 
 
+def loop_overheads_concat() -> str:
+    """pandas.concat's cost per step as the frame grows (concat_cost.py on the CPU; one JSON line per logged step)."""
+    rows = [r for r in _records("loop_overheads/concat_cost_cpu.jsonl") if r.get("step") in (1000, 10000, 50000)]
+    return markdown(["step", "rows in the frame", "mean ms per concat (100-step window)", "p90 ms"],
+                    [[f"{r['step']:,}", f"{r['rows_in_frame']:,}", f"{r['concat_ms_mean']:.3f}", f"{r['concat_ms_p90']:.3f}"]
+                     for r in rows])
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
           "speed/call4": (HERE / "speed/README.md", speed_call4),
+          "speed/call4_kernels": (HERE / "speed/README.md", speed_call4_kernels),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
           "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),
           "twelve_x/ladder": (HERE / "twelve_x_slowdown/README.md", twelve_x_ladder),
@@ -497,7 +519,8 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "saturation/largest": (HERE / "batch_vs_accum_saturation/README.md", saturation_largest),
           "kobart_batch": (HERE / "kobart_batch/README.md", kobart),
           "scaling/h200x2": (HERE / "scaling/README.md", scaling),
-          "loop_overheads/pooled": (HERE / "loop_overheads/README.md", loop_overheads)}
+          "loop_overheads/pooled": (HERE / "loop_overheads/README.md", loop_overheads),
+          "loop_overheads/concat": (HERE / "loop_overheads/README.md", loop_overheads_concat)}
 
 
 # -- README blocks ------------------------------------------------------------------------------------
