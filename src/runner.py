@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from .base import files, ranks
 from .config.errors import ConfigError
 from .config.schema import validate
+from .config.training import uses_cuda_graphs
 
 log = logging.getLogger("trainsweep")
 # peft reads a property that transformers 5.2x deprecated; the warning is theirs and says nothing about the run
@@ -105,7 +106,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
             rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
         trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed",
-                                      cuda_graphs=train.uses_cuda_graphs(cfg.trainer))(
+                                      cuda_graphs=uses_cuda_graphs(cfg.trainer))(
             model=model, args=train.training_args(cfg, res, out_dir), train_dataset=prep.for_trainer,
             eval_dataset=prep.eval,
             data_collator=debug.wrap_collator(prep.collator, cfg.debug),

@@ -212,7 +212,9 @@ def test_cuda_graph_runs_mark_each_micro_batch_and_eval_batch_as_a_new_step(grap
 def test_cuda_graphs_are_asked_for_by_the_compile_modes_that_capture_them():
     from types import SimpleNamespace as NS
 
-    assert train.uses_cuda_graphs(NS(torch_compile=True, compile_mode="reduce-overhead"))
-    assert train.uses_cuda_graphs(NS(torch_compile=True, compile_mode="max-autotune"))
-    assert not train.uses_cuda_graphs(NS(torch_compile=True, compile_mode="max-autotune-no-cudagraphs"))
-    assert not train.uses_cuda_graphs(NS(torch_compile=False, compile_mode="reduce-overhead"))
+    from src.config.training import uses_cuda_graphs
+
+    assert uses_cuda_graphs(NS(torch_compile=True, compile_mode="reduce-overhead"))
+    assert uses_cuda_graphs(NS(torch_compile=True, compile_mode="max-autotune"))
+    assert not uses_cuda_graphs(NS(torch_compile=True, compile_mode="max-autotune-no-cudagraphs"))
+    assert not uses_cuda_graphs(NS(torch_compile=False, compile_mode="reduce-overhead"))

@@ -38,6 +38,11 @@ CompileMode = Choice("CompileMode", "default reduce-overhead max-autotune max-au
 CompileBackend = Choice("CompileBackend", "inductor aot_eager eager")
 
 
+def uses_cuda_graphs(tr) -> bool:
+    """The compile modes that capture CUDA graphs (torch's cudagraph trees)."""
+    return bool(tr.torch_compile) and tr.compile_mode in ("reduce-overhead", "max-autotune")
+
+
 @dataclass
 class TrainerConfig:
     max_steps: int = 60
@@ -73,7 +78,7 @@ class TrainerConfig:
         positive("trainer.max_steps", tr.max_steps)
         positive("trainer.checkpoint_every", tr.checkpoint_every)
         positive("trainer.recompile_limit", tr.recompile_limit)
-        if tr.torch_compile and tr.compile_scope == "regional" and tr.compile_mode in ("reduce-overhead", "max-autotune"):
+        if uses_cuda_graphs(tr) and tr.compile_scope == "regional":
             # every layer replays one CUDA graph, overwriting the previous layer's output that backward still needs
             raise ConfigError("trainer.compile_mode", tr.compile_mode, "CUDA graphs need the whole model compiled: add trainer.compile_scope=model")
         if tr.use_liger_kernel:

@@ -30,7 +30,6 @@ from ..config.errors import ConfigError
 from . import formats
 
 log = logging.getLogger(__name__)
-LOADERS = FILE_LOADERS
 
 
 def _first_bad_line(path: str) -> tuple[int, int] | None:
@@ -73,7 +72,7 @@ def _read(path: str, key: str, na_values: list | None = None) -> tuple[Dataset, 
     # datasets keys its own Arrow copy by path and mtime: a cache directory per content makes it by content
     cache_dir = disk.CACHE / "datasets" / f"file-{digest[:16]}"
     try:
-        ds = load_dataset(LOADERS[ext], data_files=path, split="train", cache_dir=str(cache_dir), **kwargs)
+        ds = load_dataset(FILE_LOADERS[ext], data_files=path, split="train", cache_dir=str(cache_dir), **kwargs)
     except ValueError as exc:
         if "corresponds to no data" in str(exc):  # how datasets says a file has a header and no rows
             raise ConfigError(key, path, "the file has no rows") from None

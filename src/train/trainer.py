@@ -205,11 +205,6 @@ def token_cross_entropy(outputs, labels, num_items_in_batch=None):
     return total / count
 
 
-def uses_cuda_graphs(tr) -> bool:
-    """Compile modes that capture CUDA graphs (torch's cudagraph trees)."""
-    return bool(tr.torch_compile) and tr.compile_mode in ("reduce-overhead", "max-autotune")
-
-
 def trainer_class(task: str, packed: bool = False, cuda_graphs: bool = False):
     base = Seq2SeqTrainer if task == "seq2seq" else Trainer
 
