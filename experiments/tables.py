@@ -502,11 +502,84 @@ def loop_overheads_concat() -> str:
                      for r in rows])
 
 
+def speed_graphs() -> str:
+    """Issue 33 G4 on 4 layers: what cuts the host's launch time at 2k tokens a step (one call, no anchor)."""
+    path = S + "h100_graphs_4layer_call.jsonl"
+    base = Fig(path, "g2k_regional")
+    runs = [("regional compile (each layer)", "", "g2k_regional"),
+            ("whole-model compile", "`trainer.compile_scope=model`", "g2k_model"),
+            ("whole-model CUDA graphs", "`+ trainer.compile_mode=reduce-overhead`", "g2k_model_graphs"),
+            ("regional + fused LoRA", "`peft.fused=true`", "g2k_regional_fused"),
+            ("whole-model CUDA graphs + fused LoRA", "`+ peft.fused=true`", "g2k_model_graphs_fused"),
+            ("regional, inductor's C++ wrapper", "`TORCHINDUCTOR_CPP_WRAPPER=1`", "g2k_regional_cpp_wrapper")]
+    rows = []
+    for what, overrides, label in runs:
+        f = Fig(path, label)
+        if f.get("status") != "ok":
+            rows.append([what, overrides, f"failed: {f.get('error').splitlines()[0]}", "", "", "", ""])
+            continue
+        rows.append([what, overrides, rate(f, bold=label == "g2k_model_graphs_fused"), ratio(f, base) if label != "g2k_regional" else "1.00",
+                     pct(f.get("flops.mfu")), f"{f.get('gpu_busy_fraction'):.0%}", f"{f.get('compile.to_first_step_s'):.0f} s"])
+    return markdown(["run", "overrides", "real tok/s (95%)", "x regional", "MFU", "GPU busy", "to first step"], rows)
+
+
+def speed_graphs_full() -> str:
+    """Issue 33 G4 at full depth: the plain-Trainer bs 8 anchor and the 4-layer call's winner, one call."""
+    path = S + "h100_graphs_full_call.jsonl"
+    anchor, base = Fig(S + "h100_graphs_full_call_anchors.jsonl", "bf16_sdpa_b8"), Fig(path, "f2k_regional")
+    rows = [["plain Trainer bf16 sdpa bs 8", "", rate(anchor), "1.00", "", "", "", "", "", ""]]
+    for what, overrides, label in [("packed 2k, regional compile", "`padding=packed batch.tokens=2048 trainer.torch_compile=true`", "f2k_regional"),
+                                   ("+ whole-model CUDA graphs + fused LoRA", "`trainer.compile_scope=model trainer.compile_mode=reduce-overhead peft.fused=true`", "f2k_model_graphs_fused")]:
+        f = Fig(path, label)
+        ceiling = f.get("flops.ceiling_tokens_per_s")
+        rows.append([what, overrides, rate(f, bold=label != "f2k_regional"), ratio(f, anchor), ratio(f, base) if label != "f2k_regional" else "",
+                     pct(f.get("flops.mfu")), f"{f.get('flops.of_ceiling'):.0%} of {ceiling / 1000:.1f}k", f"{f.get('gpu_busy_fraction'):.0%}",
+                     f"{f.get('compile.to_first_step_s'):.0f} s",
+                     f"{f.get('memory_gb.peak_allocated'):.2f} / {f.get('memory_predicted_gb.peak_allocated'):.2f}"])
+    return markdown(["run", "overrides", "real tok/s (95%)", "x plain bs 8", "x regional", "MFU", "% of ceiling", "GPU busy",
+                     "to first step", "peak / predicted GB"], rows)
+
+
+def speed_qlora_fused() -> str:
+    """Issue 33 G5: the fused LoRA linear over a 4-bit base against peft's LoRA on it, full depth, one call."""
+    path = S + "h100_qlora_fused_call.jsonl"
+    base = Fig(path, "qlora_packed8k_compile")
+    rows = []
+    for what, overrides, label in [("QLoRA packed 8k compiled, peft's LoRA", "`peft=qlora padding=packed_8k trainer.torch_compile=true`", "qlora_packed8k_compile"),
+                                   ("+ fused LoRA linear", "`+ peft.fused=true`", "qlora_packed8k_compile_fused")]:
+        f = Fig(path, label)
+        rows.append([what, overrides, rate(f), ratio(f, base) if label != "qlora_packed8k_compile" else "", pct(f.get("flops.mfu")),
+                     f"{f.get('gpu_busy_fraction'):.0%}",
+                     f"{f.get('memory_gb.peak_allocated'):.2f} / {f.get('memory_predicted_gb.peak_allocated'):.2f}"])
+    return markdown(["run", "overrides", "real tok/s (95%)", "x peft's LoRA", "MFU", "GPU busy", "peak / predicted GB"], rows)
+
+
+def dropin_sft() -> str:
+    """TRL's SFTTrainer script plain (P) and attached (A), in the order they ran (one call, one process each)."""
+    rows, seen = [], {"plain": 0, "attached": 0}
+    for r in _records("measurement/results/h100_dropin_sft.jsonl"):
+        seen[r["mode"]] += 1
+        attached = r["mode"] == "attached"
+        low, high = r.get("real_tok_s_95") or (None, None)
+        checks = r.get("checks") or {}
+        rows.append([f"{'A' if attached else 'P'}{seen[r['mode']]}", f"{r['train_runtime']:.2f}", f"{r['own_clock_tok_s']:,.0f}",
+                     f"{r['real_tok_s']:,.0f} ({low:,.0f}-{high:,.0f})" if attached else "",
+                     f"{r['report_vs_own_clock']:.3f}" if attached else "", f"{r['train_loss']:.4f}",
+                     " / ".join(f"{x:.4f}" for x in r["losses"][:3]),
+                     f"{sum(v == 'pass' for v in checks.values())} pass, {sum(v == 'fail' for v in checks.values())} fail" if attached else ""])
+    return markdown(["run", "Trainer train_runtime s", "script's own clock, tok/s", "report's real tok/s (95%)",
+                     "report / own clock", "train loss", "logged loss at steps 10 / 20 / 30", "checks"], rows)
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
           "speed/call4": (HERE / "speed/README.md", speed_call4),
           "speed/call4_kernels": (HERE / "speed/README.md", speed_call4_kernels),
+          "speed/graphs": (HERE / "speed/README.md", speed_graphs),
+          "speed/graphs_full": (HERE / "speed/README.md", speed_graphs_full),
+          "speed/qlora_fused": (HERE / "speed/README.md", speed_qlora_fused),
+          "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
           "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),
           "twelve_x/ladder": (HERE / "twelve_x_slowdown/README.md", twelve_x_ladder),

@@ -12,6 +12,7 @@ from src.machine import env
 from src.model import build as models
 from src.config.errors import ConfigError
 from src.config.schema import validate
+from src.config.training import uses_cuda_graphs
 from src.run import run
 from tests.conftest import QUICK, compose
 
@@ -179,6 +180,17 @@ def test_fused_lora_trains_as_peft_does_and_the_report_counts_its_layers(tmp_pat
     dropped = losses("peft.fused=true", "peft.dropout=0.1", out="dropout")
     assert dropped["speed_paths"]["fused_lora"]["fused"] == 0
     assert sum(dropped["speed_paths"]["fused_lora"]["skipped"].values()) == layers
+
+
+def test_the_small_batch_preset_is_whole_model_cuda_graphs_on_2k_packs():
+    cfg = compose("experiment=small_batch_fastest")
+    assert (cfg.padding.strategy, cfg.batch.tokens, cfg.trainer.compile_scope, cfg.trainer.compile_mode, cfg.peft.fused) == \
+        ("packed", 2048, "model", "reduce-overhead", True)
+    assert uses_cuda_graphs(cfg.trainer)
+    validate(cfg, cuda_available=True)
+    validate(cfg, cuda_available=False)  # torch skips the graphs on a CPU and says so; the run still trains
+    with pytest.raises(ConfigError, match="compile_scope=model"):  # the one setting it must not lose
+        validate(compose("experiment=small_batch_fastest", "trainer.compile_scope=regional"), cuda_available=True)
 
 
 def test_the_fastest_preset_and_the_fp8_sweep_validate_for_a_gpu_and_are_refused_on_a_cpu():

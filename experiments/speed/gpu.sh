@@ -16,6 +16,8 @@
 #   bash experiments/speed/gpu.sh fp8acc    # issue 33: FP8 accuracy vs bf16 seeds (4 layers, 300 steps), GPU tests, bs-8 regime
 #   bash experiments/speed/gpu.sh graphs    # issue 33 G4: the bs-8 regime (2k-token packs) on 4 layers: regional vs
 #                                           # whole-model compile, whole-model CUDA graphs, fused LoRA, inductor's C++ wrapper
+#   bash experiments/speed/gpu.sh graphs_full  # issue 33 G4 at full depth: bs-8 anchor, whole-model graphs (+fused), regional
+#   bash experiments/speed/gpu.sh qlora_fused  # issue 33 G5: QLoRA packed 8k compiled, peft's LoRA vs the fused linear
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -157,6 +159,21 @@ if [ "$what" = graphs ]; then  # issue 33 G4: what cuts the host's launch time a
   run g2k_regional_fused $B peft.fused=true
   run g2k_model_graphs_fused $B trainer.compile_scope=model $G peft.fused=true
   TORCHINDUCTOR_CPP_WRAPPER=1 run g2k_regional_cpp_wrapper $B
+fi
+if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
+  anchors bf16_sdpa_b8
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  B="trainer.max_steps=40 measure.warmup_steps=10 padding=packed batch.tokens=2048 $C"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead"
+  RUN_TIMEOUT=300 run f2k_model_graphs_fused $B $G peft.fused=true
+  run f2k_regional $B
+  RUN_TIMEOUT=300 run f2k_model_graphs $B $G
+fi
+if [ "$what" = qlora_fused ]; then  # issue 33 G5: the fused LoRA linear over a 4-bit base, full depth (wheels --qlora)
+  COMMON="model=qwen3 logger=none trainer.save_final=false peft=qlora"
+  B="trainer.max_steps=30 measure.warmup_steps=8 $P8 $C"
+  run qlora_packed8k_compile $B
+  run qlora_packed8k_compile_fused $B peft.fused=true
 fi
 if [ "$what" = fp8acc ]; then  # issue 33, call 2: FP8's accuracy against bf16's seed-to-seed spread (4 layers of real
   # width, 300 steps, an eval set), the fused/FP8/ceiling GPU tests, then full-depth bs-8 regime and tensorwise
