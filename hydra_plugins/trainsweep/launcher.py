@@ -27,6 +27,7 @@ from omegaconf import OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.trainsweep import app  # src or trainsweep: the package this process runs
+from hydra_plugins.trainsweep import planning
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,9 @@ class IsolatedLauncherConf(LocalQueueConf):
     timeout_min: int = 120  # a job still running after this is stopped and recorded as failed
     tasks_per_node: int = "${distributed.nproc_per_job}"  # type: ignore  # >1: each job one DDP/FSDP run of N processes
     repeats: int = 1  # sweep.repeats=N: every job N times, in interleaved rounds (A B C A B C)
+    plan: str = "all"  # sweep.plan=predict: predict every cell first, run only those that could win (planning.py)
+    top: int = 3  # sweep.plan=predict: the predicted leaders the first wave runs
+    predict_on_cpu: bool = False  # predictions are timed on a GPU; on a CPU only for tests of the planner
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="isolated", node=IsolatedLauncherConf,
@@ -108,9 +112,10 @@ def die_with(pid: int) -> None:
 class IsolatedLauncher(LocalLauncher):
     sweep_pid = None  # set by launch(); travels to each job with this launcher (pickled)
 
-    def __init__(self, repeats: int = 1, **params):
+    def __init__(self, repeats: int = 1, plan: str = "all", top: int = 3, predict_on_cpu: bool = False, **params):
         super().__init__(**params)
         self.repeats = repeats  # src/config/cli.py refuses anything but a positive integer
+        self.plan, self.top, self.predict_on_cpu = plan, top, predict_on_cpu  # cli.py checks plan
 
     def __call__(self, *args, **kwargs):  # in the job's process
         if self.sweep_pid is not None:
@@ -122,45 +127,53 @@ class IsolatedLauncher(LocalLauncher):
         return result
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        report_files = app("report.files")
         self.sweep_pid = os.getpid()
         if self.params.get("gpus_per_node") is None:  # each job gets the GPUs this process sees
             self.params.update(job_gpus(self.params))
 
         with open_dict(self.config):  # a timestamped sweep dir must not be re-resolved in each job's process
             self.config.hydra.sweep.dir = str(self.config.hydra.sweep.dir)
+        if self.plan == "predict":
+            planned = planning.run_planned(self, job_overrides, initial_job_idx)
+            if planned is not None:
+                return planned
         returns = []
         for idx, overrides in enumerate(rounds(job_overrides, self.repeats), start=initial_job_idx):
-            job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
-            name = f"\t#{idx} : {' '.join(overrides)}"
-            try:
-                digest = report_files.config_hash(job_cfg)
-                done, why = report_files.finished(job_dir, digest, report_files.data_fingerprint(job_cfg))
-            except OmegaConfBaseException:  # a value that doesn't resolve: the job says so in its report
-                digest, done, why = None, None, ""
-            if done and not job_cfg.get("rerun", False):
-                log.info(f"{name}: finished earlier ({done.status}), skipped")
-                returns.append(self._completed(overrides, job_dir, done.real_tokens_per_s))
-                continue
-            if app("base.files").locked(job_dir):  # another process writes there: its files stay its own
-                log.warning(f"{name}: {job_dir} is in use by another process, skipped")
-                returns.append(self._completed(overrides, job_dir, None))
-                continue
-            if why:
-                log.info(f"{name}: {why}, running it again")
-            try:
-                for ret in super().launch([overrides], idx):
-                    ret.working_dir = str(job_dir)  # where the job wrote (jobs don't chdir)
-                    returns.append(ret)
-                link_log(job_dir)
-                log.info(f"{name}: {job_line(job_dir)}")
-            except Exception as exc:  # the job's process died before it could write its own report
-                log.error(f"{name}: the job's process failed: {exc}")
-                config = OmegaConf.to_container(job_cfg, resolve=False)
-                config.pop("hydra", None)
-                report = report_files.record_failure(job_dir, list(overrides), exc, config, digest)
-                returns.append(self._completed(overrides, job_dir, report.real_tokens_per_s))
+            returns += self.run_job(idx, overrides)
+        return returns
+
+    def run_job(self, idx: int, overrides: Sequence[str]) -> list[JobReturn]:
+        """One job in its own process, unless it finished earlier or another process holds its directory."""
+        report_files = app("report.files")
+        job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
+        name = f"\t#{idx} : {' '.join(overrides)}"
+        try:
+            digest = report_files.config_hash(job_cfg)
+            done, why = report_files.finished(job_dir, digest, report_files.data_fingerprint(job_cfg))
+        except OmegaConfBaseException:  # a value that doesn't resolve: the job says so in its report
+            digest, done, why = None, None, ""
+        if done and not job_cfg.get("rerun", False):
+            log.info(f"{name}: finished earlier ({done.status}), skipped")
+            return [self._completed(overrides, job_dir, done.real_tokens_per_s)]
+        if app("base.files").locked(job_dir):  # another process writes there: its files stay its own
+            log.warning(f"{name}: {job_dir} is in use by another process, skipped")
+            return [self._completed(overrides, job_dir, None)]
+        if why:
+            log.info(f"{name}: {why}, running it again")
+        returns = []
+        try:
+            for ret in super().launch([overrides], idx):
+                ret.working_dir = str(job_dir)  # where the job wrote (jobs don't chdir)
+                returns.append(ret)
+            link_log(job_dir)
+            log.info(f"{name}: {job_line(job_dir)}")
+        except Exception as exc:  # the job's process died before it could write its own report
+            log.error(f"{name}: the job's process failed: {exc}")
+            config = OmegaConf.to_container(job_cfg, resolve=False)
+            config.pop("hydra", None)
+            report = report_files.record_failure(job_dir, list(overrides), exc, config, digest)
+            returns.append(self._completed(overrides, job_dir, report.real_tokens_per_s))
         return returns
 
     @staticmethod

@@ -138,7 +138,7 @@ RENAMED = {("padding", "bucketed"): "padding=grouped (length-grouped sampling; p
 def rewrite(args: list[str]) -> list[str]:
     """Keys as a user types them, as Hydra needs them:
     - `sweep.repeats=3` -> `hydra.launcher.repeats=3` (`sweep` is the group of saved sweeps; the launcher
-      runs the repeats, under any sweeper a preset picks);
+      runs the repeats, under any sweeper a preset picks); `sweep.plan=predict|all` likewise;
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
     - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
       dict of pass-through TrainingArguments fields; src/train/trainer.py checks the names);
@@ -154,6 +154,10 @@ def rewrite(args: list[str]) -> list[str]:
             if not value.isdigit() or int(value) < 1:
                 raise ConfigError("sweep.repeats", value, "must be a positive integer")
             arg = f"hydra.launcher.repeats={value}"
+        elif key == "sweep.plan":
+            if value not in ("all", "predict"):
+                raise ConfigError("sweep.plan", value, "must be all (run every cell) or predict (predict every cell, run those that could win)")
+            arg = f"hydra.launcher.plan={value}"
         elif eq and key in HF_NAMES:
             arg = f"{HF_NAMES[key]}={value}"
         elif eq and key.startswith("trainer.args."):

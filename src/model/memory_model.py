@@ -30,7 +30,7 @@ import torch
 log = logging.getLogger(__name__)
 
 
-def _layers_key(conf) -> str:
+def layers_key(conf) -> str:
     for key in ("num_hidden_layers", "n_layer", "num_layers"):
         if hasattr(conf, key):
             return key
@@ -149,12 +149,11 @@ def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
     return to_device(collator(items), device)
 
 
-def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
-    """Activation bytes (peak, kept and at_last_layer: see _peak_bytes) of one forward and backward of a copy
-    of the model with `layers` decoder layers, built like the run (peft, 4-bit layers included, Liger,
-    checkpointing, regional compile): the allocator's figures on a GPU, the bytes autograd saves on the CPU. The
-    4-bit layers are the run's because bitsandbytes' Linear4bit returns its input's dtype: behind a LayerNorm
-    (fp32 under CUDA autocast) a GPT-NeoX layer hands on fp32, where a bf16 LoRA copy would stay bf16."""
+def build_copy(cfg, res, conf, layers: int):
+    """A copy of the model with `layers` decoder layers, built like the run (peft, 4-bit layers included, Liger,
+    checkpointing, regional compile), random weights, in train mode. The 4-bit layers are the run's because
+    bitsandbytes' Linear4bit returns its input's dtype: behind a LayerNorm (fp32 under CUDA autocast) a GPT-NeoX
+    layer hands on fp32, where a bf16 LoRA copy would stay bf16."""
     from . import build, speed
 
     small = copy.deepcopy(cfg)
@@ -164,7 +163,7 @@ def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
     small.model.init.hidden_norm = None
     small.model.init.head_init = "default"
     c = copy.deepcopy(conf)
-    setattr(c, _layers_key(conf), layers)
+    setattr(c, layers_key(conf), layers)
     if hasattr(c, "decoder_layers"):  # encoder-decoder: both stacks
         c.encoder_layers = c.decoder_layers = layers
     if getattr(c, "layer_types", None):
@@ -182,9 +181,29 @@ def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
             model.enable_input_require_grads()
     if tr.torch_compile and tr.compile_scope == "regional":
         speed.compile_regions(model, tr)
+    return model
+
+
+def activation_bytes(cfg, res, model, batch: dict) -> dict:
+    """Activation bytes (peak, kept and at_last_layer: see _peak_bytes) of one forward and backward of a copy:
+    the allocator's figures on a GPU, the bytes autograd saves on the CPU."""
     if res.device != "cuda":
         return _saved_bytes(model, batch, res.amp, res.device)
-    return _peak_bytes(model, batch, res.amp, res.device, watch_layers=not tr.torch_compile)
+    return _peak_bytes(model, batch, res.amp, res.device, watch_layers=not cfg.trainer.torch_compile)
+
+
+def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
+    """activation_bytes of a fresh `layers`-layer copy (build_copy)."""
+    return activation_bytes(cfg, res, build_copy(cfg, res, conf, layers), batch)
+
+
+def at_depth(one: dict, two: dict, layers: int) -> tuple[float, float]:
+    """(per_layer, outside) activation bytes at the real depth from the 1- and 2-layer copies' figures: the
+    larger of two lines (trace_activations says why)."""
+    peak_slope = two["peak"] - one["peak"]
+    kept_slope = max(peak_slope, two["kept"] - one["kept"])
+    lines = [(peak_slope, one["peak"] - peak_slope), (kept_slope, two["at_last_layer"] - 2 * kept_slope)]
+    return max(lines, key=lambda line: line[0] * layers + line[1])
 
 
 def trace_activations(cfg, res, conf, batch: dict) -> dict:
@@ -208,11 +227,8 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
         gc.collect()  # the copy's reference cycles: only what outlives the copy is workspace
         workspace = max(0, torch.cuda.memory_allocated() - before)
     one, two = (probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2))
-    layers = getattr(conf, _layers_key(conf))
-    peak_slope = two["peak"] - one["peak"]
-    kept_slope = max(peak_slope, two["kept"] - one["kept"])
-    lines = [(peak_slope, one["peak"] - peak_slope), (kept_slope, two["at_last_layer"] - 2 * kept_slope)]
-    per_layer, outside = max(lines, key=lambda line: line[0] * layers + line[1])
+    layers = getattr(conf, layers_key(conf))
+    per_layer, outside = at_depth(one, two, layers)
     return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
 
 

@@ -1,0 +1,172 @@
+"""plan=predict: which cells of a sweep to run, decided from predictions made before anything runs.
+
+The one concern is the decision; the launcher does the running. The first wave runs the predicted leaders,
+the fastest cell of each family (to calibrate that family) and every cell whose interval overlaps the
+leader's. After each wave every prediction is scaled by its family's measured/predicted ratio, and any cell
+that could still beat the measured winner runs next; none left means the winner is confirmed. Stdlib only,
+so importing it costs nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Iterable
+
+
+def _check_rate(cell: str, tok_s: float | None, low: float | None, high: float | None) -> None:
+    if tok_s is not None and not tok_s > 0:  # `not >` also catches NaN
+        raise ValueError(f"cell {cell!r}: tok/s must be positive, got {tok_s}")
+    if (low is None) != (high is None) or (low is not None and tok_s is None):
+        raise ValueError(f"cell {cell!r}: an interval needs tok/s and both bounds, got {tok_s} ({low}-{high})")
+    if low is not None and not 0 <= low <= high:
+        raise ValueError(f"cell {cell!r}: interval low {low} > high {high}, or below 0")
+    if low is not None and not low <= tok_s <= high:
+        raise ValueError(f"cell {cell!r}: tok/s {tok_s} lies outside its own interval ({low}-{high})")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    cell: str                    # the job's key (its directory name)
+    family: str                  # the cell's settings other than micro-batch, grad accumulation, token budget
+    memory_gb: float | None      # None: no prediction
+    tok_s: float | None          # predicted real tokens/s; None: no prediction
+    low: float | None = None     # its 95% interval
+    high: float | None = None
+    why_not: str | None = None   # why there is no prediction (e.g. "no GPU")
+
+    def __post_init__(self):
+        if self.memory_gb is not None and not self.memory_gb >= 0:
+            raise ValueError(f"cell {self.cell!r}: predicted memory must be >= 0 GB, got {self.memory_gb}")
+        _check_rate(self.cell, self.tok_s, self.low, self.high)
+
+
+@dataclass(frozen=True)
+class Measured:
+    cell: str
+    status: str                  # "ok" | "oom" | "error" | ...
+    tok_s: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+    def __post_init__(self):
+        _check_rate(self.cell, self.tok_s, self.low, self.high)
+
+
+def _by_cell(items: Iterable) -> dict:
+    out = {}
+    for item in items:
+        if item.cell in out:  # two answers for one job: whichever we kept would be a guess
+            raise ValueError(f"cell {item.cell!r} appears twice")
+        out[item.cell] = item
+    return out
+
+
+def _bounds(x: Prediction | Measured, factor: float = 1.0) -> tuple[float, float, float]:
+    low, high = (x.tok_s, x.tok_s) if x.low is None else (x.low, x.high)
+    return x.tok_s * factor, low * factor, high * factor
+
+
+def _fits(p: Prediction, capacity_gb: float | None) -> bool:
+    return capacity_gb is None or p.memory_gb is None or p.memory_gb <= capacity_gb
+
+
+def _in_order(preds: Iterable[Prediction], factors: dict[str, float] | None = None) -> list[Prediction]:
+    """Fastest (calibrated) first; cells without a prediction last, in the order given: they can't be ranked."""
+    preds = list(preds)
+    ranked = sorted((p for p in preds if p.tok_s is not None),
+                    key=lambda p: -p.tok_s * (factors or {}).get(p.family, 1.0))
+    return ranked + [p for p in preds if p.tok_s is None]
+
+
+def _winner(measured: dict[str, Measured]) -> Measured | None:
+    ok = [m for m in measured.values() if m.status == "ok" and m.tok_s is not None]
+    return max(ok, key=lambda m: m.tok_s, default=None)
+
+
+def _rate(x: Prediction | Measured, factor: float = 1.0) -> str:
+    tok, low, high = _bounds(x, factor)
+    return f"{tok:,.0f}" if x.low is None else f"{tok:,.0f} ({low:,.0f}-{high:,.0f})"
+
+
+def not_run(preds: Iterable[Prediction], capacity_gb: float | None) -> dict[str, str]:
+    return {p.cell: f"predicted out of memory: {p.memory_gb:.1f} GB > {capacity_gb:.1f} GB"
+            for p in _by_cell(preds).values() if not _fits(p, capacity_gb)}
+
+
+def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int = 3) -> list[str]:
+    preds = [p for p in _by_cell(preds).values() if _fits(p, capacity_gb)]
+    ordered = _in_order(preds)
+    ranked = [p for p in ordered if p.tok_s is not None]
+    chosen = {p.cell for p in ranked[:top]} | {p.cell for p in ordered if p.tok_s is None}
+    for family in {p.family for p in ranked}:  # ranked is fastest first, so the first of a family is its fastest
+        chosen.add(next(p.cell for p in ranked if p.family == family))
+    if ranked:  # a cell whose interval overlaps the leader's might be the real leader
+        leader_low = _bounds(ranked[0])[1]
+        chosen |= {p.cell for p in ranked if _bounds(p)[2] >= leader_low}
+    return [p.cell for p in ordered if p.cell in chosen]
+
+
+def prediction_error(pred: Prediction, meas: Measured) -> float | None:
+    if pred.cell != meas.cell:
+        raise ValueError(f"a prediction for {pred.cell!r} compared with a measurement of {meas.cell!r}")
+    if meas.status != "ok" or meas.tok_s is None or pred.tok_s is None:
+        return None
+    return meas.tok_s / pred.tok_s - 1
+
+
+def calibration(preds: Iterable[Prediction], measured: Iterable[Measured]) -> dict[str, float]:
+    preds, measured = _by_cell(preds), _by_cell(measured)
+    logs: dict[str, list[float]] = {}  # ratios are multiplicative, so they average as logs
+    for p in preds.values():
+        error = prediction_error(p, measured[p.cell]) if p.cell in measured else None
+        if error is not None:
+            logs.setdefault(p.family, []).append(math.log1p(error))
+    if not logs:
+        return {}
+    overall = math.exp(fmean(x for family in logs.values() for x in family))
+    return {p.family: math.exp(fmean(logs[p.family])) if p.family in logs else overall for p in preds.values()}
+
+
+def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None,
+              top: int = 3) -> list[str]:
+    preds, measured = _by_cell(preds), _by_cell(measured)
+    waiting = [p for p in preds.values() if p.cell not in measured and _fits(p, capacity_gb)]
+    winner = _winner(measured)
+    if winner is None:  # nothing to compare with yet (all oom or failed): keep going down the predicted order
+        return [p.cell for p in _in_order(waiting)][:top]
+    factors = calibration(preds.values(), measured.values())
+    could_win = [p for p in waiting
+                 if p.tok_s is None or _bounds(p, factors.get(p.family, 1.0))[2] >= _bounds(winner)[1]]
+    return [p.cell for p in _in_order(could_win, factors)]
+
+
+def _ran(p: Prediction | None, m: Measured) -> str:
+    if m.status != "ok":
+        predicted = f" (predicted {p.memory_gb:.1f} GB)" if m.status == "oom" and p and p.memory_gb else ""
+        return f"ran: {m.status}{predicted}"
+    error = prediction_error(p, m) if p else None
+    return "ran" if error is None else f"ran: measured {1 + error:.2f}x its prediction"
+
+
+def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None) -> dict[str, str]:
+    preds, measured = _by_cell(preds), _by_cell(measured)
+    winner, factors = _winner(measured), calibration(preds.values(), measured.values())
+    out = {}
+    for cell in {**preds, **measured}:
+        p, m = preds.get(cell), measured.get(cell)
+        if m is not None:
+            out[cell] = _ran(p, m)
+        elif not _fits(p, capacity_gb):
+            out[cell] = not_run([p], capacity_gb)[cell]
+        elif p.tok_s is None:
+            out[cell] = f"not run: no prediction ({p.why_not or 'no reason given'})"
+        elif winner is None:
+            out[cell] = f"not run: predicted {_rate(p)} real tok/s; nothing ran ok to compare it with"
+        else:
+            factor = factors.get(p.family, 1.0)
+            below = _bounds(p, factor)[2] < _bounds(winner)[1]
+            verdict = "<" if below else "could still reach"
+            out[cell] = (f"not run: predicted {_rate(p)} real tok/s, calibrated {_rate(p, factor)} "
+                         f"{verdict} the winner's {_rate(winner)}")
+    return out

@@ -1,0 +1,115 @@
+"""sweep.plan=predict in the `isolated` launcher: every cell predicted first (one `python -m src.predict`
+process), the predicted table printed, then the cells run in waves as plan.py decides, and every cell's
+prediction and decision kept in its directory (prediction.json, which the summary reads).
+
+A sweep where nothing can be predicted (no GPU, sweep.repeats > 1, the predictor failing) runs every cell,
+and says why. A cell without a prediction always runs.
+"""
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from hydra_plugins.trainsweep import app, plan
+
+log = logging.getLogger(__name__)
+BATCH_KEYS = ("batch=", "batch.size=", "batch.grad_accum=", "batch.tokens=")
+
+
+def family(overrides) -> str:
+    """The cell's settings other than its batch ones: cells of one family share a model build."""
+    return " ".join(sorted(o for o in overrides if not o.startswith(BATCH_KEYS)))
+
+
+def predict(cells: dict, plan_dir: Path) -> list[dict] | None:
+    """The predictor's answer for every cell, or None (said) where it failed."""
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    (plan_dir / "cells.json").write_text(json.dumps([
+        {"cell": key, "family": family(c["overrides"]), "config": c["config"]} for key, c in cells.items()]))
+    package = app("config").__name__.split(".")[0]  # src in a checkout, trainsweep installed
+    cmd = [sys.executable, "-m", f"{package}.predict", str(plan_dir / "cells.json"), str(plan_dir / "predictions.json")]
+    with open(plan_dir / "predict.log", "w") as out:
+        done = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
+    if done.returncode != 0:
+        log.warning("sweep.plan=predict: the predictor failed (exit %s, %s): every cell runs",
+                    done.returncode, plan_dir / "predict.log")
+        return None
+    return json.loads((plan_dir / "predictions.json").read_text())
+
+
+def as_prediction(raw: dict) -> plan.Prediction:
+    rate = raw.get("real_tokens_per_s")
+    low, high = (min(raw["low"], rate), max(raw["high"], rate)) if rate else (None, None)  # a log-scale interval
+    return plan.Prediction(cell=raw["cell"], family=raw["family"], memory_gb=raw.get("memory_gb"), tok_s=rate,
+                           low=low, high=high, why_not=raw.get("why_not"))
+
+
+def measured(key: str, job_dir: Path) -> plan.Measured:
+    rep = app("report.files").read(job_dir / "report.json")
+    if rep is None:
+        return plan.Measured(key, "error")
+    th = rep.throughput
+    rate = th.real_tokens_per_s if th and rep.status == "ok" else None
+    low, high = (th.real_tokens_per_s_low, th.real_tokens_per_s_high) if rate and th.real_tokens_per_s_low else (None, None)
+    return plan.Measured(key, rep.status, rate or None, low, high)
+
+
+def line(raw: dict, decision: str) -> str:
+    if raw.get("why_not"):
+        return f"no prediction ({raw['why_not']})"
+    return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
+            f"real tok/s{'; ' + decision if decision.startswith('predicted out of memory') else ''}")
+
+
+def run_planned(launcher, job_overrides, first_idx: int):
+    """The planned sweep's JobReturns, or None where every cell must run (said)."""
+    if launcher.repeats > 1:
+        log.info("sweep.plan=predict with sweep.repeats: every cell runs (repeats settle close calls a plan skips)")
+        return None
+    if not launcher.params.get("gpus_per_node") and not launcher.predict_on_cpu:
+        log.info("sweep.plan=predict: no GPU here, so no cell can be predicted: every cell runs")
+        return None
+    cells = {}
+    for idx, overrides in enumerate(job_overrides, start=first_idx):
+        job_cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+        job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
+        try:
+            config = OmegaConf.to_container(job_cfg, resolve=True)
+        except OmegaConfBaseException:  # the job itself will say what doesn't resolve
+            config = OmegaConf.to_container(job_cfg, resolve=False)
+        config.pop("hydra", None)
+        cells[job_dir.name] = {"idx": idx, "overrides": list(overrides), "config": config, "dir": job_dir}
+    raw = predict(cells, Path(str(launcher.config.hydra.sweep.dir)) / ".plan")
+    if raw is None:
+        return None
+    raw = {r["cell"]: r for r in raw}
+    preds = [as_prediction(r) for r in raw.values()]
+    capacity = next((r["capacity_gb"] for r in raw.values() if r.get("capacity_gb")), None)
+    skipped = plan.not_run(preds, capacity)
+    log.info(f"sweep.plan=predict: {len(cells)} cells predicted" + (f" (capacity {capacity:.1f} GB)" if capacity else ""))
+    for key, c in cells.items():
+        log.info(f"\t{' '.join(c['overrides'])}: {line(raw[key], skipped.get(key, ''))}")
+    results, returns = [], []
+    wave = plan.first_wave(preds, capacity, launcher.top)
+    while wave:
+        for key in wave:
+            c = cells[key]
+            returns += launcher.run_job(c["idx"], c["overrides"])
+            results.append(measured(key, c["dir"]))
+        wave = plan.next_wave(preds, results, capacity)
+    decisions = plan.decisions(preds, results, capacity)
+    ran = {m.cell for m in results}
+    for key, c in cells.items():
+        c["dir"].mkdir(parents=True, exist_ok=True)
+        (c["dir"] / "prediction.json").write_text(json.dumps(
+            {"overrides": c["overrides"], "config": c["config"], "prediction": raw[key], "decision": decisions[key]}, indent=1))
+        if key not in ran:
+            log.info(f"\t#{c['idx']} : {' '.join(c['overrides'])}: {decisions[key]}")
+            returns.append(launcher._completed(c["overrides"], c["dir"], None))
+    log.info(f"sweep.plan=predict: {len(ran)} of {len(cells)} cells ran")
+    return returns

@@ -1,0 +1,73 @@
+"""Step time predicted before a run, from the same 1- and 2-layer copies the memory model builds: each copy
+trains a few steps at the run's micro-batch shape (forward, backward, AdamW), timed in blocks without a sync
+inside a block, so a host-bound step is timed as the host sets its pace and a GPU-bound one as the GPU does.
+The 2-layer minus the 1-layer time is one layer, the rest is everything outside the layers (embeddings, head,
+loss, the optimizer's fixed cost); both scale to the real depth. What the copies don't see (the Trainer's own
+work per step, the dataloader) the planner calibrates away with one measured cell per family."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ..base import stats
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    step_s: float
+    low: float
+    high: float
+
+    def rate(self, tokens_per_step: float) -> tuple[float, float, float]:
+        """tokens/s: mean, low, high (the slowest step gives the low rate)."""
+        return tokens_per_step / self.step_s, tokens_per_step / self.high, tokens_per_step / self.low
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_steps(model, batch: dict, grad_accum: int, amp: str, device: str, blocks: int = 3, steps: int = 3,
+               clock=time.perf_counter) -> list[float]:
+    """Seconds per optimizer step (grad_accum forwards and backwards, then AdamW), one figure per block of
+    `steps` steps, after one untimed step (a compile, cuBLAS's first call). Synced only at a block's edges."""
+    from .memory_model import _autocast
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-5, fused=device == "cuda" or None)
+
+    def step():
+        for _ in range(grad_accum):
+            with _autocast(amp, device):
+                loss = model(**batch).loss
+            loss.float().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()
+    out = []
+    for _ in range(blocks):
+        _sync(device)
+        t0 = clock()
+        for _ in range(steps):
+            step()
+        _sync(device)
+        out.append((clock() - t0) / steps)
+    del opt
+    return out
+
+
+def at_depth(one: list[float], two: list[float], layers: int) -> StepPrediction:
+    """The step at `layers` layers from the 1- and 2-layer copies' block times: block i of each gives one line
+    (t1 + (t2 - t1)(layers - 1)); the prediction is their mean, its interval that of the blocks (stats.of_repeats:
+    the spread of 2-3 blocks, so a noisy probe says so). A 2-layer copy timed faster than the 1-layer one is noise
+    at that scale: the layer's cost is then taken as zero, not negative."""
+    if len(one) != len(two) or not one:
+        raise ValueError(f"the copies' timings differ in length: {len(one)} and {len(two)} blocks")
+    lines = [a + max(0.0, b - a) * (layers - 1) for a, b in zip(one, two)]
+    ci = stats.of_repeats(lines)  # log scale: a step time stays positive
+    mean = sum(lines) / len(lines)
+    return StepPrediction(mean, ci.low, ci.high) if ci else StepPrediction(mean, mean, mean)

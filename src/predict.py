@@ -1,0 +1,134 @@
+"""A sweep's cells predicted before any of them runs (sweep.plan=predict): each cell's peak memory and its step
+time and real tokens/s, from 1- and 2-layer copies of its model (src/model/memory_model.py,
+src/model/speed_model.py). One process for the whole grid, and cells that differ only in their batch settings
+(a family) share their copies: a grid costs two small builds per family plus a few steps per cell.
+
+    python -m src.predict CELLS.json PREDICTIONS.json   # the launcher runs it; CELLS: [{"cell", "family", "config"}]
+
+A cell that can't be predicted (a whole-model compile, partial checkpointing, several GPUs, a model the copies
+can't build) gets `why_not` and no figures; the planner runs it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+log = logging.getLogger("trainsweep.predict")
+GB = 2**30
+
+
+def why_not(cfg) -> str | None:
+    """What the copies can't stand in for, or None."""
+    tr = cfg.trainer
+    if tr.torch_compile and tr.compile_scope == "model":
+        return "a whole-model compile: the copies can't time its graph"
+    if tr.gradient_checkpointing and tr.checkpoint_every > 1:
+        return "trainer.checkpoint_every > 1: the copies checkpoint every layer or none"
+    if cfg.distributed.nproc_per_job > 1:
+        return "several processes per job: the copies time one"
+    return None
+
+
+def typical_batch(cfg, prep, seed: int = 0) -> tuple[list, float]:
+    """A micro-batch as training sees it (the collator's input) and its real tokens: a middling pack, or
+    batch.size rows drawn at random (neighbours in length order where the sampler groups by length)."""
+    max_length = cfg.data.max_length
+    if hasattr(prep.for_trainer, "packs"):
+        packs = prep.for_trainer.packs[:32]
+        sizes = [sum(min(len(prep.train[int(j)]["input_ids"]), max_length) for j in p) for p in packs]
+        k = sorted(range(len(packs)), key=sizes.__getitem__)[len(packs) // 2]
+        return [prep.for_trainer[k]], float(sizes[k])
+    n, size = len(prep.train), min(cfg.batch.size, len(prep.train))
+    lengths = [min(int(x), max_length) for x in prep.train["length"]] if "length" in prep.train.column_names else \
+        [min(len(ids), max_length) for ids in prep.train["input_ids"]]
+    if cfg.padding.strategy in ("grouped", "buckets"):
+        order = sorted(range(n), key=lengths.__getitem__)
+        start = max(0, n // 2 - size // 2)
+        picked = order[start:start + size]
+    else:
+        picked = random.Random(seed).sample(range(n), size)
+    return [prep.train[i] for i in picked], float(sum(lengths[i] for i in picked))
+
+
+def predict_family(cells: list[dict]) -> list[dict]:
+    """The cells of one family (same model build, other batch settings), predicted on one pair of copies."""
+    import torch
+
+    from .data import prepare
+    from .data.collate import to_device
+    from .machine import env
+    from .model import build as models
+    from .model import memory_model as mm
+    from .model import speed_model
+
+    cfgs = [OmegaConf.create(c["config"]) for c in cells]
+    res = env.setup(cfgs[0])
+    conf = models.hf_config(cfgs[0])
+    with tempfile.TemporaryDirectory() as tmp:  # labels.json lands here: the cell's own run writes its own
+        preps = [prepare.prepare(cfg, conf, Path(tmp)) for cfg in cfgs]
+    conf.update(preps[0].for_model)
+    layers = getattr(conf, mm.layers_key(conf))
+    capacity = None
+    if res.device == "cuda":
+        capacity = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / GB
+        capacity = min(capacity, cfgs[0].gpu.memory_cap_gb or capacity)
+    figures = [{} for _ in cells]
+    weights = []
+    for n in (1, 2):
+        model = mm.build_copy(cfgs[0], res, conf, n)
+        weights.append(sum(mm.weights_and_state(model).values()))
+        for fig, cfg, prep in zip(figures, cfgs, preps):
+            rows, real = typical_batch(cfg, prep)
+            batch = to_device(prep.collator(rows), res.device)
+            fig.setdefault("times", []).append(speed_model.time_steps(model, batch, cfg.batch.grad_accum, res.amp, res.device))
+            fig["tokens_per_step"] = real * cfg.batch.grad_accum
+            widest = mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device)
+            fig.setdefault("acts", []).append(mm.activation_bytes(cfg, res, model, widest))  # after time_steps: compiled
+        del model
+        if res.device == "cuda":
+            torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
+    out = []
+    for cell, fig in zip(cells, figures):
+        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers)
+        per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
+        fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
+        rate, low, high = step.rate(fig["tokens_per_step"])
+        out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
+                    "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
+                    "why_not": None})
+    return out
+
+
+def predict(cells: list[dict]) -> list[dict]:
+    """Every cell, family by family; a family that fails is said, never dropped."""
+    families: dict[str, list[dict]] = {}
+    out = []
+    for cell in cells:
+        reason = why_not(OmegaConf.create(cell["config"]))
+        if reason:
+            out.append({"cell": cell["cell"], "family": cell["family"], "why_not": reason})
+        else:
+            families.setdefault(cell["family"], []).append(cell)
+    for family, members in families.items():
+        try:
+            out += predict_family(members)
+        except Exception as exc:  # the cells run instead, and say why they weren't predicted
+            log.warning("no prediction for %s: %s: %s", family or "the cells", type(exc).__name__, exc)
+            out += [{"cell": c["cell"], "family": family, "why_not": f"{type(exc).__name__}: {str(exc)[:200]}"} for c in members]
+    return out
+
+
+def main(argv: list[str]) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    cells = json.loads(Path(argv[0]).read_text())
+    Path(argv[1]).write_text(json.dumps(predict(cells), indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,146 @@
+"""plan=predict: which cells run first, how measurements calibrate the predictions, and when the winner stands."""
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hydra_plugins.trainsweep.plan import (Measured, Prediction, calibration, decisions, first_wave, next_wave,
+                                           not_run, prediction_error)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def P(cell, family, tok_s, low=None, high=None, memory_gb=10.0, why_not=None):
+    return Prediction(cell, family, memory_gb, tok_s, low, high, why_not)
+
+
+def ok(cell, tok_s, low=None, high=None):
+    return Measured(cell, "ok", tok_s, low, high)
+
+
+SWEEP = [
+    P("a", "A", 10_000, 9_800, 10_200),   # the predicted leader
+    P("b", "A", 9_900, 9_700, 10_100),
+    P("c", "A", 9_000, 8_900, 9_100),     # third: in the top 3 only
+    P("d", "A", 8_000, 7_900, 8_100),     # neither top, nor first of its family, nor overlapping: waits
+    P("e", "B", 7_000, 6_800, 7_200),     # the fastest of family B: calibrates it
+    P("f", "B", 6_000, 5_900, 6_100),
+    P("g", "A", 12_000, 11_000, 13_000, memory_gb=27.2),  # fastest of all, but won't fit
+    P("h", "C", None, memory_gb=None, why_not="no GPU"),  # can't be ranked
+    P("i", "A", 5_000, 4_000, 9_900),     # slow on paper, but its interval reaches the leader's
+]
+
+
+def test_the_first_wave_runs_leaders_one_per_family_overlapping_and_unpredictable_cells():
+    assert first_wave(SWEEP, 24.0) == ["a", "b", "c", "e", "i", "h"]
+    assert first_wave(SWEEP, 24.0, top=1) == ["a", "b", "e", "i", "h"]  # b still overlaps the leader
+
+
+def test_a_cell_predicted_out_of_memory_is_skipped_with_the_figures():
+    assert not_run(SWEEP, 24.0) == {"g": "predicted out of memory: 27.2 GB > 24.0 GB"}
+    assert not_run(SWEEP, None) == {}  # no capacity known: nothing is skipped
+    assert first_wave(SWEEP, None)[0] == "g"
+    assert first_wave([P("x", "A", 1.0, memory_gb=24.0)], 24.0) == ["x"]  # exactly at capacity still fits
+
+
+def test_calibration_is_per_family_and_falls_back_to_all_ok_cells():
+    preds = [P("a", "A", 10_000), P("b", "A", 8_000), P("e", "B", 5_000), P("x", "C", 1_000), P("o", "C", 2_000)]
+    measured = [ok("a", 8_000), ok("b", 10_000), ok("e", 5_500), Measured("o", "oom")]
+    factors = calibration(preds, measured)
+    assert factors["A"] == pytest.approx(1.0)  # 0.8 and 1.25: their geometric mean
+    assert factors["B"] == pytest.approx(1.1)
+    assert factors["C"] == pytest.approx((0.8 * 1.25 * 1.1) ** (1 / 3))  # an oom calibrates nothing
+    assert calibration(preds, [Measured("a", "oom"), Measured("b", "error")]) == {}
+
+
+def test_a_leader_far_below_its_prediction_opens_the_next_wave_until_the_winner_stands():
+    preds = [
+        P("a", "A", 10_000, 9_500, 10_500),
+        P("e", "B", 5_000, 4_800, 5_200),
+        P("b", "A", 9_800, 9_300, 10_300),   # calibrated by 0.6: 5,880 (5,580-6,180) reaches 5,900
+        P("c", "B", 6_200, 5_900, 6_500),    # calibrated by 1.0: reaches it too, and ranks above b now
+        P("d", "A", 9_000, 8_700, 9_300),    # calibrated high 5,580 < 5,900: can't win
+        P("f", "B", 4_000, 3_800, 4_200),
+        P("g", "B", 20_000, memory_gb=30.0),  # never, whatever the measurements say
+    ]
+    first = [ok("a", 6_000, 5_900, 6_100), ok("e", 5_000, 4_950, 5_050)]
+    assert next_wave(preds, first, 24.0) == ["c", "b"]
+    second = first + [ok("c", 6_400, 6_300, 6_500), ok("b", 5_800, 5_700, 5_900)]
+    assert next_wave(preds, second, 24.0) == []  # 6,300 is above every calibrated high left
+
+
+def test_a_winner_without_an_interval_is_its_own_bounds():
+    preds = [P("b", "A", 6_000, 5_000, 7_000), P("c", "A", 5_000, 4_000, 5_999), P("w", "A", None, memory_gb=None)]
+    assert next_wave(preds, [ok("w", 7_000)], None) == ["b"]  # nothing predicted ran ok: calibrated by 1
+    assert next_wave(preds, [ok("w", 7_000, 5_990, 7_100)], None) == ["b", "c"]  # the winner's low decides
+    unranked = preds + [P("n", "A", None, memory_gb=None, why_not="no GPU")]
+    assert next_wave(unranked, [ok("w", 7_000)], None) == ["b", "n"]  # it can't be ruled out, so it runs
+
+
+def test_an_all_oom_first_wave_keeps_going_and_never_reruns_a_cell():
+    preds = [P(c, "A", t) for c, t in zip("abcdefh", (10_000, 9_000, 8_000, 7_000, 6_000, 5_000, 4_000))]
+    preds.append(P("g", "A", 20_000, memory_gb=30.0))
+    measured = [Measured("a", "oom"), Measured("b", "oom"), Measured("c", "error")]  # a, b were predicted to fit
+    assert next_wave(preds, measured, 24.0) == ["d", "e", "f"]
+    assert next_wave(preds, measured, 24.0, top=10) == ["d", "e", "f", "h"]
+
+
+def test_decisions_say_why_each_cell_ran_or_not():
+    preds = [
+        P("a", "A", 10_000, 9_800, 10_200),
+        P("d", "A", 8_000, 7_800, 8_200),
+        P("b", "B", 9_500, 9_000, 10_000),    # family B ran nothing ok: calibrated by all ok cells (0.9)
+        P("g", "A", 12_000, memory_gb=27.2),
+        P("o", "A", 9_000, memory_gb=20.0),   # ran out of memory although predicted to fit
+        P("u", "C", None, memory_gb=None, why_not="no GPU"),
+        P("h", "C", None, memory_gb=None, why_not="no GPU"),
+    ]
+    measured = [ok("a", 9_000, 8_900, 9_100), Measured("o", "oom"), ok("h", 7_000), ok("x", 100)]
+    assert decisions(preds, measured, 24.0) == {
+        "a": "ran: measured 0.90x its prediction",
+        "d": "not run: predicted 8,000 (7,800-8,200) real tok/s, calibrated 7,200 (7,020-7,380) "
+             "< the winner's 9,000 (8,900-9,100)",
+        "b": "not run: predicted 9,500 (9,000-10,000) real tok/s, calibrated 8,550 (8,100-9,000) "
+             "could still reach the winner's 9,000 (8,900-9,100)",
+        "g": "predicted out of memory: 27.2 GB > 24.0 GB",
+        "o": "ran: oom (predicted 20.0 GB)",
+        "u": "not run: no prediction (no GPU)",
+        "h": "ran",  # no prediction to compare with
+        "x": "ran",  # measured, though nothing predicted it
+    }
+    nothing_ok = decisions(preds, [Measured("a", "error")], 24.0)
+    assert nothing_ok["a"] == "ran: error"
+    assert nothing_ok["d"] == "not run: predicted 8,000 (7,800-8,200) real tok/s; nothing ran ok to compare it with"
+
+
+def test_prediction_error_needs_an_ok_cell_with_both_figures():
+    assert prediction_error(P("a", "A", 8_000), ok("a", 8_320)) == pytest.approx(0.04)
+    assert prediction_error(P("a", "A", 8_000), Measured("a", "oom")) is None
+    assert prediction_error(P("a", "A", None), ok("a", 8_000)) is None
+    with pytest.raises(ValueError, match="'a' compared with a measurement of 'b'"):
+        prediction_error(P("a", "A", 8_000), ok("b", 8_000))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: P("a", "A", -5.0), "cell 'a': tok/s must be positive, got -5.0"),
+    (lambda: P("a", "A", math.nan), "tok/s must be positive, got nan"),
+    (lambda: P("a", "A", 8_500, 9_000, 8_000), "interval low 9000 > high 8000"),
+    (lambda: P("a", "A", 9_500, 8_000, 9_000), "tok/s 9500 lies outside its own interval"),
+    (lambda: P("a", "A", None, 8_000, 9_000), "an interval needs tok/s and both bounds"),
+    (lambda: P("a", "A", 8_500, 8_000, None), "an interval needs tok/s and both bounds"),
+    (lambda: P("a", "A", 8_000, memory_gb=-1.0), "predicted memory must be >= 0 GB, got -1.0"),
+    (lambda: ok("a", -1.0), "cell 'a': tok/s must be positive"),
+    (lambda: first_wave([P("a", "A", 1.0), P("a", "B", 2.0)], None), "cell 'a' appears twice"),
+])
+def test_an_impossible_input_is_refused_with_what_is_wrong(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_the_planner_imports_no_torch_and_no_hydra():
+    code = ("import sys, hydra_plugins.trainsweep.plan; "
+            "print(sorted(m for m in ('torch', 'hydra', 'omegaconf', 'src') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

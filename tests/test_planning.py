@@ -1,0 +1,92 @@
+"""sweep.plan=predict end to end on the CPU (the predictor timed on the CPU, `predict_on_cpu`): every cell is
+predicted in one process, the planner's waves run, and every cell keeps its prediction and the decision about it;
+and the pieces the planner stands on: families, the speed model's depth line, what the copies can't predict."""
+import json
+
+import pytest
+from omegaconf import OmegaConf
+
+from hydra_plugins.trainsweep import planning
+from src import predict
+from src.config.errors import ConfigError
+from src.config.cli import rewrite
+from src.model import speed_model
+from tests.conftest import QUICK, cli, compose
+
+
+def test_a_planned_sweep_predicts_every_cell_runs_the_leaders_and_keeps_each_decision(tmp_path):
+    proc = cli("-m", *QUICK, "batch.size=2,4,8", "sweep.plan=predict", "hydra.launcher.predict_on_cpu=true",
+               "hydra.launcher.top=1", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "3 cells predicted" in proc.stdout
+    predictions = json.loads((tmp_path / ".plan" / "predictions.json").read_text())
+    assert len(predictions) == 3 and all(p["why_not"] is None and p["real_tokens_per_s"] > 0 for p in predictions)
+    leader = max(predictions, key=lambda p: p["real_tokens_per_s"])["cell"]
+    kept = {d.name: json.loads((d / "prediction.json").read_text()) for d in tmp_path.iterdir() if (d / "prediction.json").exists()}
+    assert len(kept) == 3
+    assert (tmp_path / leader / "report.json").exists()  # the predicted leader always runs
+    for cell, k in kept.items():
+        ran = (tmp_path / cell / "report.json").exists()
+        assert k["decision"].startswith("ran") == ran, (cell, k["decision"])
+        assert ran or k["decision"].startswith("not run")  # a cell not run says why
+    assert "cells ran" in proc.stdout
+
+
+def test_without_a_gpu_a_planned_sweep_says_so_and_runs_every_cell(tmp_path):
+    proc = cli("-m", *QUICK, "batch.size=2,4", "sweep.plan=predict", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no GPU here, so no cell can be predicted: every cell runs" in proc.stdout
+    assert len(list(tmp_path.glob("*/report.json"))) == 2
+
+
+def test_sweep_plan_takes_all_or_predict():
+    assert rewrite(["sweep.plan=predict"]) == ["hydra.launcher.plan=predict"]
+    with pytest.raises(ConfigError, match="sweep.plan"):
+        rewrite(["sweep.plan=some"])
+
+
+def test_a_family_is_everything_but_the_batch_settings():
+    a = planning.family(["batch.size=4", "batch.grad_accum=16", "padding=packed", "model=qwen3"])
+    b = planning.family(["model=qwen3", "batch.tokens=2048", "padding=packed", "batch=8"])
+    assert a == b == "model=qwen3 padding=packed"
+
+
+def test_the_step_at_depth_is_a_line_through_the_copies():
+    step = speed_model.at_depth([0.10, 0.11, 0.10], [0.15, 0.16, 0.15], layers=36)
+    assert step.step_s == pytest.approx((0.10 + 0.05 * 35 + 0.11 + 0.05 * 35 + 0.10 + 0.05 * 35) / 3)
+    assert step.low <= step.step_s <= step.high
+    rate, low, high = step.rate(8192)
+    assert low <= rate <= high and rate == pytest.approx(8192 / step.step_s)
+    assert speed_model.at_depth([0.2], [0.1], 10).step_s == 0.2  # a faster 2-layer copy is noise: no negative layer
+    with pytest.raises(ValueError, match="differ in length"):
+        speed_model.at_depth([0.1, 0.1], [0.2], 4)
+
+
+def test_time_steps_times_blocks_on_the_clock_it_is_given():
+    import torch
+
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(2))
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return type("Out", (), {"loss": (self.w * x).sum()})()
+
+    ticks = iter(range(0, 1000, 6))  # each block's two clock reads are 6 "seconds" apart
+    model = Counting()
+    out = speed_model.time_steps(model, {"x": torch.ones(2)}, grad_accum=2, amp="none", device="cpu", blocks=2, steps=3,
+                                 clock=lambda: next(ticks))
+    assert out == [2.0, 2.0]  # 6 s over 3 steps
+    assert model.calls == (1 + 2 * 3) * 2  # a warm-up step, then 2 blocks of 3, each 2 micro-batches
+
+
+def test_what_the_copies_cannot_predict_is_said():
+    assert "whole-model compile" in predict.why_not(compose("trainer.torch_compile=true", "trainer.compile_scope=model"))
+    assert "checkpoint_every" in predict.why_not(compose("trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2"))
+    assert predict.why_not(compose("padding=packed_8k")) is None
+    cells = [{"cell": "a", "family": "f", "config": OmegaConf.to_container(
+        compose("trainer.torch_compile=true", "trainer.compile_scope=model"), resolve=True)}]
+    assert predict.predict(cells)[0]["why_not"].startswith("a whole-model compile")
