@@ -90,3 +90,11 @@ def test_what_the_copies_cannot_predict_is_said():
     cells = [{"cell": "a", "family": "f", "config": OmegaConf.to_container(
         compose("trainer.torch_compile=true", "trainer.compile_scope=model"), resolve=True)}]
     assert predict.predict(cells)[0]["why_not"].startswith("a whole-model compile")
+
+
+def test_batch_effective_gives_each_micro_batch_its_grad_accum():
+    assert [compose("batch=4", "batch.effective=64").batch.grad_accum, compose("batch=16", "batch.effective=64").batch.grad_accum] == [16, 4]
+    with pytest.raises(ConfigError, match="not of 48"):
+        rewrite(["batch.size=4,8,48", "batch.effective=16"])
+    with pytest.raises(ConfigError, match="batch.effective"):
+        rewrite(["batch.effective=sixty"])

@@ -139,6 +139,8 @@ def rewrite(args: list[str]) -> list[str]:
     """Keys as a user types them, as Hydra needs them:
     - `sweep.repeats=3` -> `hydra.launcher.repeats=3` (`sweep` is the group of saved sweeps; the launcher
       runs the repeats, under any sweeper a preset picks); `sweep.plan=predict|all` likewise;
+    - `batch.effective=64` -> `batch.grad_accum=${grad_accum_for:64,${batch.size}}` (each job's grad_accum from its
+      own micro-batch: `-m batch=4,8,16 batch.effective=64` compares splits of one effective batch);
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
     - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
       dict of pass-through TrainingArguments fields; src/train/trainer.py checks the names);
@@ -154,6 +156,10 @@ def rewrite(args: list[str]) -> list[str]:
             if not value.isdigit() or int(value) < 1:
                 raise ConfigError("sweep.repeats", value, "must be a positive integer")
             arg = f"hydra.launcher.repeats={value}"
+        elif key == "batch.effective":
+            if not value.isdigit() or int(value) < 1:
+                raise ConfigError("batch.effective", value, "must be one positive integer (the micro-batch x grad_accum every job keeps)")
+            arg = f"batch.grad_accum='${{grad_accum_for:{value},${{batch.size}}}}'"
         elif key == "sweep.plan":
             if value not in ("all", "predict"):
                 raise ConfigError("sweep.plan", value, "must be all (run every cell) or predict (predict every cell, run those that could win)")
@@ -168,7 +174,17 @@ def rewrite(args: list[str]) -> list[str]:
         elif key == "baseline" and "=" in value and value[:1] not in "'\"":
             arg = f"baseline='{value}'"
         out.append(arg)
+    _check_effective(out)
     return out
+
+
+def _check_effective(args: list[str]) -> None:
+    """batch.effective against the micro-batches the same command line names: refused before any job starts."""
+    effective = next((int(a.split("{grad_accum_for:")[1].split(",")[0]) for a in args if "{grad_accum_for:" in a), None)
+    sizes = [v for a in args if a.startswith("batch.size=") for v in a.partition("=")[2].split(",")]
+    for size in sizes:
+        if effective and size.isdigit() and (int(size) > effective or effective % int(size)):
+            raise ConfigError("batch.effective", effective, f"must be a multiple of every batch.size (not of {size})")
 
 
 def _first_comment(path: str) -> str:

@@ -4,6 +4,7 @@ command line would run, for tests and benchmarks."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -19,7 +20,8 @@ MAX_DIRNAME = 200  # bytes; most file systems stop at 255, and a sweep with a do
 def job_dirname(overrides: str) -> str:
     """A sweep job's directory name: its overrides, readable; past MAX_DIRNAME their start and a hash of the whole,
     so the name stays unique and the same on a rerun (which finds the finished jobs by it)."""
-    name = overrides.replace("'", "").replace("/", "-") or "defaults"
+    name = re.sub(r"batch\.grad_accum=\$\{grad_accum_for:(\d+),\$\{batch\.size\}\}", r"batch.effective=\1", overrides)
+    name = name.replace("'", "").replace("/", "-") or "defaults"
     if len(name.encode()) <= MAX_DIRNAME:
         return name
     digest = hashlib.sha1(name.encode()).hexdigest()[:12]
@@ -27,6 +29,16 @@ def job_dirname(overrides: str) -> str:
 
 
 OmegaConf.register_new_resolver("job_dirname", job_dirname, replace=True)
+
+
+def grad_accum_for(effective: int, size: int) -> int:
+    """batch.effective's grad_accum: the effective batch over this job's micro-batch, which must divide it."""
+    if size > effective or effective % size:
+        raise ValueError(f"batch.effective={effective} is not a whole number of micro-batches of batch.size={size}")
+    return effective // size
+
+
+OmegaConf.register_new_resolver("grad_accum_for", grad_accum_for, replace=True)
 # Run directories: under torchrun every rank names the same one (src/base/ranks.py says how).
 OmegaConf.register_new_resolver("run_stamp", lambda fmt: run_stamp(fmt), replace=True, use_cache=True)
 # This package's import name, for the config's `_target_`s: `src` in a checkout, `trainsweep` installed.

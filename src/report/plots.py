@@ -55,24 +55,30 @@ def bars_figure(df: pd.DataFrame, where: str):
     """A bar per job, fastest on top, with its 95% interval; the jobs that share rank 1 (can't be told apart from
     the fastest) in gold, so a tie never looks like a winner; jobs that did not finish named at the bottom."""
     ok = df[_ok(df)].dropna(subset=["real_tok_s"]).sort_values("real_tok_s")
-    failed = df[~_ok(df)]
-    if ok.empty and failed.empty:
+    guessed = _guessed(df).sort_values("predicted_tok_s")  # a planned sweep's cells that did not run: hollow
+    failed = df[~_ok(df) & (df["status"] != "predicted")]
+    if ok.empty and failed.empty and guessed.empty:
         return None
-    rows = len(ok) + len(failed)
+    rows = len(ok) + len(failed) + len(guessed)
     fig, ax = _figure(7.0, 1.2 + 0.32 * rows)
+    if not guessed.empty:
+        ax.barh(range(len(failed), len(failed) + len(guessed)), guessed["predicted_tok_s"], fill=False,
+                edgecolor="gray", linestyle="--", label="predicted, not run")
     low, high = _column(ok, "real_tok_s_low"), _column(ok, "real_tok_s_high")
     y = ok["real_tok_s"]
     xerr = [(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)]
     first = (ok["rank"] == 1) if "rank" in ok else pd.Series(False, index=ok.index)
     colours = ["darkgoldenrod" if f else "steelblue" for f in first]
-    ax.barh(range(len(failed), rows), y, xerr=xerr, color=colours, capsize=3)
+    ax.barh(range(len(failed) + len(guessed), rows), y, xerr=xerr, color=colours, capsize=3)
     labels = [f"{r['job']} ({str(r['status']).upper()})" for _, r in failed.iterrows()]
+    labels += [f"{r['job']} (predicted)" for _, r in guessed.iterrows()]
     labels += [str(r["job"]) + ("" if pd.notna(low[i]) else " (no interval)") for i, r in ok.iterrows()]
     ax.set_yticks(range(rows), labels, fontsize=7)
     ax.set_xlabel("real tokens/s (95% interval)")
     tied = int(first.sum())
     ax.set_title("throughput by config: gold = rank 1" + (f", {tied} jobs tied" if tied > 1 else "")
                  + f"\n{where}", fontsize=9)
+    _legend(ax)
     return fig
 
 
@@ -105,6 +111,11 @@ def throughput_figure(df: pd.DataFrame, where: str):
         ax.scatter(best["batch"], best["real_tok_s"], marker="*", s=380, facecolor="none", edgecolor="darkgoldenrod",
                    linewidths=1.5, zorder=4,
                    label="best (rank 1" + (f", {len(best)} tied)" if len(best) > 1 else ")"))
+    guessed = _guessed(df).dropna(subset=["batch"])
+    if not guessed.empty:  # hollow, at the predicted rate with its interval; never joined to a measured line
+        y, low_p, high_p = (_column(guessed, f"predicted_tok_s{s}") for s in ("", "_low", "_high"))
+        ax.errorbar(guessed["batch"], y, yerr=[(y - low_p).clip(lower=0), (high_p - y).clip(lower=0)], fmt="o",
+                    mfc="none", color="gray", capsize=2, label="predicted, not run")
     _mark_failed(ax, df)
     if ok.empty:
         ax.text(0.5, 0.5, "no job finished", transform=ax.transAxes, ha="center", color="gray")
@@ -300,6 +311,12 @@ def _ok(df: pd.DataFrame) -> pd.Series:
     return df["status"] == "ok"
 
 
+def _guessed(df: pd.DataFrame) -> pd.DataFrame:
+    """A planned sweep's cells predicted but not run (not those predicted out of memory), with a predicted rate."""
+    rate = _column(df, "predicted_tok_s")
+    return df.assign(predicted_tok_s=rate)[(df["status"] == "predicted") & rate.notna()]
+
+
 def _names(values: pd.Series) -> str | None:
     found = list(dict.fromkeys(values.dropna()))
     return ", ".join(map(str, found)) if found else None
@@ -324,7 +341,6 @@ def _seconds(s: float) -> str:
 
 def _percent():
     from matplotlib.ticker import PercentFormatter
-
     return PercentFormatter(1.0)
 
 
@@ -365,8 +381,9 @@ def _batch_axis(ax, batch: pd.Series) -> None:
 
 
 def _mark_failed(ax, df: pd.DataFrame) -> None:
-    """Jobs that did not finish, on the x axis at their micro-batch, with their status."""
-    failed = df[~_ok(df) & df["batch"].notna()]
+    """Jobs that did not finish (or were predicted out of memory), on the x axis at their micro-batch, with their
+    status; cells only predicted to be slower are drawn at their prediction instead."""
+    failed = df[~_ok(df) & (df["status"] != "predicted") & df["batch"].notna()]
     if failed.empty:
         return
     on_axis = ax.get_xaxis_transform()  # x in data, y in axes: the bottom edge whatever the y range

@@ -2,6 +2,9 @@
 and the plots (src/report/plots.py).
 
 Runs at the end of every sweep (a Hydra callback) and on demand: `python -m src.report SWEEP_DIR`.
+A planned sweep (sweep.plan=predict) also has cells that were only predicted (prediction.json, no report.json):
+rows of their own status, shown beside the measured ones and never ranked or compared with them. Past 350
+lines for one concern: the table and the answer read from it.
 """
 from __future__ import annotations
 
@@ -36,7 +39,28 @@ def load_reports(sweep: Path) -> list[dict]:
     for job, report in found:
         report["job"] = job
         reports.append(with_intervals(report))
-    return reports
+    return reports + (with_predictions(sweep, reports) if sweep.is_dir() else [])
+
+
+PREDICTED = ("predicted", "predicted_oom")  # a planned sweep's cells that did not run: no measurement
+
+
+def with_predictions(sweep: Path, reports: list[dict]) -> list[dict]:
+    """A planned sweep's predictions (*/prediction.json): added to the reports of the cells that ran, and the
+    cells that did not run as reports of status predicted or predicted_oom. A cell planned to run that has no
+    report is left to `warnings`."""
+    ran, planned = {r["job"]: r for r in reports}, []
+    for path in sorted(sweep.glob("*/prediction.json")):
+        job, given = path.parent.name, json.loads(path.read_text())
+        decision = given.get("decision") or ""
+        if job in ran:
+            ran[job].update(prediction=given.get("prediction") or {}, decision=decision)
+        elif not decision.startswith("ran"):
+            status = "predicted_oom" if decision.startswith("predicted out of memory") else "predicted"
+            planned.append({"job": job, "status": status, "overrides": given.get("overrides") or [],
+                            "config": given.get("config") or {}, "prediction": given.get("prediction") or {},
+                            "decision": decision})
+    return planned
 
 
 def with_intervals(report: dict) -> dict:
@@ -103,16 +127,27 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
                "device": (r.get("env") or {}).get("device_name"), "error": (r.error or "")[:200]}
         shown = set(COLUMNS.values())
         row.update({path: value for path, value in flat.items() if path not in shown})
+        if any("prediction" in r for r in reports):  # a planned sweep: what each cell was predicted to do
+            p = d.get("prediction") or {}
+            row.update(predicted_tok_s=p.get("real_tokens_per_s"), predicted_tok_s_low=p.get("low"),
+                       predicted_tok_s_high=p.get("high"), predicted_memory_gb=p.get("memory_gb"),
+                       predicted_why_not=p.get("why_not"), decision=d.get("decision"))
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
         return df
     if combine and (df["repeat"] != "0").any():
         df = combine_repeats(df)
-    df["_ok"] = df["status"] == "ok"
-    df = df.sort_values(["_ok", "real_tok_s"], ascending=[False, False], na_position="last").drop(columns="_ok")
+    if "predicted_tok_s" in df:  # measured/predicted - 1, for the cells that ran
+        measured, predicted = (pd.to_numeric(df[c], errors="coerce") for c in ("real_tok_s", "predicted_tok_s"))
+        df["prediction_error"] = (measured / predicted - 1).where(df["status"] == "ok")
+    # finished jobs by real tokens/s, then failed ones, then those only predicted (fastest first), then predicted OOM
+    df["_kind"] = [0 if s == "ok" else 2 + PREDICTED.index(s) if s in PREDICTED else 1 for s in df["status"]]
+    by = ["_kind", "real_tok_s"] + (["predicted_tok_s"] if "predicted_tok_s" in df else [])
+    df = df.sort_values(by, ascending=[True] + [False] * (len(by) - 1), na_position="last").drop(columns="_kind")
     df = df.reset_index(drop=True)
-    df.insert(0, "rank", tiers(df))
+    ranks = tiers(df)
+    df.insert(0, "rank", pd.array(ranks, dtype="Int64") if None in ranks else ranks)  # predicted: no rank
     return df
 
 
@@ -159,13 +194,13 @@ def comparison(a, b) -> stats.Comparison:
     return stats.compare(interval(a), interval(b), a["real_tok_s"], b["real_tok_s"])
 
 
-def tiers(df: pd.DataFrame) -> list[int]:
+def tiers(df: pd.DataFrame) -> list[int | None]:
     """Ranks that call a tie a tie: a finished job shares the rank of the fastest job of its tier while the two
-    can't be told apart (src/base/stats.py); failed jobs rank after, one each."""
+    can't be told apart (src/base/stats.py); failed jobs rank after, one each; predicted-only cells get none."""
     ranks, leader = [], None
     for i, row in df.iterrows():
         if row["status"] != "ok" or pd.isna(row["real_tok_s"]):
-            ranks.append(i + 1)
+            ranks.append(None if row["status"] in PREDICTED else i + 1)
             continue
         if leader is None or not comparison(df.loc[leader], row).tie:
             leader = i
@@ -234,7 +269,7 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
     flagged = df[(df["status"] == "ok") & (df["flags"].fillna("") != "")] if "flags" in df else df.iloc[:0]
     for _, r in flagged.iterrows():
         lines.append(f"flagged {r['job']}: {r['flags']}")
-    failed = df[df["status"] != "ok"]
+    failed = df[(df["status"] != "ok") & ~df["status"].isin(PREDICTED)]
     if not failed.empty:
         lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
     return lines
@@ -256,12 +291,13 @@ def _what_would_decide(df: pd.DataFrame) -> str:
 
 def warnings(sweep_dir: Path, reports: list[dict]) -> list[str]:
     """What the table can't show: jobs of this sweep without a report (another process held their directory,
-    or they are still running or were killed), and jobs that read different data (a file changed between them)."""
+    or they are still running or were killed; a planned cell that was to run, too), and jobs that read different
+    data (a file changed between them)."""
     lines = []
     if Path(sweep_dir).is_dir():
         reported = {r["job"] for r in reports}
-        silent = sorted(d.name for d in Path(sweep_dir).iterdir()
-                        if d.is_dir() and (d / ".hydra").is_dir() and d.name not in reported)
+        silent = sorted(d.name for d in Path(sweep_dir).iterdir() if d.is_dir() and d.name not in reported
+                        and ((d / ".hydra").is_dir() or (d / "prediction.json").is_file()))
         if silent:
             lines.append(f"{len(silent)} job(s) have no report, so are not ranked: {', '.join(silent)} (another process "
                          "held the directory, or the job is still running or was killed; rerun the sweep to finish them)")
@@ -288,12 +324,34 @@ def _against(ok: pd.DataFrame, baseline: str) -> str:
     return f"against {baseline}: " + "; ".join(comparison(r, base[0]).text(r["job"], baseline) for r in others)
 
 
+def planned(df: pd.DataFrame) -> str | None:
+    """'planned: N of M cells ran; K predicted out of memory; J predicted slower (not run)', for a planned sweep."""
+    if "decision" not in df:
+        return None
+    oom, slower = (int((df["status"] == s).sum()) for s in ("predicted_oom", "predicted"))
+    return (f"planned: {len(df) - oom - slower} of {len(df)} cells ran; {oom} predicted out of memory; "
+            f"{slower} predicted slower (not run)")
+
+
+def _predicted(row) -> str:
+    """'8,100 (7,900-8,300)' predicted real tokens/s, or why there is no prediction."""
+    if pd.isna(row["predicted_tok_s"]):
+        return row["predicted_why_not"] if isinstance(row.get("predicted_why_not"), str) else "-"
+    span = "" if pd.isna(row["predicted_tok_s_low"]) else \
+        f" ({row['predicted_tok_s_low']:,.0f}-{row['predicted_tok_s_high']:,.0f})"
+    return f"{row['predicted_tok_s']:,.0f}{span}"
+
+
 def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
     cols = ["rank", "job", "status", "batch", "batch_tokens", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
-            "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb", "saturated", "bottleneck", "flags"]
+            "predicted_tok_s_95", "prediction_error", "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb",
+            "saturated", "bottleneck", "flags", "decision"]
     fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
-           "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}"}
+           "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}", "prediction_error": "{:+.0%}"}
     df = df.assign(real_tok_s_95=[_span(r) or "-" for _, r in df.iterrows()])
+    if "predicted_tok_s" in df:  # a planned sweep: what was predicted, and which cells only were
+        df = df.assign(predicted_tok_s_95=[_predicted(r) for _, r in df.iterrows()],
+                       status=df["status"].replace({"predicted": "predicted only", "predicted_oom": "predicted OOM"}))
     if "flags" in df:
         df["flags"] = df["flags"].fillna("").replace("", "-")
     shown = df[[c for c in cols if c in df and (c != "batch_tokens" or df[c].notna().any())]].copy()
@@ -323,7 +381,7 @@ def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
         return f"no job reports under {sweep_dir}"
     given = [d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")]
     baseline = baseline or (given[0] if given else None)
-    lines = warnings(sweep_dir, reports) + recommend(df, baseline)
+    lines = warnings(sweep_dir, reports) + [x for x in [planned(df)] if x] + recommend(df, baseline)
     atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
     md = _markdown(df, lines, sweep_dir)
     atomic_write(sweep_dir / "summary.md", md)
