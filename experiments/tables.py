@@ -571,6 +571,42 @@ def dropin_sft() -> str:
                      "report / own clock", "train loss", "logged loss at steps 10 / 20 / 30", "checks"], rows)
 
 
+def _planner_jobs(log: str) -> dict[str, dict]:
+    """The job lines of experiments/planner's call, by sweep ('all', 'predict') and (batch, padding)."""
+    out, sweep = {"all": {}, "predict": {}}, "all"
+    for line in (HERE / log).read_text().splitlines():
+        if line.startswith("plan_all: exit"):
+            sweep = "predict"
+        m = re.search(r"#\d+ : .*batch='(\d+)'.*padding=(\w+): (ok|oom)(?:, ([\d,]+) \(([\d,]+)-([\d,]+)\))?", line)
+        if m:
+            num = [float(x.replace(",", "")) if x else None for x in m.groups()[3:]]
+            out[sweep][(int(m[1]), m[2])] = {"status": m[3], "rate": num[0], "low": num[1], "high": num[2]}
+    return out
+
+
+def planner() -> str:
+    """sweep.plan=all and sweep.plan=predict on one grid, one call: each cell's prediction, both measurements, the decision."""
+    jobs = _planner_jobs("planner/results/h100_planner_call.log")
+    rows = []
+    for r in _records("planner/results/h100_plan_predict_decisions.jsonl"):
+        batch = int(next(o for o in r["overrides"] if o.startswith("batch=")).split("=")[1].strip("'"))
+        padding = next(o for o in r["overrides"] if o.startswith("padding=")).split("=")[1]
+        p, key = r["prediction"], (batch, padding)
+        cells = []
+        for sweep in ("all", "predict"):
+            j = jobs[sweep].get(key)
+            cells.append("" if j is None else j["status"] if j["status"] != "ok" else f"{j['rate']:,.0f} ({j['low']:,.0f}-{j['high']:,.0f})")
+        ref = jobs["all"].get(key)
+        error = f"{ref['rate'] / p['real_tokens_per_s']:.2f}" if ref and ref["status"] == "ok" else ""
+        decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
+        rows.append((batch, padding, [str(batch), padding, f"{p['memory_gb']:.2f}",
+                     f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", cells[0] or "cut (call's time)", error,
+                     decision, cells[1]]))
+    rows.sort(key=lambda x: (x[0], x[1]))
+    return markdown(["micro-batch", "padding", "predicted GB", "predicted real tok/s (95%)", "plan=all: measured",
+                     "plan=all / predicted", "plan=predict: decision", "plan=predict: measured"], [r[2] for r in rows])
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -579,6 +615,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/graphs": (HERE / "speed/README.md", speed_graphs),
           "speed/graphs_full": (HERE / "speed/README.md", speed_graphs_full),
           "speed/qlora_fused": (HERE / "speed/README.md", speed_qlora_fused),
+          "planner/h100": (HERE / "planner/README.md", planner),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
           "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),

@@ -107,6 +107,7 @@ def predict_family(cells: list[dict]) -> list[dict]:
 
 def predict(cells: list[dict]) -> list[dict]:
     """Every cell, family by family; a family that fails is said, never dropped."""
+    from .config import compose  # noqa: F401  (the resolvers a config left unresolved may name)
     families: dict[str, list[dict]] = {}
     out = []
     for cell in cells:

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # sweep.plan=predict against sweep.plan=all on one grid (issue 28): Qwen3-4B width, 4 layers, LoRA; micro-batch
-# 2..64 at a fixed effective batch of 64, three paddings; a 10 GB memory cap so the largest micro-batches can't fit.
-# One mode per device call, on one warm machine (carry .whl: scripts/gpu_wheels.sh).
-#   bash experiments/planner/gpu.sh all       # every cell runs: the reference ranking and its wall time
-#   bash experiments/planner/gpu.sh predict   # predicted first, only the cells that could win run
+# 4..64 at a fixed effective batch of 64, two paddings; a 10 GB memory cap so the largest micro-batches can't fit.
+# Both plans in one device call, one after the other on one machine (carry .whl: scripts/gpu_wheels.sh).
+#   bash experiments/planner/gpu.sh all predict   # every cell (the reference ranking and its wall time), then planned
 # Each job's report goes to $OUT/reports.jsonl as it ends; the sweep's summary.md and plots, the predictions
 # (.plan/predictions.json) and each cell's prediction.json come back with it.
 set -uo pipefail
 source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/planner.log
-what=${1:-all}
 COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false measure.stop_when_stable=true
-  trainer.max_steps=40 measure.warmup_steps=5 gpu.memory_cap_gb=10"
-GRID="batch=2,4,8,16,32,64 batch.effective=64 padding=max_length,buckets,dynamic"
-SWEEP_TIMEOUT=560 sweep "plan_$what" $GRID sweep.plan=$what
+  trainer.max_steps=26 measure.warmup_steps=3 gpu.memory_cap_gb=10"
+GRID="batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"
+for what in "$@"; do
+SWEEP_TIMEOUT=290 sweep "plan_$what" $GRID sweep.plan=$what
 dir=$RUNS/plan_$what
 cp "$dir/.plan/predictions.json" "$OUT/predictions_$what.json" 2>/dev/null
 for d in "$dir"/*/; do [ -f "$d/prediction.json" ] && python3 -c "
 import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({'job': sys.argv[2], **p, 'config': None}))" "$d/prediction.json" "$(basename "$d")"; done > "$OUT/decisions_$what.jsonl"
 grep -E "sweep.plan|cells ran|#[0-9]+ :" "$RUN_LOG" | tail -40 > "$OUT/planner_lines_$what.txt"
 mv "$OUT/summary.md" "$OUT/summary_$what.md" 2>/dev/null; mv "$OUT/summary.csv" "$OUT/summary_$what.csv" 2>/dev/null
+done

@@ -1,4 +1,4 @@
-"""trainsweep's Hydra plugins: the `isolated` launcher and the `batch_search` sweeper."""
+"""trainsweep's Hydra plugins: the `isolated` launcher (with sweep.plan=predict's planner) and the `batch_search` sweeper."""
 import importlib
 import sys
 

@@ -78,11 +78,11 @@ def run_planned(launcher, job_overrides, first_idx: int):
     for idx, overrides in enumerate(job_overrides, start=first_idx):
         job_cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
         job_dir = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
+        body = OmegaConf.masked_copy(job_cfg, [k for k in job_cfg if k != "hydra"])  # hydra's own resolve only in a job
         try:
-            config = OmegaConf.to_container(job_cfg, resolve=True)
-        except OmegaConfBaseException:  # the job itself will say what doesn't resolve
-            config = OmegaConf.to_container(job_cfg, resolve=False)
-        config.pop("hydra", None)
+            config = OmegaConf.to_container(body, resolve=True)
+        except OmegaConfBaseException:  # the job itself will say what doesn't resolve; the predictor resolves the rest
+            config = OmegaConf.to_container(body, resolve=False)
         cells[job_dir.name] = {"idx": idx, "overrides": list(overrides), "config": config, "dir": job_dir}
     raw = predict(cells, Path(str(launcher.config.hydra.sweep.dir)) / ".plan")
     if raw is None:
