@@ -75,12 +75,12 @@ def test_time_steps_times_blocks_on_the_clock_it_is_given():
             self.calls += 1
             return type("Out", (), {"loss": (self.w * x).sum()})()
 
-    ticks = iter(range(0, 1000, 6))  # each block's two clock reads are 6 "seconds" apart
+    ticks = iter(range(0, 1000, 6))  # every clock read is 6 "seconds" after the one before
     model = Counting()
-    out = speed_model.time_steps(model, {"x": torch.ones(2)}, grad_accum=2, amp="none", device="cpu", blocks=2, steps=3,
+    out = speed_model.time_steps(model, {"x": torch.ones(2)}, grad_accum=4, amp="none", device="cpu", blocks=2, steps=3,
                                  clock=lambda: next(ticks))
-    assert out == [2.0, 2.0]  # 6 s over 3 steps
-    assert model.calls == (1 + 2 * 3) * 2  # a warm-up step, then 2 blocks of 3, each 2 micro-batches
+    assert out == [10.0, 10.0]  # a micro-batch 2 s (6 s over 3), x grad_accum 4, plus an AdamW step 2 s
+    assert model.calls == 1 + 2 * 3  # a warm-up, then 2 blocks of 3: the probe's cost doesn't grow with grad_accum
 
 
 def test_what_the_copies_cannot_predict_is_said():

@@ -1,6 +1,6 @@
 """Step time predicted before a run, from the same 1- and 2-layer copies the memory model builds: each copy
-trains a few steps at the run's micro-batch shape (forward, backward, AdamW), timed in blocks without a sync
-inside a block, so a host-bound step is timed as the host sets its pace and a GPU-bound one as the GPU does.
+trains a few steps at the run's micro-batch shape (forwards and backwards, then AdamW steps), timed in blocks
+without a sync inside a part, so a host-bound step is timed as the host sets its pace and a GPU-bound one as the GPU does.
 The 2-layer minus the 1-layer time is one layer, the rest is everything outside the layers (embeddings, head,
 loss, the optimizer's fixed cost); both scale to the real depth. What the copies don't see (the Trainer's own
 work per step, the dataloader) the planner calibrates away with one measured cell per family."""
@@ -32,30 +32,35 @@ def _sync(device: str) -> None:
 
 def time_steps(model, batch: dict, grad_accum: int, amp: str, device: str, blocks: int = 3, steps: int = 3,
                clock=time.perf_counter) -> list[float]:
-    """Seconds per optimizer step (grad_accum forwards and backwards, then AdamW), one figure per block of
-    `steps` steps, after one untimed step (a compile, cuBLAS's first call). Synced only at a block's edges."""
+    """Seconds per optimizer step, one figure per block: `steps` forwards and backwards timed together, then
+    `steps` AdamW steps, so a step is grad_accum x the first plus the second. Timing the two apart keeps the
+    probe's cost the same at any grad_accum (a cell of 4 rows x 16 costs what one of 64 x 1 does). After one
+    untimed step (a compile, cuBLAS's first call); synced only between the timed parts."""
     from .memory_model import _autocast
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-5, fused=device == "cuda" or None)
 
-    def step():
-        for _ in range(grad_accum):
-            with _autocast(amp, device):
-                loss = model(**batch).loss
-            loss.float().backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    def forward_backward():
+        with _autocast(amp, device):
+            loss = model(**batch).loss
+        loss.float().backward()
 
-    step()
+    forward_backward()
+    opt.step()
     out = []
     for _ in range(blocks):
         _sync(device)
         t0 = clock()
         for _ in range(steps):
-            step()
+            forward_backward()
         _sync(device)
-        out.append((clock() - t0) / steps)
+        t1 = clock()
+        for _ in range(steps):
+            opt.step()
+        _sync(device)
+        out.append((grad_accum * (t1 - t0) + clock() - t1) / steps)
+        opt.zero_grad(set_to_none=True)
     del opt
     return out
 
