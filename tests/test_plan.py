@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hydra_plugins.trainsweep.plan import (Measured, Prediction, calibration, decisions, first_wave, next_wave,
+from hydra_plugins.trainsweep.plan import (Measured, Prediction, calibration, decisions, first_wave, largest_fits, next_wave,
                                            not_run, prediction_error)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,3 +144,26 @@ def test_the_planner_imports_no_torch_and_no_hydra():
             "print(sorted(m for m in ('torch', 'hydra', 'omegaconf', 'src') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_largest_micro_batch_predicted_to_fit_runs_and_an_oom_hands_it_down():
+    sized = [Prediction(f"bs{n}", "A", 5.0 * n, 1000.0 * n, 900.0 * n, 1100.0 * n, size=n) for n in (1, 2, 4, 8)]
+    # 8 is predicted at 40 GB, over the 24 GB cap; 4 (20 GB) is the largest predicted to fit
+    assert largest_fits(sized, [], 24.0) == {"A": "bs4"}
+    assert "bs4" in first_wave(sized, 24.0, top=1)
+    # it ran out of memory after all: 2 is the largest that fits now, and the next wave runs it
+    measured = [Measured("bs4", "oom")]
+    assert largest_fits(sized, measured, 24.0) == {"A": "bs2"}
+    assert "bs2" in next_wave(sized, measured, 24.0)
+    # once 2 ran, nothing is left to confirm or to win
+    done = measured + [ok("bs2", 2000.0, 1900.0, 2100.0), ok("bs1", 1000.0, 950.0, 1050.0)]
+    assert next_wave(sized, done, 24.0) == []
+
+
+def test_the_planner_imports_the_way_hydras_plugin_scan_does():
+    """Hydra runs each plugin module before putting it in sys.modules: a dataclass with string annotations
+    (from __future__ import annotations) fails there."""
+    code = ("import importlib.util as u; s = u.spec_from_file_location('scanned', 'hydra_plugins/trainsweep/plan.py'); "
+            "m = u.module_from_spec(s); s.loader.exec_module(m); print(m.Prediction('a', 'f', 1.0, 2.0).tok_s)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "2.0", out.stderr

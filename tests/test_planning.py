@@ -98,3 +98,17 @@ def test_batch_effective_gives_each_micro_batch_its_grad_accum():
         rewrite(["batch.size=4,8,48", "batch.effective=16"])
     with pytest.raises(ConfigError, match="batch.effective"):
         rewrite(["batch.effective=sixty"])
+
+
+def test_sweep_fit_confirms_the_largest_micro_batch_that_fits(tmp_path):
+    """Micro-batch 4 is predicted to fit (no cap on a CPU) but runs out of memory (debug=oom): micro-batch 2 is
+    then the largest that fits, runs, and the summary names it."""
+    proc = cli("-m", "sweep=fit", *QUICK, "batch.size=2,4", "debug=oom", "debug.oom_from_batch=4",
+               "hydra.launcher.predict_on_cpu=true", "hydra.launcher.top=1", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kept = {json.loads((d / "prediction.json").read_text())["config"]["batch"]["size"]: json.loads((d / "prediction.json").read_text())
+            for d in tmp_path.iterdir() if (d / "prediction.json").exists()}
+    assert kept[4]["decision"].startswith("ran: oom") and not kept[4]["largest_fit"]
+    assert kept[2]["largest_fit"] and kept[2]["decision"].startswith("ran")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "the largest micro-batch predicted to fit: bs 2 x ga 32 (ran ok" in summary

@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 import torch
 
-from hydra_plugins.trainsweep.batch_search import plan
 from hydra_plugins.trainsweep.launcher import job_gpus
 from src.report import plots, summary
 from tests.conftest import CONF, QUICK, cli, compose, read_report
@@ -157,24 +156,6 @@ def test_a_baseline_that_names_several_jobs_says_so_and_a_full_one_picks_one():
     assert line.startswith("against batch.size=8: it names 2 jobs (") and "e.g. baseline='batch.size=8, batch.grad_accum=" in line
     one = summary._against(df, "batch.size=8,batch.grad_accum=2")
     assert one.startswith("against batch.size=8,batch.grad_accum=2: ") and "names" not in one
-
-
-def test_plan_of_the_batch_search():
-    assert plan([1, 2, 4, 8], None) == [(1, 1), (2, 1), (4, 1), (8, 1)]
-    assert plan([1, 2, 4, 8, 16, 32, 64], 16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
-    assert plan([3, 4], 16) == [(4, 4)]
-
-
-def test_batch_search_stops_at_oom_and_names_the_fastest(tmp_path):
-    proc = cli("-m", "sweep=batch_search", "hydra.sweeper.sizes=[2,4,8]", "debug=oom", "debug.oom_from_batch=8",
-               *QUICK, f"hydra.sweep.dir={tmp_path}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    answer = json.loads((tmp_path / "search.json").read_text())
-    assert [p["batch"] for p in answer["path"]] == [2, 4, 8]
-    assert answer["path"][-1]["status"] == "oom" and answer["stopped_because"] == "batch 8 ended oom"
-    fastest = max(answer["path"][:2], key=lambda p: p["real_tokens_per_s"])
-    assert answer["best"]["batch"] in (2, 4) and answer["best"]["real_tokens_per_s"] > 0
-    assert fastest["real_tokens_per_s"] >= answer["best"]["real_tokens_per_s"]
 
 
 @pytest.mark.parametrize("preset", sorted(p.stem for p in (CONF / "sweep").glob("*.yaml")))

@@ -1,4 +1,4 @@
-"""trainsweep's Hydra plugins: the `isolated` launcher (with sweep.plan=predict's planner) and the `batch_search` sweeper."""
+"""trainsweep's Hydra plugins: the `isolated` launcher, with sweep.plan=predict's planner (planning.py, plan.py)."""
 import importlib
 import sys
 

@@ -2,11 +2,13 @@
 
 The one concern is the decision; the launcher does the running. The first wave runs the predicted leaders,
 the fastest cell of each family (to calibrate that family) and every cell whose interval overlaps the
-leader's. After each wave every prediction is scaled by its family's measured/predicted ratio, and any cell
-that could still beat the measured winner runs next; none left means the winner is confirmed. Stdlib only,
-so importing it costs nothing.
+leader's, and the largest micro-batch of each family predicted to fit (to confirm it fits). After each wave
+every prediction is scaled by its family's measured/predicted ratio, and any cell that could still beat the
+measured winner runs next, as does the next largest micro-batch where the largest ran out of memory; none
+left means the winner and the largest fit are confirmed. Stdlib only, so importing it costs nothing (and no
+`from __future__ import annotations`: Hydra's plugin scan runs this module before it is in sys.modules,
+where dataclasses cannot resolve string annotations).
 """
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ class Prediction:
     low: float | None = None     # its 95% interval
     high: float | None = None
     why_not: str | None = None   # why there is no prediction (e.g. "no GPU")
+    size: int | None = None      # the micro-batch (rows, or a pack's tokens): the largest that fits is confirmed
 
     def __post_init__(self):
         if self.memory_gb is not None and not self.memory_gb >= 0:
@@ -94,11 +97,27 @@ def not_run(preds: Iterable[Prediction], capacity_gb: float | None) -> dict[str,
             for p in _by_cell(preds).values() if not _fits(p, capacity_gb)}
 
 
+def largest_fits(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None) -> dict[str, str]:
+    """Per family, the cell with the largest micro-batch predicted to fit that has not run out of memory: the
+    answer to 'what is the largest micro-batch this card takes', once it has run."""
+    measured = _by_cell(measured)
+    out: dict[str, Prediction] = {}
+    for p in _by_cell(preds).values():
+        if p.size is None or p.memory_gb is None or not _fits(p, capacity_gb):
+            continue
+        if p.cell in measured and measured[p.cell].status == "oom":  # predicted to fit, didn't: the next one down
+            continue
+        if p.family not in out or p.size > out[p.family].size:
+            out[p.family] = p
+    return {family: p.cell for family, p in out.items()}
+
+
 def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int = 3) -> list[str]:
     preds = [p for p in _by_cell(preds).values() if _fits(p, capacity_gb)]
+    largest = set(largest_fits(preds, [], capacity_gb).values())
     ordered = _in_order(preds)
     ranked = [p for p in ordered if p.tok_s is not None]
-    chosen = {p.cell for p in ranked[:top]} | {p.cell for p in ordered if p.tok_s is None}
+    chosen = {p.cell for p in ranked[:top]} | {p.cell for p in ordered if p.tok_s is None} | largest
     for family in {p.family for p in ranked}:  # ranked is fastest first, so the first of a family is its fastest
         chosen.add(next(p.cell for p in ranked if p.family == family))
     if ranked:  # a cell whose interval overlaps the leader's might be the real leader
@@ -132,13 +151,14 @@ def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
               top: int = 3) -> list[str]:
     preds, measured = _by_cell(preds), _by_cell(measured)
     waiting = [p for p in preds.values() if p.cell not in measured and _fits(p, capacity_gb)]
+    unconfirmed = set(largest_fits(preds.values(), measured.values(), capacity_gb).values()) - set(measured)
     winner = _winner(measured)
     if winner is None:  # nothing to compare with yet (all oom or failed): keep going down the predicted order
-        return [p.cell for p in _in_order(waiting)][:top]
+        return list(dict.fromkeys([p.cell for p in _in_order(waiting)][:top] + sorted(unconfirmed)))
     factors = calibration(preds.values(), measured.values())
     could_win = [p for p in waiting
                  if p.tok_s is None or _bounds(p, factors.get(p.family, 1.0))[2] >= _bounds(winner)[1]]
-    return [p.cell for p in _in_order(could_win, factors)]
+    return [p.cell for p in _in_order(could_win, factors)] + sorted(unconfirmed - {p.cell for p in could_win})
 
 
 def _ran(p: Prediction | None, m: Measured) -> str:

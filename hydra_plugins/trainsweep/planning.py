@@ -42,11 +42,18 @@ def predict(cells: dict, plan_dir: Path) -> list[dict] | None:
     return json.loads((plan_dir / "predictions.json").read_text())
 
 
-def as_prediction(raw: dict) -> plan.Prediction:
+def micro_batch(config: dict) -> int | None:
+    """A cell's micro-batch: a pack's token budget, or rows."""
+    batch = config.get("batch") or {}
+    size = batch.get("tokens") if (config.get("padding") or {}).get("strategy") == "packed" and batch.get("tokens") else batch.get("size")
+    return size if isinstance(size, int) else None
+
+
+def as_prediction(raw: dict, size: int | None = None) -> plan.Prediction:
     rate = raw.get("real_tokens_per_s")
     low, high = (min(raw["low"], rate), max(raw["high"], rate)) if rate else (None, None)  # a log-scale interval
     return plan.Prediction(cell=raw["cell"], family=raw["family"], memory_gb=raw.get("memory_gb"), tok_s=rate,
-                           low=low, high=high, why_not=raw.get("why_not"))
+                           low=low, high=high, why_not=raw.get("why_not"), size=size)
 
 
 def measured(key: str, job_dir: Path) -> plan.Measured:
@@ -88,7 +95,7 @@ def run_planned(launcher, job_overrides, first_idx: int):
     if raw is None:
         return None
     raw = {r["cell"]: r for r in raw}
-    preds = [as_prediction(r) for r in raw.values()]
+    preds = [as_prediction(r, micro_batch(cells[key]["config"])) for key, r in raw.items()]
     capacity = next((r["capacity_gb"] for r in raw.values() if r.get("capacity_gb")), None)
     skipped = plan.not_run(preds, capacity)
     log.info(f"sweep.plan=predict: {len(cells)} cells predicted" + (f" (capacity {capacity:.1f} GB)" if capacity else ""))
@@ -104,10 +111,17 @@ def run_planned(launcher, job_overrides, first_idx: int):
         wave = plan.next_wave(preds, results, capacity)
     decisions = plan.decisions(preds, results, capacity)
     ran = {m.cell for m in results}
+    largest = plan.largest_fits(preds, results, capacity)
+    for fam, key in largest.items():
+        confirmed = "ran ok" if any(m.cell == key and m.status == "ok" for m in results) else decisions[key]
+        log.info(f"sweep.plan=predict: largest micro-batch predicted to fit{' (' + fam + ')' if fam else ''}: "
+                 f"{micro_batch(cells[key]['config'])} ({raw[key]['memory_gb']:.1f} GB"
+                 f"{f' of {capacity:.1f}' if capacity else ''}; {confirmed})")
     for key, c in cells.items():
         c["dir"].mkdir(parents=True, exist_ok=True)
         (c["dir"] / "prediction.json").write_text(json.dumps(
-            {"overrides": c["overrides"], "config": c["config"], "prediction": raw[key], "decision": decisions[key]}, indent=1))
+            {"overrides": c["overrides"], "config": c["config"], "prediction": raw[key], "decision": decisions[key],
+             "largest_fit": key in largest.values()}, indent=1))
         if key not in ran:
             log.info(f"\t#{c['idx']} : {' '.join(c['overrides'])}: {decisions[key]}")
             returns.append(launcher._completed(c["overrides"], c["dir"], None))

@@ -11,6 +11,6 @@ ROOT = os.path.dirname(PACKAGE_DIR)
 CONF_DIR = next(d for d in (os.path.join(PACKAGE_DIR, "conf"), os.path.join(ROOT, "conf")) if os.path.isdir(d))
 # Hydra finds launchers and sweepers by walking the hydra_plugins namespace, which is rebuilt from
 # sys.path; an editable install doesn't put the repo root there, so a run started elsewhere would miss
-# the `isolated` launcher and the `batch_search` sweeper.
+# the `isolated` launcher (and sweep.plan=predict's planner).
 if ROOT not in sys.path:
     sys.path.append(ROOT)

@@ -54,12 +54,12 @@ def with_predictions(sweep: Path, reports: list[dict]) -> list[dict]:
         job, given = path.parent.name, json.loads(path.read_text())
         decision = given.get("decision") or ""
         if job in ran:
-            ran[job].update(prediction=given.get("prediction") or {}, decision=decision)
+            ran[job].update(prediction=given.get("prediction") or {}, decision=decision, largest_fit=given.get("largest_fit"))
         elif not decision.startswith("ran"):
             status = "predicted_oom" if decision.startswith("predicted out of memory") else "predicted"
             planned.append({"job": job, "status": status, "overrides": given.get("overrides") or [],
                             "config": given.get("config") or {}, "prediction": given.get("prediction") or {},
-                            "decision": decision})
+                            "decision": decision, "largest_fit": given.get("largest_fit")})
     return planned
 
 
@@ -131,7 +131,7 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
             p = d.get("prediction") or {}
             row.update(predicted_tok_s=p.get("real_tokens_per_s"), predicted_tok_s_low=p.get("low"),
                        predicted_tok_s_high=p.get("high"), predicted_memory_gb=p.get("memory_gb"),
-                       predicted_why_not=p.get("why_not"), decision=d.get("decision"))
+                       predicted_why_not=p.get("why_not"), decision=d.get("decision"), largest_fit=bool(d.get("largest_fit")))
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
@@ -329,8 +329,12 @@ def planned(df: pd.DataFrame) -> str | None:
     if "decision" not in df:
         return None
     oom, slower = (int((df["status"] == s).sum()) for s in ("predicted_oom", "predicted"))
-    return (f"planned: {len(df) - oom - slower} of {len(df)} cells ran; {oom} predicted out of memory; "
+    line = (f"planned: {len(df) - oom - slower} of {len(df)} cells ran; {oom} predicted out of memory; "
             f"{slower} predicted slower (not run)")
+    largest = df[df["largest_fit"].fillna(False).astype(bool)] if "largest_fit" in df else df.iloc[:0]
+    fits = [f"{_label(row)} ({'ran ok' if row['status'] == 'ok' else row['status']}, predicted "
+            f"{row['predicted_memory_gb']:.1f} GB)" for _, row in largest.iterrows()]
+    return line + (f"; the largest micro-batch predicted to fit: {', '.join(fits)}" if fits else "")
 
 
 def _predicted(row) -> str:
