@@ -74,10 +74,7 @@ def predict_family(cells: list[dict]) -> list[dict]:
         preps = [prepare.prepare(cfg, conf, Path(tmp)) for cfg in cfgs]
     conf.update(preps[0].for_model)
     layers = getattr(conf, mm.layers_key(conf))
-    capacity = None
-    if res.device == "cuda":
-        capacity = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / GB
-        capacity = min(capacity, cfgs[0].gpu.memory_cap_gb or capacity)
+    capacity = mm.capacity_gb(cfgs[0], res.device)
     figures = [{} for _ in cells]
     weights = []
     for n in (1, 2):

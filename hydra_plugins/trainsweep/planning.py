@@ -69,8 +69,9 @@ def measured(key: str, job_dir: Path) -> plan.Measured:
 def line(raw: dict, decision: str) -> str:
     if raw.get("why_not"):
         return f"no prediction ({raw['why_not']})"
+    # decision: plan.not_run's line for a cell predicted out of memory, else empty
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
-            f"real tok/s{'; ' + decision if decision.startswith('predicted out of memory') else ''}")
+            f"real tok/s{'; ' + decision if decision else ''}")
 
 
 def run_planned(launcher, job_overrides, first_idx: int):

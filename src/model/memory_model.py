@@ -248,6 +248,14 @@ def weights_and_state(model) -> dict:
 RESERVED_OVER_ALLOCATED = 1.18  # the typical ratio there: a warning, not a refusal
 
 
+def capacity_gb(cfg, device: str) -> float | None:
+    """What this process may use: the card's memory, or gpu.memory_cap_gb below it; None off a GPU."""
+    if device != "cuda":
+        return None
+    card = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30
+    return min(card, cfg.gpu.memory_cap_gb or card)
+
+
 def capacity_warning(peak_gb: float, capacity_gb: float | None, alloc_conf: str | None) -> str | None:
     """What a predicted peak means for this process's capacity, or None where it fits with room."""
     if not capacity_gb:
@@ -295,9 +303,7 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         activations += (trace_activations(full, res, conf, batch)["per_layer"] - acts["per_layer"]) * kept_full
     parts = {**fixed, "activations": activations, "workspace": acts["workspace"]}
     gb = {k: v / 2**30 for k, v in parts.items()}
-    capacity = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**30 \
-        if res.device == "cuda" else None
-    capacity = min(capacity, cfg.gpu.memory_cap_gb or capacity) if capacity else None
+    capacity = capacity_gb(cfg, res.device)
     warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     if warning:
         log.warning(warning)
