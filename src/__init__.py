@@ -1,7 +1,8 @@
 """trainsweep: fine-tuning that measures itself. In a checkout this package is `src` (`python -m src.run`);
-installed it is `trainsweep` (the `trainsweep` command, and `trainsweep.attach(trainer)` in your own script).
+installed it is `trainsweep` (the `trainsweep` command, and in your own script `trainsweep.attach(trainer)` to
+measure it, `trainsweep.speedup(trainer)` to make it fast).
 
-`attach` and `TrainsweepCallback` load on first use: the command line answers a bad value before torch loads."""
+They load on first use: the command line answers a bad value before torch loads."""
 
 
 def __getattr__(name: str):
@@ -9,10 +10,14 @@ def __getattr__(name: str):
         from . import dropin
 
         return getattr(dropin, name)
+    if name == "speedup":
+        from .levers.apply import speedup
+
+        return speedup
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["attach", "TrainsweepCallback"]
+__all__ = ["attach", "speedup", "TrainsweepCallback"]
 
 
 def __dir__() -> list[str]:  # dir(trainsweep) and tab completion show the lazy names too

@@ -15,18 +15,16 @@ into what src.run would have known takes the room.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
-import random
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import torch
 from omegaconf import OmegaConf
 from transformers import TrainerCallback
 
+from .base.rng import rng_kept
 from .checks import preflight
 from .checks.script_words import in_script_words
 from .checks.training import device_facts, precision_checks, schedule_check
@@ -203,22 +201,6 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
     })
 
 
-@contextlib.contextmanager
-def rng_kept():
-    """Every random generator as it was: the checks' forward (dropout) and collating must not change what
-    training draws next, so the script trains exactly as it would without them."""
-    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
-    saved = random.getstate(), np.random.get_state(), torch.get_rng_state(), cuda and torch.cuda.get_rng_state_all()
-    try:
-        yield
-    finally:
-        random.setstate(saved[0])
-        np.random.set_state(saved[1])
-        torch.set_rng_state(saved[2])
-        if cuda:
-            torch.cuda.set_rng_state_all(saved[3])
-
-
 def _to_meter(hook: str):
     """A Trainer hook that hands its call to the meter (src/measure/meter.py's Measure) once train begin has built it."""
     def forward(self, args, state, control, **kw):
@@ -250,6 +232,9 @@ class TrainsweepCallback(TrainerCallback):
         tokenizer = getattr(processing_class, "tokenizer", processing_class)  # a processor holds its tokenizer
         tokenizer = tokenizer if hasattr(tokenizer, "pad_token_id") else None
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings)
+        packing = getattr(getattr(self, "speedup", None), "packing", None)
+        if packing and self.speedup.levers[0].on:  # speedup's padding-free micro-batches: one pack of a token budget
+            OmegaConf.update(cfg, "batch", {"size": 1, "tokens": packing["tokens"]}, merge=True)
         res = resolved_of(args, model)
         self.cfg, self.res = cfg, res
         rep = document.Report(config=OmegaConf.to_container(cfg), resolved=env.describe(res), env=env.info(res.device),
@@ -261,6 +246,8 @@ class TrainsweepCallback(TrainerCallback):
             padded = bool(rows) and "attention_mask" in rows[0] and any(0 in (r.get("attention_mask") or [1]) for r in rows.rows)
             rep.diagnostics = in_script_words(self._preflight(model, tokenizer, collator, rows), padded)
             rep.timing_s["diagnostics"] = time.perf_counter() - self.started
+        if getattr(self, "speedup", None) is not None:
+            rep.speedup = self.speedup.as_dict()
         self.report = rep
         counter = meter.TokenCounter(cfg.task.name)
         self.meter = meter.Measure.from_config(counter, res.device, cfg)
@@ -357,10 +344,17 @@ class TrainsweepCallback(TrainerCallback):
         self.meter = None
 
 
-def attach(trainer, out_dir: str | Path | None = None, **settings) -> TrainsweepCallback:
+def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:
     """Add the measuring callback to an existing Trainer (before trainer.train()); returns it. Settings are
-    TrainsweepCallback's: out_dir, checks=False (no preflight), MeasureConfig's fields (warmup_steps=5, ...)."""
+    TrainsweepCallback's: out_dir, checks=False (no preflight), MeasureConfig's fields (warmup_steps=5, ...).
+    speedup=True (or speedup(...)'s arguments as a dict) applies trainsweep.speedup first; the report says what it did."""
+    done = None
+    if speedup:
+        from .levers.apply import speedup as apply_levers
+
+        done = apply_levers(trainer, **(speedup if isinstance(speedup, dict) else {}))
     callback = TrainsweepCallback(out_dir, **settings)
+    callback.speedup = done
     callback.loss_kwargs = getattr(trainer, "model_accepts_loss_kwargs", None)  # read by the grad-accum loss check
     trainer.add_callback(callback)
     return callback

@@ -26,6 +26,7 @@ class Report:
     data: dict = UNSET
     params: dict = UNSET
     speed_paths: dict = UNSET  # precision.fp8 and peft.fused: layers converted, and those left alone with why
+    speedup: dict = UNSET  # trainsweep.speedup on a user's Trainer: each lever on or off with why, and its A/B
     memory_predicted_gb: Optional[dict] = UNSET
     flops: Flops = UNSET
     compiled_layers: int = UNSET
@@ -116,6 +117,10 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
                  f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
+    sped = r.get("speedup")
+    if sped:
+        on = [name for name, lever in sped["levers"].items() if lever["on"]]
+        rows.append(("speedup", (sped.get("verified") or {}).get("line") or f"levers on: {', '.join(on) or 'none'} (not verified)"))
     paths = r.get("speed_paths")
     if paths:
         rows.append(("speed paths", "; ".join(_path_line(name, p) for name, p in paths.items())))

@@ -1,0 +1,238 @@
+"""`trainsweep.speedup(trainer)`: the levers that make trainsweep's runner fast, applied to a user's own Trainer
+(or TRL's SFTTrainer) before `trainer.train()`, each one only where it fits the script and with one line saying
+why where it doesn't; nothing that ran before fails.
+
+- padding-free batches: the train rows regrouped into micro-batches of a fixed token budget (src/data/packing.py),
+  positions restarting per sequence; a classifier pools each sequence's last token (src/model/packed.py). The
+  budget defaults to the script's own real tokens per optimizer step, in as few micro-batches as its largest padded
+  micro-batch allows, so memory stays within what the script used and the rows per step stay what they were.
+- varlen attention: torch's flash kernel reads the sequence boundaries (a GPU; the CPU's sdpa reads them from
+  position_ids, slowly);
+- regional compile: every decoder layer compiled once at the fixed packed shape (a GPU).
+
+Not applied, and said: the fused LoRA linear (a tie under regional compile on an H100; it wins only under whole-model
+CUDA graphs), FP8 (it changes the base matmuls' numerics: trainsweep's runner offers it as precision=fp8), bf16
+adapters (a tie, and it would change the precision of the script's trainable weights).
+"""
+from __future__ import annotations
+
+import math
+import types
+import torch
+
+from ..data.packing import PACK_STATS, PackCollator, PackedDataset, first_fit, max_sequences
+from .outcome import Speedup
+from .rows import TrainRows
+
+TASKS = {"ForSequenceClassification": "classification", "ForCausalLM": "causal_lm", "LMHeadModel": "causal_lm"}
+KNOWN_TRAINERS = ("transformers.", "trl.")  # their compute_loss / training_step read packed batches as they are
+NOT_APPLIED = {
+    "fused LoRA": "a tie under regional compile on an H100 (0.996x); it wins only under whole-model CUDA graphs",
+    "FP8 base matmuls": "it changes the base matmuls' numerics: trainsweep's runner offers it (precision=fp8)",
+    "bf16 adapters": "a tie (1.05x, 1.01-1.08), and it would change the precision of your trainable weights",
+}
+
+
+def speedup(trainer, tokens: int | None = None, compile: bool | None = None, verify: bool | None = None,
+            rounds: int = 5, quiet: bool = False, clock=None) -> Speedup:
+    """Apply the levers that fit this Trainer (before trainer.train()); returns what was done. tokens: the packed
+    micro-batch's budget (default: see the module); compile: regional compile (default: on a GPU); verify: time the
+    script's own batches against the levers' for `rounds` interleaved rounds before training (default: on a GPU),
+    keep the levers that win, and say so with both losses. clock: what the verification times with (tests pass a
+    fake one)."""
+    model, args = trainer.model, trainer.args
+    cuda = next(model.parameters()).device.type == "cuda"
+    out = Speedup(device=torch.cuda.get_device_name() if cuda else "cpu")
+    task, why = _fits(trainer, model)
+    rows = None
+    if why is None:
+        pad_id = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None)
+        pad_id = pad_id if pad_id is not None else getattr(_base(model).config, "pad_token_id", None)
+        rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, pad_id)
+    if why is not None:
+        out.add("padding-free batches", False, why)
+        out.add("varlen attention", False, "it reads padding-free batches")
+        out.add("regional compile", False, "without fixed-shape batches it compiles again for every new batch width")
+    else:
+        _pad_free(trainer, model, rows, task, tokens, out)
+        _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
+        _regional_compile(model, args, cuda, compile, out)
+    for name, reason in NOT_APPLIED.items():
+        out.add(name, False, reason)
+    if (cuda if verify is None else verify) and out.applied():
+        from .verify import verify as run_verification
+
+        run_verification(trainer, out, rows, rounds=rounds, **({"clock": clock} if clock else {}))
+    if not quiet:
+        print(out.text(), flush=True)
+    return out
+
+
+def _base(model):
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def _fits(trainer, model) -> tuple[str | None, str | None]:
+    """(task, why not): packed batches need one process, a decoder-only causal LM or classifier, and a Trainer
+    whose loss reads the batch the way transformers' and TRL's do."""
+    if trainer.args.world_size > 1:
+        return None, "several processes (DDP/FSDP): speedup packs for one process for now"
+    base = _base(model)
+    name = type(base).__name__
+    task = next((t for suffix, t in TASKS.items() if name.endswith(suffix)), None)
+    if task is None or getattr(base.config, "is_encoder_decoder", False):
+        return None, f"{name}: padding-free batches are for decoder-only causal LMs and sequence classifiers"
+    causal = {getattr(m, "is_causal") for m in base.modules() if isinstance(getattr(m, "is_causal", None), bool)}
+    if causal != {True}:
+        return None, f"{name} is an encoder (bidirectional attention): packed sequences would attend to each other"
+    if task == "classification" and not hasattr(base, "score"):
+        return None, f"{name} has no `score` head to pool each sequence with"
+    for method in ("compute_loss", "training_step"):
+        owner = next(c for c in type(trainer).__mro__ if method in vars(c))
+        if not owner.__module__.startswith(KNOWN_TRAINERS):
+            return None, f"{owner.__name__}.{method} is your own: it may read the padded batch, so batches stay as they are"
+    return task, None
+
+
+class _Batches:
+    """The packing collator without its host-side counts (a user's Trainer hands every key to the model).
+    padding_free tells the drop-in's report the batches are packed."""
+    padding_free = True
+
+    def __init__(self, collator: PackCollator):
+        self.collator = collator
+
+    def __call__(self, items):
+        batch = self.collator(items)
+        batch.pop(PACK_STATS, None)
+        return batch
+
+
+def plan_budget(lengths, micro_batch: int, grad_accum: int, tokens: int | None, seed: int) -> dict:
+    """The packed micro-batch's token budget and grad_accum keeping the script's rows per optimizer step. Default
+    budget: the script's real tokens per step split into as few micro-batches as its largest padded micro-batch
+    (micro_batch x the longest row) holds; never below the longest row."""
+    longest, mean = int(lengths.max()), float(lengths.mean())
+    rows_per_step = micro_batch * grad_accum
+    if tokens is None:
+        per_step = rows_per_step * mean
+        splits = max(1, math.ceil(per_step / (micro_batch * longest)))
+        tokens = math.ceil(per_step / splits / 64) * 64
+    budget = max(int(tokens), math.ceil(longest / 64) * 64)
+    packs = first_fit(lengths, budget, seed)
+    per_pack = len(lengths) / len(packs)
+    accum = max(1, round(rows_per_step / per_pack))
+    return {"tokens": budget, "packs": packs, "rows_per_pack": per_pack, "grad_accum": accum,
+            "grad_accum_before": grad_accum, "rows_per_step": accum * per_pack, "rows_per_step_before": rows_per_step}
+
+
+def _pad_free(trainer, model, rows: TrainRows, task: str, tokens: int | None, out: Speedup) -> None:
+    from ..model.packed import pool_per_sequence
+
+    args = trainer.args
+    plan = plan_budget(rows.lengths, args.per_device_train_batch_size, args.gradient_accumulation_steps, tokens,
+                       args.data_seed if args.data_seed is not None else args.seed)
+    longest, shortest = int(rows.lengths.max()), max(1, int(rows.lengths.min()))
+    collator = PackCollator(task=task, pad_id=rows.pad_id or 0, max_length=longest, budget=plan["tokens"],
+                            slots=max(max_sequences(plan["tokens"], shortest, longest), 3))
+    packed = PackedDataset(rows, plan.pop("packs"))
+    out.packing = {**plan, "micro_batches_per_epoch": len(packed)}
+    saved = {"accum": args.gradient_accumulation_steps, "batch": trainer._train_batch_size,
+             "loss_kwargs": getattr(trainer, "model_accepts_loss_kwargs", None)}
+    base = _base(model)
+    out.batches = (packed, collator)
+    if hasattr(trainer, "_set_signature_columns_if_needed"):
+        # the columns the script's own batches keep are read from the model's own forward, not the pooling one
+        trainer._set_signature_columns_if_needed()
+
+    def loader():
+        generator = torch.Generator().manual_seed(args.data_seed if args.data_seed is not None else args.seed)
+        dl = torch.utils.data.DataLoader(
+            packed, batch_size=1, sampler=torch.utils.data.RandomSampler(packed, generator=generator),
+            collate_fn=_Batches(collator), num_workers=args.dataloader_num_workers,
+            pin_memory=args.dataloader_pin_memory, persistent_workers=args.dataloader_persistent_workers,
+            prefetch_factor=args.dataloader_prefetch_factor)
+        return trainer.accelerator.prepare(dl)
+
+    def toggle(on: bool) -> None:
+        if on:
+            trainer.get_train_dataloader = loader
+            args.gradient_accumulation_steps, trainer._train_batch_size = plan["grad_accum"], 1
+            if task == "classification":
+                # the packed classifier sums its loss over num_items_in_batch: grad-accum equals the larger batch
+                trainer.model_accepts_loss_kwargs = True
+                pool_per_sequence(model)
+        else:
+            vars(trainer).pop("get_train_dataloader", None)
+            args.gradient_accumulation_steps, trainer._train_batch_size = saved["accum"], saved["batch"]
+            if task == "classification":
+                trainer.model_accepts_loss_kwargs = saved["loss_kwargs"]
+                vars(base).pop("forward", None)  # the model's own forward again
+
+    toggle(True)
+    out.add("padding-free batches", True,
+            f"{plan['tokens']:,} tokens a micro-batch (~{plan['rows_per_pack']:.1f} rows), grad_accum "
+            f"{plan['grad_accum_before']} -> {plan['grad_accum']}: ~{plan['rows_per_step']:.1f} rows a step "
+            f"(was {plan['rows_per_step_before']}), learning rate as it was", toggle)
+
+
+def _varlen(trainer, model, cuda: bool, longest: int, out: Speedup) -> None:
+    base = _base(model)
+    conf = base.config
+    theirs = conf._attn_implementation
+    if theirs and "flash" in theirs:
+        out.add("varlen attention", False, f"your {theirs} reads the packed sequence boundaries already")
+        return
+    if not cuda:
+        out.add("varlen attention", False, f"no GPU: your {theirs} reads the sequence boundaries from position_ids")
+        return
+    try:
+        import torch.nn.attention.varlen  # noqa: F401
+    except ImportError:
+        out.add("varlen attention", False, f"torch {torch.__version__} has no varlen flash attention (2.10+)")
+        return
+    window = getattr(conf, "sliding_window", None)
+    if window and getattr(conf, "use_sliding_window", True) and longest > window:
+        out.add("varlen attention", False, f"sliding-window attention over rows longer than its {window} tokens")
+        return
+    from ..model.packed import VARLEN, register_varlen
+
+    register_varlen()
+    evaluate = trainer.evaluation_loop
+
+    def with_theirs(*a, **kw):  # evaluation batches stay the script's padded ones: its own attention reads them
+        base.set_attn_implementation(theirs)
+        try:
+            return evaluate(*a, **kw)
+        finally:
+            base.set_attn_implementation(VARLEN)
+
+    def toggle(on: bool) -> None:
+        base.set_attn_implementation(VARLEN if on else theirs)
+        if on:
+            trainer.evaluation_loop = with_theirs
+        else:
+            vars(trainer).pop("evaluation_loop", None)
+
+    toggle(True)
+    out.add("varlen attention", True, f"torch's varlen flash attention in place of {theirs}", toggle)
+
+
+def _regional_compile(model, args, cuda: bool, asked: bool | None, out: Speedup) -> None:
+    from ..model.speed import compile_regions, decoder_layers
+
+    if asked is False:
+        out.add("regional compile", False, "compile=False")
+    elif getattr(args, "torch_compile", False):
+        out.add("regional compile", False, "your script compiles the whole model (torch_compile=True)")
+    elif not (cuda or asked):
+        out.add("regional compile", False, "no GPU (compile=True compiles on the CPU too)")
+    else:
+        n = compile_regions(model, types.SimpleNamespace(compile_backend="inductor", compile_mode=None))
+        compiled = {layer: layer._compiled_call_impl for layer in decoder_layers(model)}
+
+        def toggle(on: bool) -> None:
+            for layer, impl in compiled.items():
+                layer._compiled_call_impl = impl if on else None
+
+        out.add("regional compile", True, f"{n} decoder layers, compiled once at the packed shape", toggle)

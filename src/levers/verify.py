@@ -1,0 +1,182 @@
+"""Proof in the same run: before training, the script's own micro-batches and the levers' run forward and backward
+on the same model in interleaved rounds (no optimizer step, so the weights training starts from are untouched),
+on the same rows first (their losses must agree: same weights, same rows), then timed. A lever whose arm loses
+to the arm without it is turned back off; if the levers together lose, or their loss differs, all are.
+
+The timed windows are synchronised at their ends only (a host sync per round, none per micro-batch), and the
+rounds rotate the arms' order so a clock that drifts lands on every arm alike. Each round gives one ratio per arm;
+their spread is the interval (src/base/stats.py, on the log scale)."""
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+import torch
+
+from ..base.rng import rng_kept
+from ..base.stats import Comparison, of_repeats
+from ..data.packing import PACK_STATS, first_fit
+from .outcome import Speedup
+
+MICRO = 4  # the script's micro-batches a timed round
+LOSS_TOLERANCE = 0.02  # same rows and weights: bf16 numerics differ by far less than 2% of the loss
+FULL = 0.9  # timed packs are at least this full, as packs are in training (first fit's last open packs aren't)
+
+
+def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clock=time.perf_counter,
+           sync=None) -> dict:
+    """Time the script's batches against the applied levers; turn back what loses; out.verified says what held."""
+    model = trainer.model
+    cuda = next(model.parameters()).device.type == "cuda"
+    sync = sync or (torch.cuda.synchronize if cuda else (lambda: None))
+    levers = out.applied()
+    compiled = [lv for lv in levers if lv.name == "regional compile"]
+    arms = {"your batches": [], "levers": [lv for lv in levers if lv not in compiled]}
+    if compiled:
+        arms["levers + compile"] = levers
+    task = rows.task
+
+    def use(arm: str) -> None:
+        for lv in levers:
+            lv.toggle(lv in arms[arm])
+
+    def step(batch: dict) -> torch.Tensor:
+        inputs = trainer._prepare_inputs({k: v for k, v in batch.items() if k != PACK_STATS})
+        with trainer.accelerator.autocast(), trainer.compute_loss_context_manager():
+            loss = trainer.compute_loss(model, inputs)
+        trainer.accelerator.backward(loss)
+        return loss.detach()
+
+    trl_state = {k: copy.deepcopy(vars(trainer)[k]) for k in ("_metrics", "_total_train_tokens") if k in vars(trainer)}
+    was_training = model.training
+    try:
+        with rng_kept():
+            use("your batches")
+            plain, packed = _batches(trainer, out, rows, rounds, micro)
+            _checkpointing_as_training_has_it(trainer)
+            model.train()
+            losses = {}
+            for arm in arms:  # round 0: the same rows for every arm; warms up (compiles) each
+                use(arm)
+                batches = plain[0] if arm == "your batches" else packed[0]
+                total = sum(step(b) * _items(b, task) for b in batches)
+                losses[arm] = float(total) / sum(_items(b, task) for b in batches)
+            seconds = {arm: [] for arm in arms}
+            names = list(arms)
+            for r in range(1, rounds + 1):
+                for arm in names[r % len(names):] + names[:r % len(names)]:
+                    use(arm)
+                    sync()
+                    start = clock()
+                    for b in (plain[r] if arm == "your batches" else packed[r]):
+                        step(b)
+                    sync()
+                    seconds[arm].append(clock() - start)
+    except torch.OutOfMemoryError as exc:
+        for lv in levers:
+            out.turn_off(lv.name, "verification ran out of memory: pass speedup(tokens=...) smaller")
+        out.verified = {"line": f"verification: out of memory ({str(exc).splitlines()[0][:120]}): levers off"}
+        return out.verified
+    finally:
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+        vars(trainer).update(trl_state)
+        for lv in out.applied():
+            lv.toggle(True)
+    rates = {arm: [sum(_real(b) for b in (plain[r + 1] if arm == "your batches" else packed[r + 1])) / s
+                   for r, s in enumerate(seconds[arm])] for arm in arms}
+    out.verified = decide(out, arms, rates, losses)
+    return out.verified
+
+
+def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
+    """Turn back what lost, from each arm's real tokens/s per round and its loss on the same rows."""
+    def against(a: str, b: str) -> Comparison:
+        ratios = [x / y for x, y in zip(rates[a], rates[b])]
+        iv = of_repeats(ratios)
+        return Comparison(float(np.exp(np.mean(np.log(ratios)))), iv.low if iv else 0.0, iv.high if iv else float("inf"))
+
+    plain = losses["your batches"]
+    worst = max((abs(v / plain - 1) if plain else abs(v) for v in losses.values()), default=0.0)
+    if worst > LOSS_TOLERANCE:
+        for lv in list(out.applied()):
+            out.turn_off(lv.name, "turned back off: its loss on the same rows differs from your batches' by "
+                                  f"{worst:.1%} (> {LOSS_TOLERANCE:.0%})")
+        return {"line": f"verification: loss {plain:.4f} with your batches, {losses['levers']:.4f} padding-free: they "
+                        "should agree, so every lever is off", "loss": losses}
+    if "levers + compile" in arms:
+        gain = against("levers + compile", "levers")
+        if gain.ratio < 1 and not gain.tie:
+            out.turn_off("regional compile", f"turned back off: {gain.text('compiled', 'eager')} here")
+    final = "levers + compile" if any(lv.name == "regional compile" for lv in out.applied()) else "levers"
+    total = against(final, "your batches")
+    if total.ratio < 1 and not total.tie:
+        for lv in list(out.applied()):
+            out.turn_off(lv.name, f"turned back off: the levers lost here ({total.ratio:.2f}x your batches)")
+    kept = ", ".join(lv.name for lv in out.applied()) or "none"
+    mean = {arm: float(np.mean(r)) for arm, r in rates.items()}
+    span = f"({total.low:.2f}-{total.high:.2f})" if np.isfinite(total.high) else "(no interval)"
+    return {"line": f"speedup {total.ratio:.2f}x {span} on {out.device}: {kept}; loss on the same rows and weights "
+                    f"{plain:.4f} yours, {losses[final]:.4f} sped up ({len(rates[final])} interleaved rounds of "
+                    "forward+backward, before training)" + (" - a tie" if total.tie else ""),
+            "speedup": {"ratio": total.ratio, "low": total.low, "high": total.high, "tie": total.tie},
+            "real_tokens_per_s": mean, "loss": losses, "kept": kept}
+
+
+def _batches(trainer, out: Speedup, rows, rounds: int, micro: int) -> tuple[list, list]:
+    """The script's micro-batches (its own collator, its own column handling), `micro` a round, and the levers' packs
+    of the same rows for round 0; later rounds' packs come from the rest of the rows, full as training's are."""
+    size = out.packing["rows_per_step_before"] // out.packing["grad_accum_before"]
+    n = min(len(rows), size * micro * (rounds + 1))
+    order = np.random.default_rng(0).permutation(len(rows))[:n]
+    ds = trainer.train_dataset
+    subset = ds.select(order) if hasattr(ds, "select") else torch.utils.data.Subset(ds, order.tolist())
+    loader = trainer._get_dataloader(dataset=subset, description="Training", batch_size=size, is_training=False)
+    mine = list(loader)
+    plain = [mine[i * micro:(i + 1) * micro] for i in range(rounds + 1)]
+    _, collator = out.batches
+    budget = out.packing["tokens"]
+
+    def packs_of(indices) -> list[list[int]]:
+        return [[int(indices[j]) for j in p] for p in first_fit(rows.lengths[indices], budget, seed=0)]
+
+    first = packs_of(order[: size * micro])
+    rest = packs_of(order[size * micro:])
+    full = [p for p in rest if rows.lengths[p].sum() >= FULL * budget] or rest
+    per = max(1, len(full) // rounds)
+    collate = lambda p: collator([{"pack": [rows.row(i) for i in p]}])  # noqa: E731
+    packed = [[collate(p) for p in first]] + [[collate(p) for p in full[r * per:(r + 1) * per]] for r in range(rounds)]
+    if any(not b for b in plain + packed):
+        raise ValueError(f"too few rows to verify with ({len(rows)})")
+    return plain, packed
+
+
+def _items(batch: dict, task: str) -> int:
+    """What the loss averages over: rows (a classifier), or the tokens whose next token is scored (a causal LM)."""
+    labels = batch["labels"]
+    scored = labels != -100 if task == "classification" else labels[..., 1:] != -100
+    return int(scored.sum())
+
+
+def _real(batch: dict) -> int:
+    if PACK_STATS in batch:
+        return batch[PACK_STATS]["real"]
+    mask = batch.get("attention_mask")
+    return int(mask.sum()) if mask is not None else batch["input_ids"].numel()
+
+
+def _checkpointing_as_training_has_it(trainer) -> None:
+    """Activation checkpointing on now if the arguments ask for it (train() turns it on later anyway): the
+    verification must not need more memory than training will."""
+    args, model = trainer.args, trainer.model
+    prefix = "activation" if hasattr(args, "activation_checkpointing") else "gradient"
+    if not getattr(args, f"{prefix}_checkpointing", False):
+        return
+    kwargs = dict(getattr(args, f"{prefix}_checkpointing_kwargs", None) or {})
+    kwargs.pop("every_n_layers", None), kwargs.pop("offload", None)
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs or None)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None)

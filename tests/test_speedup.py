@@ -1,0 +1,250 @@
+"""trainsweep.speedup(trainer) on scripts written the way users write them (issue 30): the levers that fit are applied
+and compute what the script computed (the loss on the same rows and weights agrees), the effective batch is kept,
+every lever that doesn't fit is refused with its reason and changes nothing, and the verification's A/B turns back
+a lever that loses (timed on a fake clock: a test never judges the wall clock)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+from transformers import (DataCollatorForLanguageModeling, DataCollatorWithPadding, LlamaConfig, LlamaForCausalLM,
+                          Qwen3Config, Qwen3ForSequenceClassification, Trainer, TrainingArguments, set_seed)
+
+from src import speedup
+from src.levers import verify as verify_module
+from src.levers.apply import plan_budget
+
+LENGTHS = torch.normal(40.0, 12.0, (192,), generator=torch.Generator().manual_seed(0)).clamp(6, 72).long().tolist()
+
+
+class Tok:
+    """What DataCollatorWithPadding and the LM collator need of a tokenizer: pad() and the pad id."""
+    pad_token_id, padding_side, model_input_names = 0, "right", ["input_ids", "attention_mask"]
+
+    def pad(self, features, padding=True, max_length=None, pad_to_multiple_of=None, return_tensors="pt", **kw):
+        n = max(len(f["input_ids"]) for f in features)
+        batch = {k: torch.tensor([list(f[k]) + [0] * (n - len(f[k])) for f in features])
+                 for k in ("input_ids", "attention_mask")}
+        if "label" in features[0]:
+            batch["labels"] = torch.tensor([f["label"] for f in features])
+        return batch
+
+    def convert_tokens_to_ids(self, *a):  # the LM collator asks for a mask token only when mlm=True
+        return None
+
+
+def _rows(label=True, extra=None) -> Dataset:
+    g = torch.Generator().manual_seed(1)
+    ids = [torch.randint(3, 500, (n,), generator=g).tolist() for n in LENGTHS]
+    cols = {"input_ids": ids, "attention_mask": [[1] * n for n in LENGTHS]}
+    if label:
+        cols["label"] = [i % 5 for i in range(len(ids))]
+    return Dataset.from_dict({**cols, **(extra or {})})
+
+
+def _classifier(**kw) -> torch.nn.Module:
+    return Qwen3ForSequenceClassification(Qwen3Config(
+        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_labels=5, pad_token_id=0, attn_implementation="sdpa", **kw))
+
+
+def _causal_lm() -> torch.nn.Module:
+    return LlamaForCausalLM(LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, pad_token_id=0,
+                                        attn_implementation="sdpa"))
+
+
+def _trainer(out, model=None, data=None, collator=None, cls=Trainer, bs=8, accum=1, steps=6):
+    set_seed(0)
+    args = TrainingArguments(output_dir=str(out), max_steps=steps, per_device_train_batch_size=bs,
+                             gradient_accumulation_steps=accum, learning_rate=1e-3, logging_steps=1, report_to=[],
+                             save_strategy="no", seed=0, use_cpu=True)
+    return cls(model=model if model is not None else _classifier(), args=args,
+               train_dataset=data if data is not None else _rows(),
+               data_collator=collator or DataCollatorWithPadding(Tok()))
+
+
+def _losses(trainer) -> list[float]:
+    trainer.train()
+    return [e["loss"] for e in trainer.state.log_history if "loss" in e]
+
+
+class FakeClock:
+    """Two reads a timed window (start, end); a window with the script's own batches lasts `plain` seconds, one
+    with padding-free batches `packed` (the padding-free lever swaps the Trainer's train dataloader)."""
+
+    def __init__(self, trainer, plain: float, packed: float):
+        self.trainer, self.plain, self.packed, self.now, self.reads = trainer, plain, packed, 0.0, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        if self.reads % 2 == 0:
+            self.now += self.packed if "get_train_dataloader" in vars(self.trainer) else self.plain
+        return self.now
+
+
+def _verified(trainer, plain: float, packed: float, **kw):
+    clock = FakeClock(trainer, plain, packed)
+    return speedup(trainer, verify=True, clock=clock, quiet=True, **kw)
+
+
+def test_a_classifier_script_gets_padding_free_batches_with_the_same_loss(tmp_path):
+    trainer = _trainer(tmp_path)
+    done = _verified(trainer, plain=3.0, packed=1.0)
+    levers = {lv.name: lv for lv in done.levers}
+    assert levers["padding-free batches"].on
+    assert not levers["varlen attention"].on and "no GPU" in levers["varlen attention"].detail
+    loss = done.verified["loss"]
+    assert loss["levers"] == pytest.approx(loss["your batches"], rel=1e-5)  # same rows, same weights
+    # the fake windows: 3 s for the script's 4 micro-batches a round, 1 s for the packs of a round
+    rates = done.verified["real_tokens_per_s"]
+    assert done.verified["speedup"]["ratio"] == pytest.approx(rates["levers"] / rates["your batches"], rel=0.05)
+    assert done.verified["speedup"]["ratio"] > 1.5 and not done.verified["speedup"]["tie"]
+    assert "speedup" in done.verified["line"] and "cpu" in done.verified["line"]
+    losses = _losses(trainer)
+    assert len(losses) == 6 and all(math.isfinite(x) for x in losses)
+    assert abs(losses[0] - math.log(5)) < 0.5  # a fresh 5-class head starts near ln 5
+
+
+def test_levers_that_lose_are_turned_back_off_and_training_is_the_scripts_own(tmp_path):
+    plain = _losses(_trainer(tmp_path / "plain"))
+    trainer = _trainer(tmp_path / "sped")
+    done = _verified(trainer, plain=1.0, packed=3.0)
+    assert not any(lv.on for lv in done.levers)
+    assert "turned back off" in next(lv for lv in done.levers if lv.name == "padding-free batches").detail
+    assert _losses(trainer) == plain  # bit for bit: the verification moved no weight and no random draw
+
+
+def test_the_effective_batch_is_kept_and_grad_accum_adjusted():
+    lengths = np.array(LENGTHS * 20)
+    for bs, accum in [(8, 1), (4, 8), (32, 2)]:
+        plan = plan_budget(lengths, bs, accum, None, seed=0)
+        assert plan["tokens"] >= lengths.max() and plan["tokens"] % 64 == 0
+        assert plan["tokens"] <= bs * math.ceil(lengths.max() / 64) * 64  # never more than the largest padded batch
+        assert plan["rows_per_step"] == pytest.approx(bs * accum, rel=0.2)
+    assert plan_budget(lengths, 4, 8, None, seed=0)["grad_accum"] > 1
+    fixed = plan_budget(lengths, 8, 1, 4096, seed=0)
+    assert fixed["tokens"] == 4096 and fixed["grad_accum"] == 1  # ~100 rows a pack: one micro-batch a step
+
+
+def test_a_causal_lm_script_with_transformers_lm_collator_keeps_its_loss(tmp_path):
+    data = _rows(label=False)
+    collator = DataCollatorForLanguageModeling(Tok(), mlm=False)
+    trainer = _trainer(tmp_path, model=_causal_lm(), data=data, collator=collator)
+    done = _verified(trainer, plain=2.0, packed=1.0)
+    assert done.levers[0].on
+    loss = done.verified["loss"]
+    assert loss["levers"] == pytest.approx(loss["your batches"], rel=1e-5)
+    assert abs(loss["your batches"] - math.log(512)) < 0.3
+    assert all(math.isfinite(x) for x in _losses(trainer))
+
+
+def test_trls_sft_trainer_with_lora(tmp_path):
+    pytest.importorskip("trl")
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    set_seed(0)
+    args = SFTConfig(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=8, logging_steps=1,
+                     report_to=[], use_cpu=True, save_strategy="no", seed=0, max_length=96)
+    data = Dataset.from_dict({"input_ids": _rows(label=False)["input_ids"]})
+    trainer = SFTTrainer(model=_causal_lm(), args=args, train_dataset=data, processing_class=_tok_fast(),
+                         peft_config=LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM"))
+    done = _verified(trainer, plain=2.0, packed=1.0)
+    assert done.levers[0].on, done.text()
+    loss = done.verified["loss"]
+    assert loss["levers"] == pytest.approx(loss["your batches"], rel=1e-4)
+    assert len(_losses(trainer)) == 4
+    logged = [e["num_tokens"] for e in trainer.state.log_history if "num_tokens" in e]
+    assert logged[0] == done.packing["tokens"]  # TRL's own logging ran on the packed batches (their width)
+
+
+def _tok_fast():
+    from tokenizers import Tokenizer, models
+
+    words = {f"w{i}": i for i in range(512)}
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(words, unk_token="w1")),
+                                   pad_token="w0", unk_token="w1", eos_token="w2")
+
+
+class OwnStep(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+
+def _bert():
+    from transformers import BertConfig, BertForSequenceClassification
+
+    return BertForSequenceClassification(BertConfig(vocab_size=512, hidden_size=32, num_hidden_layers=1,
+                                                    num_attention_heads=2, intermediate_size=64, num_labels=5))
+
+
+class OwnCollator:
+    def __call__(self, rows):
+        return DataCollatorWithPadding(Tok())(rows)
+
+
+@pytest.mark.parametrize("case, why", [
+    ("bert", "encoder"), ("own_step", "OwnStep.compute_loss is your own"), ("own_collator", "OwnCollator"),
+    ("iterable", "IterableDataset"), ("multi_label", "multi-label"), ("flattening", "padding-free already")])
+def test_a_script_it_cannot_speed_up_is_left_as_it_was_with_the_reason(case, why, tmp_path):
+    from transformers import DataCollatorWithFlattening
+
+    def make(out):
+        set_seed(0)  # the model is built before _trainer seeds
+        if case == "bert":
+            return _trainer(out, model=_bert())
+        if case == "own_step":
+            return _trainer(out, cls=OwnStep)
+        if case == "own_collator":
+            return _trainer(out, collator=OwnCollator())
+        if case == "iterable":
+            return _trainer(out, data=_rows().to_iterable_dataset())
+        if case == "multi_label":
+            return _trainer(out, data=_rows(label=False, extra={"label": [[1.0, 0.0]] * len(LENGTHS)}))
+        return _trainer(out, model=_causal_lm(), data=_rows(label=False), collator=DataCollatorWithFlattening())
+
+    trainer = make(tmp_path / "sped")
+    done = speedup(trainer, quiet=True)
+    assert not any(lv.on for lv in done.levers)
+    assert why in done.levers[0].detail, done.text()
+    if case in ("bert", "own_step"):  # the rest fail alike with or without speedup, or train: compare those two
+        assert _losses(trainer) == _losses(make(tmp_path / "plain"))
+
+
+def test_attach_with_speedup_reports_what_it_did(tmp_path):
+    import json
+
+    from src import attach
+
+    trainer = _trainer(tmp_path, steps=8)
+    attach(trainer, speedup={"verify": False})
+    trainer.train()
+    rep = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert rep["status"] == "ok"
+    assert rep["speedup"]["levers"]["padding-free batches"]["on"]
+    assert rep["config"]["batch"]["tokens"] == rep["speedup"]["packing"]["tokens"]
+    assert rep["config"]["padding"]["strategy"] == "packed"
+    assert rep["tokens"]["real"] >= 0.85 * rep["tokens"]["all"]  # padding: the packs' dummy tail only
+
+
+def test_a_compile_arm_that_loses_is_turned_off_and_a_different_loss_turns_everything_off():
+    from src.levers.outcome import Speedup
+
+    switched = []
+    out = Speedup()
+    for name in ("padding-free batches", "regional compile"):
+        out.add(name, True, "on", toggle=lambda on, n=name: switched.append((n, on)))
+    arms = {"your batches": [], "levers": out.levers[:1], "levers + compile": out.levers}
+    rates = {"your batches": [100, 101, 99, 100, 100], "levers": [300, 310, 295, 305, 300],
+             "levers + compile": [250, 255, 248, 252, 250]}
+    same = {arm: 2.0 for arm in arms}
+    verdict = verify_module.decide(out, arms, rates, same)
+    assert ("regional compile", False) in switched and out.levers[0].on and not out.levers[1].on
+    assert verdict["speedup"]["ratio"] == pytest.approx(3.0, rel=0.02)
+    out.levers[1].on = True
+    verify_module.decide(out, arms, rates, {**same, "levers": 2.2})  # 10% apart: the packed batches compute something else
+    assert not any(lv.on for lv in out.levers)
