@@ -248,3 +248,27 @@ def test_a_compile_arm_that_loses_is_turned_off_and_a_different_loss_turns_every
     out.levers[1].on = True
     verify_module.decide(out, arms, rates, {**same, "levers": 2.2})  # 10% apart: the packed batches compute something else
     assert not any(lv.on for lv in out.levers)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("task", ["classification", "causal_lm"])
+def test_on_a_gpu_varlen_and_regional_compile_keep_the_loss_and_evaluation_reads_padded_batches(task, tmp_path):
+    """4 layers of Qwen3 width would do as well; a narrow model keeps the compile to seconds."""
+    model = (_classifier() if task == "classification" else _causal_lm()).to("cuda", torch.bfloat16)
+    data = _rows(label=task == "classification")
+    collator = DataCollatorWithPadding(Tok()) if task == "classification" else DataCollatorForLanguageModeling(Tok(), mlm=False)
+    set_seed(0)
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=8, per_device_train_batch_size=8, learning_rate=1e-3,
+                             bf16=True, logging_steps=1, report_to=[], save_strategy="no", seed=0, eval_strategy="steps",
+                             eval_steps=8, per_device_eval_batch_size=8)
+    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data.select(range(32)),
+                      data_collator=collator)
+    plain_eval = trainer.evaluate()["eval_loss"]
+    done = speedup(trainer, quiet=True)
+    levers = {lv.name: lv.on for lv in done.levers}
+    assert levers["padding-free batches"] and levers["varlen attention"], done.text()
+    loss = done.verified["loss"]
+    assert loss["levers"] == pytest.approx(loss["your batches"], rel=0.02)  # bf16: same rows, same weights
+    assert trainer.evaluate()["eval_loss"] == pytest.approx(plain_eval, rel=0.02)  # the script's own attention again
+    assert model.config._attn_implementation == "varlen"
+    assert all(math.isfinite(x) for x in _losses(trainer))

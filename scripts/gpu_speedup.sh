@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# trainsweep.speedup on users' scripts (scripts/speedup_gpu.py), each run as written (P) and with the one added line
+# (S), each its own process, P S per script; then the GPU-marked speedup tests.
+#   bash scripts/gpu_speedup.sh 4                                # 4 layers of the real widths, all four scripts
+#   bash scripts/gpu_speedup.sh "" classifier8 classifier32 sft  # full depth, the scripts named
+# Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --trl).
+# Results: $OUT/speedup.jsonl (a line per run, written as each ends), $OUT/speedup.log (their stderr), gpu_tests.log.
+set -uo pipefail
+source scripts/gpu_setup.sh || exit 1
+layers=${1:-}; shift || true
+scripts=${*:-classifier8 classifier32 sft bert}
+for s in $scripts; do
+  for mode in plain sped; do
+    rm -rf "$RUNS/speedup_$s_$mode"
+    timeout 300 python3 scripts/speedup_gpu.py $s "$RUNS/speedup_${s}_$mode" $mode $layers 2>>"$OUT/speedup.log" \
+      | tail -1 | tee -a "$OUT/speedup.jsonl" | cut -c1-400
+  done
+done
+if [ -n "$layers" ]; then
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_speedup.py > "$OUT/gpu_tests.log" 2>&1
+  grep -E "^(E  |FAILED|ERROR)|passed|failed" "$OUT/gpu_tests.log" | cut -c1-300 | head -20
+fi
