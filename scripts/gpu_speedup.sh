@@ -11,7 +11,7 @@ layers=${1:-}; shift || true
 scripts=${*:-classifier8 classifier32 sft bert}
 for s in $scripts; do
   for mode in plain sped; do
-    rm -rf "$RUNS/speedup_$s_$mode"
+    rm -rf "$RUNS/speedup_${s}_$mode"
     timeout 300 python3 scripts/speedup_gpu.py $s "$RUNS/speedup_${s}_$mode" $mode $layers 2>>"$OUT/speedup.log" \
       | tail -1 | tee -a "$OUT/speedup.jsonl" | cut -c1-400
   done
