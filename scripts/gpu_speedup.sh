@@ -2,7 +2,8 @@
 # trainsweep.speedup on users' scripts (scripts/speedup_gpu.py), each run as written (P) and with the one added line
 # (S), each its own process, P S per script; then the GPU-marked speedup tests.
 #   bash scripts/gpu_speedup.sh 4                                # 4 layers of the real widths, all four scripts
-#   bash scripts/gpu_speedup.sh "" classifier8 classifier32 sft  # full depth, the scripts named
+#   REPEATS=2 bash scripts/gpu_speedup.sh "" classifier8 sft      # full depth, the scripts named, P S P S
+# Separate processes of one host-bound plain script ran 7.5k and 11.2k tok/s in two calls (4 layers): repeat.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --trl).
 # Results: $OUT/speedup.jsonl (a line per run, written as each ends), $OUT/speedup.log (their stderr), gpu_tests.log.
 set -uo pipefail
@@ -10,7 +11,7 @@ source scripts/gpu_setup.sh || exit 1
 layers=${1:-}; shift || true
 scripts=${*:-classifier8 classifier32 sft bert}
 for s in $scripts; do
-  for mode in plain sped; do
+  for mode in $(for i in $(seq ${REPEATS:-1}); do echo plain sped; done); do
     rm -rf "$RUNS/speedup_${s}_$mode"
     timeout 300 python3 scripts/speedup_gpu.py $s "$RUNS/speedup_${s}_$mode" $mode $layers 2>>"$OUT/speedup.log" \
       | tail -1 | tee -a "$OUT/speedup.jsonl" | cut -c1-400
