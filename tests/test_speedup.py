@@ -272,3 +272,20 @@ def test_on_a_gpu_varlen_and_regional_compile_keep_the_loss_and_evaluation_reads
     assert trainer.evaluate()["eval_loss"] == pytest.approx(plain_eval, rel=0.02)  # the script's own attention again
     assert model.config._attn_implementation == "varlen"
     assert all(math.isfinite(x) for x in _losses(trainer))
+
+
+def test_the_trainers_step_overheads_lever_gives_the_trainers_own_numbers(tmp_path):
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
+    trainer = _trainer(tmp_path, model=model)
+    batch = DataCollatorWithPadding(Tok())([_rows()[i] for i in range(8)])
+    trainer.compute_loss(model, batch).backward()
+    own_flops, own_norm = trainer.floating_point_ops(batch), float(Trainer._clip_grad_norm(trainer, model))
+    model.zero_grad()
+    trainer.compute_loss(model, batch).backward()
+    done = speedup(trainer, quiet=True)
+    assert next(lv for lv in done.levers if lv.name == "Trainer step overheads").on
+    assert trainer.floating_point_ops(batch) == own_flops
+    assert float(trainer._clip_grad_norm(model)) == pytest.approx(own_norm, rel=1e-6)
+    assert trainer.args.logging_nan_inf_filter is False

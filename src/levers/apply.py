@@ -8,7 +8,11 @@ why where it doesn't; nothing that ran before fails.
   micro-batch allows, so memory stays within what the script used and the rows per step stay what they were.
 - varlen attention: torch's flash kernel reads the sequence boundaries (a GPU; the CPU's sdpa reads them from
   position_ids, slowly);
-- regional compile: every decoder layer compiled once at the fixed packed shape (a GPU).
+- regional compile: every decoder layer compiled once at the fixed packed shape (a GPU);
+- the Trainer's own per-step host work, as trainsweep's runner trims it (src/train/trainer.py): the parameters
+  counted once for its FLOP estimate, gradient clipping over the trainable weights only (both the same numbers),
+  and no isnan() check of every micro-batch's loss for the logs (a host sync each time; a NaN loss is then
+  logged as NaN rather than left out of the logged mean).
 
 Not applied, and said: the fused LoRA linear (a tie under regional compile on an H100; it wins only under whole-model
 CUDA graphs), FP8 (it changes the base matmuls' numerics: trainsweep's runner offers it as precision=fp8), bf16
@@ -53,10 +57,12 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         out.add("padding-free batches", False, why)
         out.add("varlen attention", False, "it reads padding-free batches")
         out.add("regional compile", False, "without fixed-shape batches it compiles again for every new batch width")
+        out.add("Trainer step overheads", False, "a script speedup can't pack is left as it was")
     else:
         _pad_free(trainer, model, rows, task, tokens, out)
         _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
         _regional_compile(model, args, cuda, compile, out)
+        _step_overheads(trainer, out)
     for name, reason in NOT_APPLIED.items():
         out.add(name, False, reason)
     if (cuda if verify is None else verify) and out.applied():
@@ -216,6 +222,28 @@ def _varlen(trainer, model, cuda: bool, longest: int, out: Speedup) -> None:
 
     toggle(True)
     out.add("varlen attention", True, f"torch's varlen flash attention in place of {theirs}", toggle)
+
+
+def _step_overheads(trainer, out: Speedup) -> None:
+    from ..train.trainer import clip_trainable, flops_counted_once
+
+    args = trainer.args
+    if args.world_size > 1:
+        out.add("Trainer step overheads", False, "several processes: the Trainer's own clipping path stays")
+        return
+    nan_filter = args.logging_nan_inf_filter
+
+    def toggle(on: bool) -> None:
+        if on:
+            trainer.floating_point_ops = types.MethodType(flops_counted_once, trainer)
+            trainer._clip_grad_norm = types.MethodType(clip_trainable, trainer)
+        else:
+            vars(trainer).pop("floating_point_ops", None), vars(trainer).pop("_clip_grad_norm", None)
+        args.logging_nan_inf_filter = nan_filter and not on
+
+    toggle(True)
+    out.add("Trainer step overheads", True, "parameters counted once for total_flos, clipping over the trainable "
+            "weights (same numbers); no host sync per micro-batch for the logs' NaN filter", toggle)
 
 
 def _regional_compile(model, args, cuda: bool, asked: bool | None, out: Speedup) -> None:

@@ -213,8 +213,6 @@ def trainer_class(task: str, packed: bool = False, cuda_graphs: bool = False):
         larger batch, and without two per-step host costs of its own."""
 
         token_counter: TokenCounter | None = None
-        _flop_params: int | None = None
-        _trainable: list | None = None
 
         def __init__(self, *args, **kwargs):
             if task == "seq2seq":
@@ -243,22 +241,29 @@ def trainer_class(task: str, packed: bool = False, cuda_graphs: bool = False):
                 torch.compiler.cudagraph_mark_step_begin()
             return super().prediction_step(model, inputs, *args, **kwargs)
 
-        def floating_point_ops(self, inputs) -> int:
-            # The Trainer recounts the parameters (walking every module) on every micro-batch for its
-            # total_flos estimate: milliseconds of host time per step on a 4B model. The count is fixed.
-            if self._flop_params is None:
-                count = getattr(self.model, "num_parameters", None)
-                self._flop_params = count(exclude_embeddings=True) if count else 0
-            ids = inputs.get(getattr(self.model, "main_input_name", "input_ids"))
-            return 6 * ids.numel() * self._flop_params if ids is not None else 0
+        floating_point_ops = flops_counted_once
 
         def _clip_grad_norm(self, model):
-            # Clip over the weights that have gradients (LoRA: ~1% of them), not a walk over every frozen
-            # weight each step. Distributed wrappers (FSDP) keep the Trainer's own path.
-            if self.args.world_size > 1:
+            if self.args.world_size > 1:  # distributed wrappers (FSDP) keep the Trainer's own path
                 return super()._clip_grad_norm(model)
-            if self._trainable is None:
-                self._trainable = [p for p in model.parameters() if p.requires_grad]
-            return self.accelerator.clip_grad_norm_(self._trainable, self.args.max_grad_norm)
+            return clip_trainable(self, model)
 
     return MeasuredTrainer
+
+
+def flops_counted_once(trainer, inputs) -> int:
+    """The Trainer's total_flos estimate with the parameters counted once: the Trainer recounts them (walking
+    every module) on every micro-batch, milliseconds of host time per step on a 4B model. The same number."""
+    if getattr(trainer, "_flop_params", None) is None:
+        count = getattr(trainer.model, "num_parameters", None)
+        trainer._flop_params = count(exclude_embeddings=True) if count else 0
+    ids = inputs.get(getattr(trainer.model, "main_input_name", "input_ids"))
+    return 6 * ids.numel() * trainer._flop_params if ids is not None else 0
+
+
+def clip_trainable(trainer, model):
+    """Gradient clipping over the weights that have gradients (LoRA: ~1% of them), not a walk over every frozen
+    weight each step: the same norm, as weights without gradients add nothing to it. One process only."""
+    if getattr(trainer, "_trainable", None) is None:
+        trainer._trainable = [p for p in model.parameters() if p.requires_grad]
+    return trainer.accelerator.clip_grad_norm_(trainer._trainable, trainer.args.max_grad_norm)
