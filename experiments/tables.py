@@ -571,6 +571,43 @@ def dropin_sft() -> str:
                      "report / own clock", "train loss", "logged loss at steps 10 / 20 / 30", "checks"], rows)
 
 
+def _speedup_runs(path: str) -> list[dict]:
+    return list(_records(path))
+
+
+def speedup_runs(path: str, scripts: tuple[str, ...]) -> str:
+    """A user's script plain (P) and with `trainsweep.speedup(trainer)` (S), each its own process, in the order they
+    ran (one call): the script's own clock, what speedup's verification said, the losses."""
+    rows, seen = [], {}
+    for r in _speedup_runs(path):
+        if r["script"] not in scripts:
+            continue
+        key = (r["script"], r["mode"])
+        seen[key] = seen.get(key, 0) + 1
+        v = (r.get("verified") or {}).get("speedup")
+        said = f"{v['ratio']:.2f}x ({v['low']:.2f}-{v['high']:.2f})" if v else ""
+        rows.append([r["script"], f"{'S' if r['mode'] == 'sped' else 'P'}{seen[key]}", f"{r['own_clock_tok_s']:,.0f}",
+                     f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if r["mode"] == "sped" else "",
+                     f"{r['rows_per_step']:.1f}", said, f"{r['peak_gb']:.1f}", f"{r['train_loss']:.4f}",
+                     " / ".join(f"{x:.3f}" for x in r["losses"][:3])])
+    return markdown(["script", "run", "script's own clock, real tok/s", "Trainer train_runtime s", "speedup() s",
+                     "rows a step", "speedup()'s own A/B (95%)", "peak GB", "train loss", "logged loss, first 3 points"], rows)
+
+
+def speedup_ratios(path: str, scripts: tuple[str, ...]) -> str:
+    """Per script: the sped-up runs' mean over the plain runs' mean, and the range of S/P over every pairing."""
+    rows = []
+    for script in scripts:
+        runs = [r for r in _speedup_runs(path) if r["script"] == script]
+        plain = [r["own_clock_tok_s"] for r in runs if r["mode"] == "plain"]
+        sped = [r["own_clock_tok_s"] for r in runs if r["mode"] == "sped"]
+        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+        rows.append([script, ", ".join(f"{x:,.0f}" for x in plain), ", ".join(f"{x:,.0f}" for x in sped),
+                     f"**{mean(sped) / mean(plain):.2f}x**", f"{min(sped) / max(plain):.2f}-{max(sped) / min(plain):.2f}"])
+    return markdown(["script", "plain runs, real tok/s", "sped-up runs, real tok/s", "speedup (means)",
+                     "range over every P/S pairing"], rows)
+
+
 def _planner_jobs(log: str) -> dict[str, dict]:
     """The job lines of experiments/planner's call, by sweep ('all', 'predict') and (batch, padding)."""
     out, sweep = {"all": {}, "predict": {}}, "all"
@@ -617,6 +654,19 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/qlora_fused": (HERE / "speed/README.md", speed_qlora_fused),
           "planner/h100": (HERE / "planner/README.md", planner),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
+          "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
+                                                                             ("classifier8", "classifier32"))),
+          "speedup/full_ratios": (HERE / "speedup/README.md", lambda: speedup_ratios(
+              "speedup/results/h100_full_classifiers.jsonl", ("classifier8", "classifier32"))),
+          "speedup/sft": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_sft.jsonl", ("sft",))),
+          "speedup/sft_ratios": (HERE / "speedup/README.md", lambda: speedup_ratios("speedup/results/h100_full_sft.jsonl",
+                                                                                     ("sft",))),
+          "speedup/before_step_lever": (HERE / "speedup/README.md", lambda: speedup_ratios(
+              "speedup/results/h100_full_before_step_lever.jsonl", ("classifier8", "classifier32"))),
+          "speedup/4layers": (HERE / "speedup/README.md", lambda: speedup_runs(
+              "speedup/results/h100_4layers.jsonl", ("classifier8", "classifier32", "sft", "bert"))),
+          "speedup/bert_order": (HERE / "speedup/README.md", lambda: speedup_runs(
+              "speedup/results/h100_4layers_order.jsonl", ("bert", "classifier8"))),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
           "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),
           "twelve_x/ladder": (HERE / "twelve_x_slowdown/README.md", twelve_x_ladder),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# trainsweep.speedup on users' scripts (scripts/speedup_gpu.py), each run as written (P) and with the one added line
+# trainsweep.speedup on users' scripts (experiments/speedup/scripts.py), each run as written (P) and with the one added line
 # (S), each its own process, P S per script; then the GPU-marked speedup tests.
-#   bash scripts/gpu_speedup.sh 4                                # 4 layers of the real widths, all four scripts
-#   REPEATS=2 bash scripts/gpu_speedup.sh "" classifier8 sft      # full depth, the scripts named, P S P S
+#   bash experiments/speedup/gpu.sh 4                                # 4 layers of the real widths, all four scripts
+#   REPEATS=2 bash experiments/speedup/gpu.sh "" classifier8 sft      # full depth, the scripts named, P S P S
 # Separate processes of one host-bound plain script ran 7.5k and 11.2k tok/s in two calls (4 layers): repeat.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --trl).
 # Results: $OUT/speedup.jsonl (a line per run, written as each ends), $OUT/speedup.log (their stderr), gpu_tests.log.
@@ -13,7 +13,7 @@ scripts=${*:-classifier8 classifier32 sft bert}
 for s in $scripts; do
   for mode in $(for i in $(seq ${REPEATS:-1}); do echo plain sped; done); do
     rm -rf "$RUNS/speedup_${s}_$mode"
-    timeout 300 python3 scripts/speedup_gpu.py $s "$RUNS/speedup_${s}_$mode" $mode $layers 2>>"$OUT/speedup.log" \
+    timeout 300 python3 experiments/speedup/scripts.py $s "$RUNS/speedup_${s}_$mode" $mode $layers 2>>"$OUT/speedup.log" \
       | tail -1 | tee -a "$OUT/speedup.jsonl" | cut -c1-400
   done
 done

@@ -1,6 +1,6 @@
 """A user's own script on a GPU, run as written (plain) and with the one added line `trainsweep.speedup(trainer)`
-(sped): how much faster, with what loss curve? scripts/gpu_speedup.sh runs each script both ways, P S P S.
-    python3 scripts/speedup_gpu.py SCRIPT OUT_DIR plain|sped [LAYERS]   # one JSON line
+(sped): how much faster, with what loss curve? experiments/speedup/gpu.sh runs each script both ways, P S P S.
+    python3 experiments/speedup/scripts.py SCRIPT OUT_DIR plain|sped [LAYERS]   # one JSON line
 SCRIPT: classifier8 / classifier32 (a plain Trainer, Qwen3-4B width, LoRA r16 all-linear, DataCollatorWithPadding,
 bs 8 or 32, rows of ~N(211, 30) tokens, 280 classes learnable from the first token), sft (TRL's SFTTrainer,
 Llama-3.2-3B width, LoRA r16, chat-length rows ~N(400, 150) in [32, 1024], bs 8, no packing: TRL's defaults),
