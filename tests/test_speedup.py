@@ -92,6 +92,7 @@ def _verified(trainer, plain: float, packed: float, **kw):
 def test_a_classifier_script_gets_padding_free_batches_with_the_same_loss(tmp_path):
     trainer = _trainer(tmp_path)
     done = _verified(trainer, plain=3.0, packed=1.0)
+    assert speedup(trainer, quiet=True) is done  # a second call changes nothing more
     levers = {lv.name: lv for lv in done.levers}
     assert levers["padding-free batches"].on
     assert not levers["varlen attention"].on and "no GPU" in levers["varlen attention"].detail
@@ -289,3 +290,27 @@ def test_the_trainers_step_overheads_lever_gives_the_trainers_own_numbers(tmp_pa
     assert trainer.floating_point_ops(batch) == own_flops
     assert float(trainer._clip_grad_norm(model)) == pytest.approx(own_norm, rel=1e-6)
     assert trainer.args.logging_nan_inf_filter is False
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("script", ["classifier8", "sft"])
+def test_the_experiments_scripts_get_every_lever_on_a_gpu(script, tmp_path):
+    """experiments/speedup/scripts.py (the user's classifier and SFTTrainer scripts) at 2 layers of the real widths,
+    with the one added line: every lever on, the A/B's losses agree, the rows a step kept. No timing is judged."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("trl")
+    from tests.conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "experiments/speedup/scripts.py", script, str(tmp_path), "sped", "2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert all(line["levers"][name] for name in ("padding-free batches", "varlen attention", "regional compile",
+                                                 "Trainer step overheads")), line["said"]
+    loss = line["verified"]["loss"]
+    assert loss["levers + compile"] == pytest.approx(loss["your batches"], rel=0.02)
+    assert line["rows_per_step"] == pytest.approx(8, rel=0.1)
+    assert all(math.isfinite(x) for x in line["losses"])
