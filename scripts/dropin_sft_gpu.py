@@ -17,10 +17,10 @@ import torch
 from datasets import Dataset
 from peft import LoraConfig
 from tokenizers import Tokenizer, models
-from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM, TrainerCallback, set_seed
+from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM, set_seed
 from trl import SFTConfig, SFTTrainer
 
-from dropin_common import attach, report_fields  # scripts/, beside this file
+from dropin_common import ScriptClock, attach, report_fields  # scripts/, beside this file
 
 out, mode = sys.argv[1], sys.argv[2]
 STEPS, WARM = 60, 10
@@ -44,24 +44,7 @@ trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_clas
 made: list[int] = []  # tokens of each training forward, in step order (ga 1)
 
 
-class Clock(TrainerCallback):
-    t_warm = t_end = None
-    training = False  # set at the first step: the drop-in's checks at train begin run forwards of their own
-
-    def on_step_begin(self, args, state, control, **kw):
-        self.training = True
-
-    def on_step_end(self, args, state, control, **kw):
-        if state.global_step == WARM:
-            torch.cuda.synchronize()
-            self.t_warm = time.perf_counter()
-
-    def on_train_end(self, args, state, control, **kw):
-        torch.cuda.synchronize()
-        self.t_end = time.perf_counter()
-
-
-clock = Clock()
+clock = ScriptClock(WARM)
 trainer.add_callback(clock)
 
 

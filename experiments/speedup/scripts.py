@@ -13,13 +13,17 @@ WARM and at the end of training: tokens of steps WARM+1..N over that time.
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 from datasets import Dataset
 from peft import LoraConfig, get_peft_model
 from transformers import (BertConfig, BertForSequenceClassification, DataCollatorWithPadding, LlamaConfig,
-                          LlamaForCausalLM, Qwen3Config, Qwen3ForSequenceClassification, Trainer, TrainerCallback,
-                          TrainingArguments, set_seed)
+                          LlamaForCausalLM, Qwen3Config, Qwen3ForSequenceClassification, Trainer, TrainingArguments,
+                          set_seed)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from dropin_common import ScriptClock  # noqa: E402  (scripts/: what the user-script GPU runs share)
 
 script, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 layers = int(sys.argv[4]) if len(sys.argv) > 4 else None
@@ -81,22 +85,7 @@ else:
                       data_collator=DataCollatorWithPadding(Tok()))
 
 
-class Clock(TrainerCallback):
-    t_warm = t_end = None
-    step = 0
-
-    def on_step_end(self, args, state, control, **kw):
-        self.step = state.global_step
-        if state.global_step == WARM:
-            torch.cuda.synchronize()
-            self.t_warm = time.perf_counter()
-
-    def on_train_end(self, args, state, control, **kw):
-        torch.cuda.synchronize()
-        self.t_end = time.perf_counter()
-
-
-clock = Clock()
+clock = ScriptClock(WARM)
 trainer.add_callback(clock)
 made = torch.zeros((), dtype=torch.long, device="cuda")
 counting = [False]
