@@ -314,3 +314,22 @@ def test_the_experiments_scripts_get_every_lever_on_a_gpu(script, tmp_path):
     assert loss["levers + compile"] == pytest.approx(loss["your batches"], rel=0.02)
     assert line["rows_per_step"] == pytest.approx(8, rel=0.1)
     assert all(math.isfinite(x) for x in line["losses"])
+
+
+def test_rows_padded_at_tokenisation_on_the_left_pack_to_the_same_loss(tmp_path):
+    """A script that padded every row to one width while tokenising (left side, its mask beside it) and hands them
+    to default_data_collator: the packed rows are the attended tokens only, and the loss is the script's."""
+    from transformers import default_data_collator
+
+    width = max(LENGTHS)
+    rows = _rows()
+    padded = Dataset.from_dict({
+        "input_ids": [[0] * (width - len(r)) + r for r in rows["input_ids"]],
+        "attention_mask": [[0] * (width - len(r)) + [1] * len(r) for r in rows["input_ids"]],
+        "labels": rows["label"]})
+    trainer = _trainer(tmp_path, data=padded, collator=default_data_collator)
+    done = _verified(trainer, plain=2.0, packed=1.0)
+    assert done.levers[0].on, done.text()
+    assert done.packing["tokens"] < 8 * width  # the budget counts attended tokens, not the padded width
+    loss = done.verified["loss"]
+    assert loss["levers"] == pytest.approx(loss["your batches"], rel=1e-4)
