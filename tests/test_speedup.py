@@ -333,3 +333,36 @@ def test_rows_padded_at_tokenisation_on_the_left_pack_to_the_same_loss(tmp_path)
     assert done.packing["tokens"] < 8 * width  # the budget counts attended tokens, not the padded width
     loss = done.verified["loss"]
     assert loss["levers"] == pytest.approx(loss["your batches"], rel=1e-4)
+
+
+def test_a_verification_that_cannot_run_turns_every_lever_off_and_the_script_trains_as_written(tmp_path):
+    few = _rows().select(range(40))  # too few rows for the rounds the A/B wants
+    plain = _losses(_trainer(tmp_path / "plain", data=few))
+    trainer = _trainer(tmp_path / "sped", data=few)
+    done = _verified(trainer, plain=3.0, packed=1.0)
+    assert not any(lv.on for lv in done.levers) and "verification failed" in done.verified["line"]
+    assert _losses(trainer) == plain
+
+
+def test_a_lever_that_fails_to_apply_takes_back_what_was_applied_and_says_why(tmp_path, monkeypatch):
+    from src.levers import apply
+
+    def broken(*a, **kw):
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(apply, "_regional_compile", broken)
+    plain = _losses(_trainer(tmp_path / "plain"))
+    trainer = _trainer(tmp_path / "sped")
+    done = speedup(trainer, quiet=True)
+    assert not any(lv.on for lv in done.levers)
+    assert "could not be applied here (RuntimeError: no compiler here)" in done.levers[0].detail, done.text()
+    assert "get_train_dataloader" not in vars(trainer) and "forward" not in vars(trainer.model)
+    assert _losses(trainer) == plain
+
+
+def test_text_labels_are_refused_before_anything_is_applied(tmp_path):
+    rows = _rows()
+    odd = Dataset.from_dict({"input_ids": rows["input_ids"], "attention_mask": rows["attention_mask"],
+                             "label": ["yes"] * len(rows)})
+    done = speedup(_trainer(tmp_path, data=odd), quiet=True)
+    assert "one class per row" in done.levers[0].detail and not any(lv.on for lv in done.levers)

@@ -49,22 +49,27 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     model, args = trainer.model, trainer.args
     cuda = next(model.parameters()).device.type == "cuda"
     out = trainer.trainsweep_speedup = Speedup(device=torch.cuda.get_device_name() if cuda else "cpu")
-    task, why = _fits(trainer, model)
-    rows = None
-    if why is None:
-        pad_id = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None)
-        pad_id = pad_id if pad_id is not None else getattr(_base(model).config, "pad_token_id", None)
-        rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, pad_id)
+    rows, why = None, None
+    try:
+        task, why = _fits(trainer, model)
+        if why is None:
+            pad_id = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None)
+            pad_id = pad_id if pad_id is not None else getattr(_base(model).config, "pad_token_id", None)
+            rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, pad_id)
+        if why is None:
+            _pad_free(trainer, model, rows, task, tokens, out)
+            _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
+            _regional_compile(model, args, cuda, compile, out)
+            _step_overheads(trainer, out)
+    except Exception as exc:  # rows or a model it misread: whatever it changed goes back, and it says why
+        for lv in out.applied():
+            lv.toggle(False)
+        out.levers, why = [], f"could not be applied here ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
     if why is not None:
         out.add("padding-free batches", False, why)
         out.add("varlen attention", False, "it reads padding-free batches")
         out.add("regional compile", False, "without fixed-shape batches it compiles again for every new batch width")
         out.add("Trainer step overheads", False, "a script speedup can't pack is left as it was")
-    else:
-        _pad_free(trainer, model, rows, task, tokens, out)
-        _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
-        _regional_compile(model, args, cuda, compile, out)
-        _step_overheads(trainer, out)
     for name, reason in NOT_APPLIED.items():
         out.add(name, False, reason)
     if (cuda if verify is None else verify) and out.applied():

@@ -55,9 +55,9 @@ class TrainRows:
             return None, "rows without input_ids: tokenised rows are what trainsweep packs"
         if task == "classification":
             label = first.get("labels", first.get("label"))
-            if label is None or np.ndim(label) != 0 or isinstance(label, float) or getattr(label, "is_floating_point",
-                                                                                               lambda: False)():
-                return None, "labels that aren't one class per row (multi-label or regression)"
+            label = label.item() if hasattr(label, "item") and np.ndim(label) == 0 else label
+            if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
+                return None, "labels that aren't one class per row (multi-label, regression or text)"
         rows = cls(dataset, task, kind, pad_id, np.zeros(0, dtype=np.int64))
         rows.lengths = rows._all_lengths()
         return rows, None
