@@ -21,6 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import cache
+from statistics import fmean
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -571,15 +572,11 @@ def dropin_sft() -> str:
                      "report / own clock", "train loss", "logged loss at steps 10 / 20 / 30", "checks"], rows)
 
 
-def _speedup_runs(path: str) -> list[dict]:
-    return list(_records(path))
-
-
 def speedup_runs(path: str, scripts: tuple[str, ...]) -> str:
     """A user's script plain (P) and with `trainsweep.speedup(trainer)` (S), each its own process, in the order they
     ran (one call): the script's own clock, what speedup's verification said, the losses."""
     rows, seen = [], {}
-    for r in _speedup_runs(path):
+    for r in _records(path):
         if r["script"] not in scripts:
             continue
         key = (r["script"], r["mode"])
@@ -598,12 +595,11 @@ def speedup_ratios(path: str, scripts: tuple[str, ...]) -> str:
     """Per script: the sped-up runs' mean over the plain runs' mean, and the range of S/P over every pairing."""
     rows = []
     for script in scripts:
-        runs = [r for r in _speedup_runs(path) if r["script"] == script]
+        runs = [r for r in _records(path) if r["script"] == script]
         plain = [r["own_clock_tok_s"] for r in runs if r["mode"] == "plain"]
         sped = [r["own_clock_tok_s"] for r in runs if r["mode"] == "sped"]
-        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
         rows.append([script, ", ".join(f"{x:,.0f}" for x in plain), ", ".join(f"{x:,.0f}" for x in sped),
-                     f"**{mean(sped) / mean(plain):.2f}x**", f"{min(sped) / max(plain):.2f}-{max(sped) / min(plain):.2f}"])
+                     f"**{fmean(sped) / fmean(plain):.2f}x**", f"{min(sped) / max(plain):.2f}-{max(sped) / min(plain):.2f}"])
     return markdown(["script", "plain runs, real tok/s", "sped-up runs, real tok/s", "speedup (means)",
                      "range over every P/S pairing"], rows)
 

@@ -220,6 +220,7 @@ class TrainsweepCallback(TrainerCallback):
         self.checks = checks
         self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
         self.meter = self._hook = None
+        self.speedup = None  # attach(trainer, speedup=True): what trainsweep.speedup did, for the report
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kw):
         self.started = time.perf_counter()
@@ -232,9 +233,8 @@ class TrainsweepCallback(TrainerCallback):
         tokenizer = getattr(processing_class, "tokenizer", processing_class)  # a processor holds its tokenizer
         tokenizer = tokenizer if hasattr(tokenizer, "pad_token_id") else None
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings)
-        packing = getattr(getattr(self, "speedup", None), "packing", None)
-        if packing and self.speedup.levers[0].on:  # speedup's padding-free micro-batches: one pack of a token budget
-            OmegaConf.update(cfg, "batch", {"size": 1, "tokens": packing["tokens"]}, merge=True)
+        if self.speedup is not None and self.speedup.on("padding-free batches"):  # one pack of a token budget a micro-batch
+            OmegaConf.update(cfg, "batch", {"size": 1, "tokens": self.speedup.packing["tokens"]}, merge=True)
         res = resolved_of(args, model)
         self.cfg, self.res = cfg, res
         rep = document.Report(config=OmegaConf.to_container(cfg), resolved=env.describe(res), env=env.info(res.device),
@@ -246,7 +246,7 @@ class TrainsweepCallback(TrainerCallback):
             padded = bool(rows) and "attention_mask" in rows[0] and any(0 in (r.get("attention_mask") or [1]) for r in rows.rows)
             rep.diagnostics = in_script_words(self._preflight(model, tokenizer, collator, rows), padded)
             rep.timing_s["diagnostics"] = time.perf_counter() - self.started
-        if getattr(self, "speedup", None) is not None:
+        if self.speedup is not None:
             rep.speedup = self.speedup.as_dict()
         self.report = rep
         counter = meter.TokenCounter(cfg.task.name)

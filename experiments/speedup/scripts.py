@@ -115,7 +115,7 @@ line = {"script": script, "mode": mode, "layers": layers, "gpu": torch.cuda.get_
         "wall_s": round(time.perf_counter() - t0, 2), "speedup_s": round(t_levers, 2),
         "train_runtime": result.metrics["train_runtime"],
         "own_clock_tok_s": round(int(made) / (clock.t_end - clock.t_warm), 1),
-        "rows_per_step": said.packing["rows_per_step"] if said and said.levers[0].on else bs,
+        "rows_per_step": said.packing["rows_per_step"] if said and said.on("padding-free batches") else bs,
         "train_loss": round(result.training_loss, 4),
         "losses": [e["loss"] for e in trainer.state.log_history if "loss" in e],
         "peak_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2)}

@@ -25,6 +25,9 @@ class Speedup:
     def add(self, name: str, on: bool, detail: str, toggle=None) -> None:
         self.levers.append(Lever(name, on, detail, toggle))
 
+    def on(self, name: str) -> bool:
+        return any(lv.on for lv in self.levers if lv.name == name)
+
     def applied(self) -> list[Lever]:
         return [lv for lv in self.levers if lv.on]
 

@@ -111,7 +111,7 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
         gain = against("levers + compile", "levers")
         if gain.ratio < 1 and not gain.tie:
             out.turn_off("regional compile", f"turned back off: {gain.text('compiled', 'eager')} here")
-    final = "levers + compile" if any(lv.name == "regional compile" for lv in out.applied()) else "levers"
+    final = "levers + compile" if out.on("regional compile") else "levers"
     total = against(final, "your batches")
     if total.ratio < 1 and not total.tie:
         for lv in list(out.applied()):
