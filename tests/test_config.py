@@ -251,7 +251,9 @@ GROUP_CHECKS = {
     "DataloaderConfig": [
         (["dataloader.num_workers=-1"], False, "dataloader.num_workers=-1: must be >= 0"),
         (["dataloader=basic", "dataloader.prefetch_factor=2"], False,
-         "dataloader.prefetch_factor=2: needs dataloader.num_workers > 0")],
+         "dataloader.prefetch_factor=2: needs dataloader.num_workers > 0"),
+        (["dataloader.pin_memory=false"], False,
+         "dataloader.non_blocking=True: needs dataloader.pin_memory=true")],
     "PrecisionConfig": [
         (["precision=fp16"], False, "precision=fp16: fp16 needs a CUDA GPU"),
         (["precision=bf16", "precision.amp=fp16"], False, "precision=bf16: fp16 needs a CUDA GPU"),
@@ -360,6 +362,16 @@ def test_any_trainingarguments_field_passes_through_trainer_args(tmp_path):
     args = train.training_args(cfg, env.resolve(cfg), tmp_path)
     assert args.lr_scheduler_type == "cosine" and args.adam_beta2 == 0.95
     assert args.learning_rate == cfg.trainer.lr  # trainsweep's own settings stay
+
+
+@pytest.mark.parametrize("dataloader, non_blocking", [("workers", True), ("basic", False)])
+def test_batches_go_to_the_gpu_without_waiting_for_it_only_from_pinned_memory(dataloader, non_blocking, tmp_path):
+    import dataclasses
+
+    cfg = compose(f"dataloader={dataloader}")
+    on_gpu = dataclasses.replace(env.resolve(cfg), device="cuda")
+    assert train.training_args(cfg, on_gpu, tmp_path).accelerator_config.non_blocking is non_blocking
+    assert train.training_args(cfg, env.resolve(cfg), tmp_path).accelerator_config.non_blocking is False  # a CPU run
 
 
 @pytest.mark.parametrize("override, message", [

@@ -28,6 +28,15 @@ def test_tiny_run_on_gpu_measures_with_events_profiler_and_nvml(tmp_path):
     assert 0 <= bd["host"] <= rep["step_time_s"]["mean"]
 
 
+def test_host_ops_say_what_the_host_launched_in_the_profiled_steps(tmp_path):
+    rep = run(compose("measure.host_ops=true", *GPU_QUICK), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    ops = {row["op"]: row for row in rep["host_ops"]}
+    assert ops["cudaLaunchKernel"]["calls"] > 10  # an eager tiny model launches its kernels one by one
+    assert all(row["self_ms"] >= 0 and row["calls"] > 0 for row in rep["host_ops"])
+    assert "host_ops" not in run(compose(*GPU_QUICK), tmp_path / "plain")  # off by default: the profile stays light
+
+
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
 def test_qlora_quantises_random_weights_on_the_gpu_in_seconds(tmp_path):
     import bitsandbytes as bnb

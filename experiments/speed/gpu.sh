@@ -17,6 +17,7 @@
 #   bash experiments/speed/gpu.sh graphs    # issue 33 G4: the bs-8 regime (2k-token packs) on 4 layers: regional vs
 #                                           # whole-model compile, whole-model CUDA graphs, fused LoRA, inductor's C++ wrapper
 #   bash experiments/speed/gpu.sh graphs_full  # issue 33 G4 at full depth: bs-8 anchor, whole-model graphs (+fused), regional
+#   bash experiments/speed/gpu.sh overlap   # issue 33 G4: non-blocking batch copies at 2k tokens, 4 layers; host_ops
 #   bash experiments/speed/gpu.sh qlora_fused  # issue 33 G5: QLoRA packed 8k compiled, peft's LoRA vs the fused linear
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
@@ -159,6 +160,22 @@ if [ "$what" = graphs ]; then  # issue 33 G4: what cuts the host's launch time a
   run g2k_regional_fused $B peft.fused=true
   run g2k_model_graphs_fused $B trainer.compile_scope=model $G peft.fused=true
   TORCHINDUCTOR_CPP_WRAPPER=1 run g2k_regional_cpp_wrapper $B
+fi
+if [ "$what" = overlap ]; then  # issue 33 G4: batch copies that don't wait for the GPU (dataloader.non_blocking), so
+  # the host launches the next step while the GPU runs this one; what the host does in a step (host_ops). 4 layers.
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false"
+  B="trainer.max_steps=60 measure.warmup_steps=15 padding=packed batch.tokens=2048 $C"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead peft.fused=true"
+  W="dataloader.non_blocking=false"
+  RUN_TIMEOUT=150
+  run o2k_regional_wait $B $W
+  run o2k_regional $B
+  TORCH_LOGS=perf_hints run o2k_graphs_wait $B $G $W
+  run o2k_graphs $B $G
+  run o2k_graphs_hostops $B $G measure.host_ops=true measure.profile_steps=5
+  run o2k_regional_hostops $B measure.host_ops=true measure.profile_steps=5
+  run o2k_graphs_wait_again $B $G $W
+  run o2k_graphs_again $B $G
 fi
 if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
   anchors bf16_sdpa_b8

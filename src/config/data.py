@@ -103,12 +103,16 @@ class DataloaderConfig:
     pin_memory: bool = MISSING
     prefetch_factor: Optional[int] = MISSING
     persistent_workers: bool = MISSING
+    non_blocking: bool = False  # copies to the GPU that don't wait for it: the host may launch the next step early
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
         dl = cfg.dataloader
         if dl.num_workers < 0:
             raise ConfigError("dataloader.num_workers", dl.num_workers, "must be >= 0")
+        if dl.non_blocking and not dl.pin_memory:
+            raise ConfigError("dataloader.non_blocking", True, "needs dataloader.pin_memory=true (a copy from "
+                              "pageable memory waits for the GPU anyway)")
         if dl.prefetch_factor is not None and dl.num_workers == 0:
             raise ConfigError("dataloader.prefetch_factor", dl.prefetch_factor, "needs dataloader.num_workers > 0")
 

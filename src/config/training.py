@@ -102,6 +102,7 @@ class TrainerConfig:
 class MeasureConfig:
     warmup_steps: int = 5  # steps excluded from timing (allocator growth, autotune, new shapes)
     profile_steps: int = 3  # GPU only: steps after the timed window run under torch.profiler (GPU busy share)
+    host_ops: bool = False  # the profiled steps record the host's ops too (report: host_ops); GPU busy then reads low
     peak_tflops: Optional[float] = None  # override the card's peak for MFU
     predict_memory: bool = True  # GPU: trace a 1-2 layer copy before training and predict the peak (seconds)
     ceiling: bool = True  # GPU: time this card's GEMMs at the run's shapes (seconds, cached) for "% of the ceiling"

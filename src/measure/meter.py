@@ -101,12 +101,12 @@ class Measure(TrainerCallback):
     hooks, handing each moment to the step timer, the window, the busy profiler and the stop rule."""
 
     def __init__(self, counter: TokenCounter, device: str, warmup: int, max_steps: int, profile_steps: int,
-                 stop_rel_error: float | None = None, min_steps: int = 10):
+                 stop_rel_error: float | None = None, min_steps: int = 10, host_ops: bool = False):
         self.counter, self.cuda = counter, device == "cuda"
         self.profile_steps = profile_steps if self.cuda else 0
         self.timer = StepTimer(Clock(self.cuda))
         self.window = Window(counter, self.cuda, warmup, last=max_steps - self.profile_steps)
-        self.profiler = BusyProfiler()
+        self.profiler = BusyProfiler(host_ops)
         self.stop = StopRule(stop_rel_error, min_steps) if stop_rel_error else None  # None: time until max_steps
         self.phase_times = {"train_begin": None, "train_end": None}
         self.first_step = 0
@@ -119,7 +119,7 @@ class Measure(TrainerCallback):
     def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None) -> "Measure":
         me = cfg.measure
         meter = cls(counter, device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
-                    me.rel_error if me.stop_when_stable else None, me.min_steps)
+                    me.rel_error if me.stop_when_stable else None, me.min_steps, me.host_ops)
         meter.started = started
         return meter
 
@@ -172,7 +172,7 @@ class Measure(TrainerCallback):
             if self.profile_steps:
                 self.profiler.start()
         if self.profiler.running and step == window.last + self.profile_steps:
-            self.profiler.stop()
+            self.profiler.stop(self.profile_steps)
             control.should_training_stop = control.should_training_stop or bool(self.stop)
 
     def on_log(self, args, state, control, **kw):
@@ -200,6 +200,7 @@ class Measure(TrainerCallback):
                        "gc": w["gc_s"] / n if n else None, "gc_collections": w["gc_collections"]},
             "gpu_busy_fraction": self.profiler.fraction,
             "gpu_kernels": self.profiler.kinds,
+            **({"host_ops": self.profiler.host} if self.profiler.host_ops else {}),
             "window_s": sum(t.step_times),
             "tokens": window_tokens(window.opened["tokens"], window.closed["tokens"]) if window.closed else None,
             "shapes": w["shapes"],

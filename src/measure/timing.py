@@ -254,9 +254,11 @@ class BusyProfiler:
     the GPU waited for the host to launch work; and where the busy time went, by kind of kernel. Its syncs are
     outside the window."""
 
-    def __init__(self):
+    def __init__(self, host_ops: bool = False):
         self.fraction = None
         self.kinds: dict[str, float] | None = None  # share of the profiled wall time each kind of kernel ran
+        self.host_ops = host_ops
+        self.host: list[dict] | None = None  # host_ops: the host's costliest ops per profiled step
         self._prof = None
         self._t0 = 0.0
 
@@ -266,16 +268,20 @@ class BusyProfiler:
 
     def start(self) -> None:
         torch.cuda.synchronize()  # the profile starts on an idle GPU
-        # Kernel tracing only (CUPTI): recording CPU ops too would slow the host and understate GPU busy.
-        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True)
+        # Kernel tracing only (CUPTI) unless host_ops asks: recording CPU ops too slows the host and understates
+        # GPU busy, so that is for finding what the host spends a launch-bound step on.
+        acts = [torch.profiler.ProfilerActivity.CUDA] + ([torch.profiler.ProfilerActivity.CPU] if self.host_ops else [])
+        self._prof = torch.profiler.profile(activities=acts, acc_events=True)
         self._prof.start()
         self._t0 = time.perf_counter()
 
-    def stop(self) -> None:
+    def stop(self, steps: int = 1) -> None:
         torch.cuda.synchronize()
         wall = time.perf_counter() - self._t0
         self._prof.stop()
         kernels = self._kernels()
+        if self.host_ops:
+            self.host = self._host_ops(steps)
         self._prof = None
         if kernels is None or wall <= 0:
             return
@@ -283,6 +289,19 @@ class BusyProfiler:
         self.kinds = {}
         for kind, _ in (*KERNEL_KINDS, ("other", ())):
             self.kinds[kind] = union_seconds([(s, e) for s, e, k in kernels if k == kind]) / wall
+
+    def _host_ops(self, steps: int, top: int = 25) -> list[dict] | None:
+        """The host's ops and CUDA runtime calls by self time, per profiled step: what a launch-bound step's host
+        is busy with (a cudaLaunchKernel count says how many kernels go out one by one, cudaGraphLaunch how many
+        graphs replay)."""
+        try:
+            rows = [e for e in self._prof.key_averages() if e.self_cpu_time_total > 0]
+        except Exception as exc:
+            log.warning("could not read host ops from the profiler: %s", exc)
+            return None
+        rows.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+        return [{"op": e.key, "calls": round(e.count / steps, 1), "self_ms": round(e.self_cpu_time_total / 1e3 / steps, 3)}
+                for e in rows[:top]]
 
     def _kernels(self) -> list[tuple[int, int, str]] | None:
         try:
