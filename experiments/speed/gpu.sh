@@ -177,6 +177,19 @@ if [ "$what" = overlap ]; then  # issue 33 G4: batch copies that don't wait for 
   run o2k_graphs_wait_again $B $G $W
   run o2k_graphs_again $B $G
 fi
+if [ "$what" = hostops ]; then  # what the host does in a launch-bound step (4 layers), and non_blocking at 8k with FP8
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false"
+  B="trainer.max_steps=60 measure.warmup_steps=15 padding=packed batch.tokens=2048 $C measure.host_ops=true measure.profile_steps=5"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead peft.fused=true"
+  RUN_TIMEOUT=150
+  run h2k_graphs_hostops $B $G
+  run h2k_regional_hostops $B
+  F="trainer.max_steps=40 measure.warmup_steps=10 experiment=fastest"
+  run h8k_fastest_wait $F dataloader.non_blocking=false
+  run h8k_fastest $F
+  run h8k_fastest_wait_again $F dataloader.non_blocking=false
+  run h8k_fastest_again $F
+fi
 if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
   anchors bf16_sdpa_b8
   COMMON="model=qwen3 logger=none trainer.save_final=false"

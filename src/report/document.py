@@ -43,6 +43,7 @@ class Report:
     host_s: HostTime = UNSET
     gpu_busy_fraction: Optional[float] = UNSET  # share of the step some kernel ran (profiled after the window)
     gpu_kernels: Optional[dict] = UNSET  # share of the profiled time each kind of kernel ran (gemm, attention, ...)
+    host_ops: Optional[list] = UNSET  # measure.host_ops: the host's costliest ops per profiled step
     tokens: Optional[Tokens] = UNSET
     shapes: Shapes = UNSET
     stopped_when_stable: bool = UNSET
