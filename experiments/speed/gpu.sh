@@ -190,6 +190,15 @@ if [ "$what" = hostops ]; then  # what the host does in a launch-bound step (4 l
   run h8k_fastest_wait_again $F dataloader.non_blocking=false
   run h8k_fastest_again $F
 fi
+if [ "$what" = overlap_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, whole-model graphs + fused LoRA with
+  # non-blocking batch copies (the default now), then the same with copies that wait (warm compile cache)
+  anchors bf16_sdpa_b8
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  B="trainer.max_steps=40 measure.warmup_steps=10 padding=packed batch.tokens=2048 $C"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead peft.fused=true"
+  RUN_TIMEOUT=320 run f2k_graphs_fused $B $G
+  RUN_TIMEOUT=250 run f2k_graphs_fused_wait $B $G dataloader.non_blocking=false
+fi
 if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
   anchors bf16_sdpa_b8
   COMMON="model=qwen3 logger=none trainer.save_final=false"
