@@ -199,6 +199,16 @@ if [ "$what" = overlap_full ]; then  # issue 33 G4 at full depth: the bs-8 ancho
   RUN_TIMEOUT=320 run f2k_graphs_fused $B $G
   RUN_TIMEOUT=250 run f2k_graphs_fused_wait $B $G dataloader.non_blocking=false
 fi
+if [ "$what" = overlap_fp8 ]; then  # non-blocking copies under experiment=fastest (8k, FP8, fused) at full depth, then
+  # the GPU tests of host_ops and speedup
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  F="trainer.max_steps=30 measure.warmup_steps=8 experiment=fastest"
+  RUN_TIMEOUT=150
+  run f8k_fastest $F
+  run f8k_fastest_wait $F dataloader.non_blocking=false
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_speedup.py "tests/test_gpu.py::test_host_ops_say_what_the_host_launched_in_the_profiled_steps" \
+    2>&1 | tee "$OUT/gpu_tests.log" | tail -5
+fi
 if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
   anchors bf16_sdpa_b8
   COMMON="model=qwen3 logger=none trainer.save_final=false"
