@@ -206,7 +206,7 @@ if [ "$what" = overlap_fp8 ]; then  # non-blocking copies under experiment=faste
   RUN_TIMEOUT=150
   run f8k_fastest $F
   run f8k_fastest_wait $F dataloader.non_blocking=false
-  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_speedup.py "tests/test_gpu.py::test_host_ops_say_what_the_host_launched_in_the_profiled_steps" \
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_speedup.py "tests/test_gpu.py::test_host_ops_say_what_the_host_launched_in_the_profiled_steps" \
     2>&1 | tee "$OUT/gpu_tests.log" | tail -5
 fi
 if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
