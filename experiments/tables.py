@@ -541,6 +541,64 @@ def speed_graphs_full() -> str:
                      "to first step", "peak / predicted GB"], rows)
 
 
+def ms(x: float | None) -> str:
+    return "" if x is None else f"{x * 1000:.1f}"
+
+
+def speed_overlap_full() -> str:
+    """Issue 33 G4: batch copies that don't wait for the GPU, at full depth; each pair compared inside its own call."""
+    calls = [(S + "h100_overlap_full_call.jsonl", [
+                 ("2k packs, whole-model CUDA graphs + fused LoRA, copies wait", "`padding=packed batch.tokens=2048 trainer.torch_compile=true "
+                  "trainer.compile_scope=model trainer.compile_mode=reduce-overhead peft.fused=true dataloader.non_blocking=false`", "f2k_graphs_fused_wait"),
+                 ("the same, non-blocking copies (the default)", "`dataloader.non_blocking=true`", "f2k_graphs_fused")]),
+             (S + "h100_overlap_fp8_call.jsonl", [
+                 ("8k packs, FP8 + fused LoRA (`experiment=fastest`), copies wait", "`experiment=fastest dataloader.non_blocking=false`", "f8k_fastest_wait"),
+                 ("the same, non-blocking copies (the default)", "`experiment=fastest`", "f8k_fastest")])]
+    anchor = Fig(S + "h100_overlap_full_call_anchors.jsonl", "bf16_sdpa_b8", call="h100_overlap_full_call")
+    rows = [["plain Trainer bf16 sdpa bs 8 (call 6a)", "", rate(anchor), "", "", "", "", "", "", ""]]
+    for path, runs in calls:
+        wait = Fig(path, runs[0][2])
+        for what, overrides, label in runs:
+            f = Fig(path, label)
+            first = label == wait.label
+            versus = "" if first else ratio(f, wait)
+            plain = ratio(f, anchor) if path == calls[0][0] else ""
+            rows.append([what, overrides, rate(f, bold=not first), plain, versus, pct(f.get("flops.mfu")),
+                         f"{f.get('gpu_busy_fraction'):.0%}", ms(f.get("host_s.data")), ms(f.get("host_s.launch")),
+                         f"{f.get('compile.to_first_step_s'):.0f} s"])
+    return markdown(["run", "overrides", "real tok/s (95%)", "x plain bs 8", "x copies that wait", "MFU", "GPU busy",
+                     "host waits for data, ms", "host in the step, ms", "to first step"], rows)
+
+
+def speed_overlap_4layer() -> str:
+    """The same question on 4 layers of real width at 2k tokens a step, one call, in the order the runs ran."""
+    path = S + "h100_overlap_4layer_call.jsonl"
+    base = Fig(path, "o2k_regional_wait")
+    graphs = Fig(path, "o2k_graphs_wait")
+    runs = [("regional compile, copies wait", "o2k_regional_wait", None), ("regional compile, non-blocking", "o2k_regional", base),
+            ("whole-model CUDA graphs + fused, copies wait", "o2k_graphs_wait", None),
+            ("whole-model CUDA graphs + fused, non-blocking", "o2k_graphs", graphs),
+            ("whole-model CUDA graphs + fused, copies wait, again", "o2k_graphs_wait_again", graphs),
+            ("whole-model CUDA graphs + fused, non-blocking, again", "o2k_graphs_again", graphs)]
+    rows = []
+    for what, label, against in runs:
+        f = Fig(path, label)
+        rows.append([what, rate(f), ratio(f, against) if against else "", f"{f.get('gpu_busy_fraction'):.0%}",
+                     ms(f.get("host_s.data")), ms(f.get("host_s.launch")), ms(f.get("step_time_s.mean"))])
+    return markdown(["run", "real tok/s (95%)", "x the first run of its kind", "GPU busy", "host waits for data, ms",
+                     "host in the step, ms", "step, ms"], rows)
+
+
+def speed_host_ops() -> str:
+    """measure.host_ops on 4 layers at 2k tokens: the host's costliest ops a step, whole-model CUDA graphs vs regional."""
+    path = S + "h100_hostops_4layer_call.jsonl"
+    out = []
+    for what, label in [("whole-model CUDA graphs + fused", "h2k_graphs_hostops"), ("regional compile", "h2k_regional_hostops")]:
+        ops = Fig(path, label).get("host_ops")[:8]
+        out.append([what, "; ".join(f"{o['op'][:40]} x{o['calls']:g} {o['self_ms']:.2f} ms" for o in ops)])
+    return markdown(["run", "the host's top ops a step (self time): name x calls, ms"], out)
+
+
 def speed_qlora_fused() -> str:
     """Issue 33 G5: the fused LoRA linear over a 4-bit base against peft's LoRA on it, full depth, one call."""
     path = S + "h100_qlora_fused_call.jsonl"
@@ -648,6 +706,9 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/graphs": (HERE / "speed/README.md", speed_graphs),
           "speed/graphs_full": (HERE / "speed/README.md", speed_graphs_full),
           "speed/qlora_fused": (HERE / "speed/README.md", speed_qlora_fused),
+          "speed/overlap_full": (HERE / "speed/README.md", speed_overlap_full),
+          "speed/overlap_4layer": (HERE / "speed/README.md", speed_overlap_4layer),
+          "speed/host_ops": (HERE / "speed/README.md", speed_host_ops),
           "planner/h100": (HERE / "planner/README.md", planner),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
