@@ -103,7 +103,7 @@ class DataloaderConfig:
     pin_memory: bool = MISSING
     prefetch_factor: Optional[int] = MISSING
     persistent_workers: bool = MISSING
-    non_blocking: bool = False  # copies to the GPU that don't wait for it: the host may launch the next step early
+    non_blocking: bool = MISSING  # copies to the GPU that don't wait for it: the host may launch the next step early
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
