@@ -74,7 +74,7 @@ LADDER = [
     ("twelve_x_0_before", None),
     ("twelve_x_1_padding", {"padding.strategy"}),
     ("twelve_x_2_dataloader", {"dataloader.num_workers", "dataloader.pin_memory", "dataloader.prefetch_factor",
-                               "dataloader.persistent_workers"}),
+                               "dataloader.persistent_workers", "dataloader.non_blocking"}),
     ("twelve_x_3_env", {"env.tf32", "env.cudnn_benchmark", "env.sdp_backends", "env.alloc_conf",
                         "attention.implementation"}),
     ("twelve_x_4_bf16", {"precision.weights_dtype", "precision.amp", "precision.tf32"}),
