@@ -88,23 +88,6 @@ def test_a_config_error_does_not_block_the_corrected_rerun_and_a_changed_config_
     assert read_report(tmp_path)["config"]["data"]["max_length"] == 32
 
 
-def test_a_rerun_sweep_runs_its_failed_and_changed_jobs_again(tmp_path):
-    args = ["-m", "data.max_length=0,64", *QUICK, f"hydra.sweep.dir={tmp_path}"]
-    first = cli(*args)
-    assert first.returncode == 0, first.stderr[-2000:]
-    jobs = {read_report(p.parent)["config"]["data"]["max_length"]: p.parent for p in tmp_path.glob("*/report.json")}
-    assert {k: read_report(d)["status"] for k, d in jobs.items()} == {0: "config_error", 64: "ok"}
-    good = read_report(jobs[64])
-    stale = dict(good, config_hash="from an older config or commit")
-    (jobs[64] / "report.json").write_text(json.dumps(stale))
-    again = cli(*args)
-    assert again.returncode == 0, again.stderr[-2000:]
-    log = again.stdout + again.stderr
-    assert "ended config_error, running it again" in log
-    assert "its config or code changed since its report, running it again" in log and "finished earlier" not in log
-    assert read_report(jobs[64])["config_hash"] == good["config_hash"]  # measured anew, under this config
-
-
 # -- 2. a killed sweep takes its jobs with it ----------------------------------------------------------------
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_sweep_takes_its_running_job_with_it(sig, tmp_path):
