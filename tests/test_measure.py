@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from src.measure.meter import Measure, TokenCounter, window_tokens
-from src.measure.timing import Clock, PHASES, StepTimer, StopRule, Window, union_seconds
+from src.measure.timing import BusyProfiler, Clock, PHASES, StepTimer, StopRule, Window, union_seconds
 from src.measure.hooks import TrainerHooks
 
 
@@ -283,3 +283,20 @@ def test_busy_time_is_the_union_of_kernel_intervals():
     assert union_seconds([(20, 30), (0, 10), (5, 15)]) == pytest.approx(25e-9)  # 0-15 overlap, 20-30 apart
     assert union_seconds([(0, 100), (10, 20), (30, 40)]) == pytest.approx(100e-9)  # nested: counted once
     assert union_seconds([(0, 10), (10, 20)]) == pytest.approx(20e-9)  # touching
+
+
+def test_host_ops_are_the_hosts_ops_per_profiled_step_costliest_first():
+    """measure.host_ops reads the profiler's CPU side (on a GPU run, beside the kernels): counts and self time
+    per step, so a launch-bound step shows what its host does N times a step."""
+    busy = BusyProfiler(host_ops=True)
+    busy._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    a = torch.randn(64, 64)
+    with busy._prof:
+        for _ in range(2):  # two "steps": 3 matmuls and 1 add each
+            for _ in range(3):
+                a = torch.mm(a, a).tanh_()
+            a = a + 1
+    ops = {row["op"]: row for row in busy._host_ops(steps=2)}
+    assert ops["aten::mm"]["calls"] == 3 and ops["aten::add"]["calls"] == 1
+    times = [row["self_ms"] for row in busy._host_ops(steps=2)]
+    assert times == sorted(times, reverse=True) and all(t > 0 for t in times)
