@@ -33,10 +33,10 @@ run: setup  ## the main job: tiny Qwen3 classifier, LoRA, synthetic data (~1 min
 	$(PY) -m src.run $(RUN_DEFAULT) $(ARGS)
 
 test: setup  ## the CPU suite without the tests marked slow (GPU tests skip without a GPU): what CI runs
-	$(PY) -m pytest -q -x -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -x -n 2 --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 test-all: setup  ## every CPU test, the slow ones too (a few more minutes: multi-process sweeps, every task's CLI run)
-	$(PY) -m pytest -q -x -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -x -n 2 --dist loadfile $(PYTEST_ARGS)
 
 sweep: setup  ## a 4-point CPU sweep: batch 2,4 x grad_accum 1,2
 	$(PY) -m src.run -m batch=2,4 batch.grad_accum=1,2 $(ARGS)

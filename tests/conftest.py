@@ -20,12 +20,6 @@ QUICK = ["trainer.max_steps=4", "measure.warmup_steps=1", "data.size=64", "train
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        # `make test` spreads tests over the workers one by one (xdist's loadgroup); the tests of a file that shares
-        # a module-scoped fixture (a sweep run once for all of them) stay on one worker, so it runs once
-        fixtures = getattr(item, "_fixtureinfo", None)
-        if fixtures and any(d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
