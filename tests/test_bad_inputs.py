@@ -61,10 +61,12 @@ def test_text_cells_that_are_not_strings_are_one_line_and_exit_2(tmp_path):
     message = _one_line(cli(*FILES, "task.num_labels=2", f"data.train_file={nan}", f"hydra.run.dir={tmp_path / 'a'}"))
     assert message == ("config error: data.text_column=text: row 1 is empty (null/NaN): every text cell must be a "
                        "string; fill or drop that row")
-    numbers = tmp_path / "numbers.parquet"
+    numbers = tmp_path / "numbers.parquet"  # the same check, in this process (the command line's one line: above)
     pd.DataFrame({"text": [7, 8, 9], "label": [0, 1, 0]}).to_parquet(numbers)
-    message = _one_line(cli(*FILES, "task.num_labels=2", f"data.train_file={numbers}", f"hydra.run.dir={tmp_path / 'b'}"))
-    assert message == "config error: data.text_column=text: row 0 is int 7, not text (the column holds Value('int64'))"
+    cfg = compose(*FILES, "task.num_labels=2", f"data.train_file={numbers}")
+    with pytest.raises(ConfigError) as err:
+        tokenize_files(cfg, train_tokenizer(cfg, 8000))
+    assert str(err.value) == "data.text_column=text: row 0 is int 7, not text (the column holds Value('int64'))"
 
 
 def test_rows_with_empty_text_are_dropped_with_a_warning(tmp_path, caplog):

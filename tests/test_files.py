@@ -132,9 +132,8 @@ def test_a_label_count_other_than_num_labels_is_one_line_naming_the_override(tmp
     assert proc.returncode == 2 and lines == [f"config error: task.num_labels=280: {ACCOUNTS} has 5 label names in "
                                               "column label, not 280; set task.num_labels=5 (or leave it unset: the "
                                               "data's count)"], proc.stderr[-2000:]
-    unset = cli("data=files", f"data.train_file={ACCOUNTS}", *QUICK, f"hydra.run.dir={tmp_path / 'unset'}")
-    rep = read_report(tmp_path / "unset")
-    assert unset.returncode == 0 and rep["resolved"]["num_labels"] == 5 and rep["data"]["num_labels"] == 5
+    rep = run(compose("data=files", f"data.train_file={ACCOUNTS}", *QUICK), tmp_path / "unset")
+    assert rep["status"] == "ok" and rep["resolved"]["num_labels"] == 5 and rep["data"]["num_labels"] == 5
     assert rep["loss"]["expected_initial"] == pytest.approx(math.log(5))
     ids = tmp_path / "ids.csv"
     ids.write_text("text,label\n식대,0\n교통비,1\n회식,4\n")
