@@ -209,6 +209,15 @@ if [ "$what" = overlap_fp8 ]; then  # non-blocking copies under experiment=faste
   timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_speedup.py "tests/test_gpu.py::test_host_ops_say_what_the_host_launched_in_the_profiled_steps" \
     2>&1 | tee "$OUT/gpu_tests.log" | tail -5
 fi
+if [ "$what" = overlap_bf16 ]; then  # the host_ops GPU test, then bf16 packed 8k compiled with and without non-blocking copies
+  timeout 90 python3 -m pytest -q -p no:cacheprovider -m gpu "tests/test_gpu.py::test_host_ops_say_what_the_host_launched_in_the_profiled_steps" \
+    2>&1 | tee "$OUT/gpu_tests.log" | tail -3
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  B="trainer.max_steps=30 measure.warmup_steps=8 $P8 $C"
+  RUN_TIMEOUT=120
+  run f8k_bf16 $B
+  run f8k_bf16_wait $B dataloader.non_blocking=false
+fi
 if [ "$what" = graphs_full ]; then  # issue 33 G4 at full depth: the bs-8 anchor, then the 4-layer call's winner
   anchors bf16_sdpa_b8
   COMMON="model=qwen3 logger=none trainer.save_final=false"
