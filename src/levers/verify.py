@@ -76,9 +76,10 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
     except Exception as exc:  # the levers can't be shown to work here: the script runs as it was written
         oom = isinstance(exc, torch.OutOfMemoryError)
         why = "out of memory: pass speedup(tokens=...) smaller" if oom else f"{type(exc).__name__}: {exc}"
+        why = why.splitlines()[0][:160]
         for lv in levers:
-            out.turn_off(lv.name, f"turned back off: the verification failed ({why.splitlines()[0][:160]})")
-        out.verified = {"line": f"verification failed ({why.splitlines()[0][:160]}): every lever is off"}
+            out.turn_off(lv.name, f"turned back off: the verification failed ({why})")
+        out.verified = {"line": f"verification failed ({why}): every lever is off"}
         return out.verified
     finally:
         model.zero_grad(set_to_none=True)

@@ -179,8 +179,8 @@ class Measure(TrainerCallback):
         self.timer.drain(wait=False)
 
     def on_train_end(self, args, state, control, **kw):
-        if self.profiler.running:
-            self.profiler.stop()
+        if self.profiler.running:  # training ended inside the profiled steps: host_ops per step over those that ran
+            self.profiler.stop(max(1, state.global_step - self.window.last))
         self.window.finish()
         self.timer.drain(wait=True)
         self.phase_times["train_end"] = time.perf_counter()

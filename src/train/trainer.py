@@ -86,7 +86,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         dataloader_persistent_workers=dl.persistent_workers and workers > 0,
         # Without non_blocking, accelerate's copy of each batch waits for the GPU to finish the step before: the
         # host could never launch ahead of the GPU, whatever pin_memory says.
-        accelerator_config={"non_blocking": bool(dl.non_blocking and dl.pin_memory and cuda)},
+        accelerator_config={"non_blocking": bool(dl.non_blocking and cuda)},  # the check: only with pin_memory
         train_sampling_strategy="group_by_length" if cfg.padding.strategy == "grouped" else "random",
         length_column_name="length",
         remove_unused_columns=False,  # our collator picks the columns; signature inspection is not needed
