@@ -19,6 +19,7 @@
 #   bash experiments/speed/gpu.sh graphs_full  # issue 33 G4 at full depth: bs-8 anchor, whole-model graphs (+fused), regional
 #   bash experiments/speed/gpu.sh overlap   # issue 33 G4: non-blocking batch copies at 2k tokens, 4 layers; host_ops
 #   bash experiments/speed/gpu.sh qlora_fused  # issue 33 G5: QLoRA packed 8k compiled, peft's LoRA vs the fused linear
+#   bash experiments/speed/gpu.sh attention # issue 33 item 5: attention kernels (benchmarks/attention_bench.py); autotuned GEMMs, 4 layers
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -248,4 +249,14 @@ if [ "$what" = fp8acc ]; then  # issue 33, call 2: FP8's accuracy against bf16's
   run packed8k_compile_fp8_tensorwise $B $P8 $C precision=fp8 precision.fp8=tensorwise
   run packed2k_compile $B padding=packed batch.tokens=2048 $C
   run packed2k_compile_fp8 $B padding=packed batch.tokens=2048 $C precision=fp8
+fi
+if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
+  # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)
+  python3 -m benchmarks.attention_bench 2>&1 | tee "$OUT/attention_bench.log"
+  python3 -m benchmarks.attention_bench --tokens 2048 --rows 8 2>&1 | tee -a "$OUT/attention_bench.log"
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false"
+  B="trainer.max_steps=40 measure.warmup_steps=10 $P8 $C"
+  run l4_bf16 $B
+  RUN_TIMEOUT=300 run l4_bf16_autotune $B trainer.compile_mode=max-autotune-no-cudagraphs
+  run l4_bf16_again $B
 fi
