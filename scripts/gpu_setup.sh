@@ -4,7 +4,7 @@
 # will use, then define the run-and-collect functions the scripts share:
 #   run LABEL OVERRIDES...  one `python -m src.run` in $RUNS/LABEL, cut at $RUN_TIMEOUT s; its output appended
 #                           to $RUN_LOG, its report.json appended, labelled, to $REPORTS; prints one summary line
-#   sweep LABEL ARGS...     one multirun into $RUNS/LABEL, cut at $SWEEP_TIMEOUT s; each job's report appended
+#   sweep LABEL ARGS...     one multirun into $RUNS/LABEL (RESUME=1: keep its finished jobs), cut at $SWEEP_TIMEOUT s; each job's report appended
 #                           to $REPORTS (labelled by the job's dir) as soon as it is written, with its summary
 #                           line; at the end the sweep's summary.* and plots copied to $OUT
 #   collect LABEL REPORT.json [--line]   append one report (scripts/collect.py), if the run left one
@@ -53,7 +53,9 @@ run() {  # LABEL OVERRIDES...
 sweep() {  # LABEL ARGS...
   local label=$1; shift
   local dir=$RUNS/$label t0=$SECONDS rc d pid
-  rm -rf "$dir"  # as in run: finished jobs in an old sweep dir would be skipped, not rerun
+  # as in run: finished jobs in an old sweep dir would be skipped, not rerun; RESUME=1 wants exactly that (a sweep
+  # longer than one device call, continued in the next on the same warm machine with RUNS under outputs/)
+  [ -n "${RESUME:-}" ] || rm -rf "$dir"
   timeout "$SWEEP_TIMEOUT" python3 -m src.run -m $COMMON "$@" hydra.sweep.dir="$dir" >> "$RUN_LOG" 2>&1 &
   pid=$!
   # each job's report goes to $OUT as soon as it is written: a device call cut mid-sweep keeps the finished jobs

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from src.machine import ceiling
-from src.measure.timing import kernel_kind
+from src.measure.timing import attention_family, kernel_kind, kernel_shares
 from src.model import build as models
 from src.model import flops
 from tests.conftest import compose
@@ -44,6 +44,29 @@ def test_a_micro_batch_is_its_budget_or_its_rows_times_their_width(overrides, to
 ])
 def test_kernels_fall_into_their_kind_by_name(name, kind):
     assert kernel_kind(name) == kind
+
+
+# Names as the H100's profiler gave them (benchmarks/attention_bench.py), FlashAttention-3's as its hopper/ build names them
+@pytest.mark.parametrize("name,family", [
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x4x1_cga1x1", "cuDNN"),
+    ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128>>", "flash"),
+    ("fmha_cutlassB_bf16_aligned_64x64_k128_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<...>)", "memory-efficient"),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>", "FlashAttention-3"),
+])
+def test_attention_kernels_name_the_implementation_that_ran(name, family):
+    assert kernel_kind(name) == "attention" and attention_family(name) == family
+
+
+def test_kernel_shares_count_overlapping_kernels_once_and_split_attention_by_implementation():
+    ms = 1_000_000  # ns
+    cudnn = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"
+    rows = [(0, 2 * ms, "attention", cudnn), (1 * ms, 3 * ms, "attention", cudnn),  # overlapping: 3 ms, not 4
+            (4 * ms, 5 * ms, "attention", "void pytorch_flash::flash_fwd_kernel<>"),
+            (5 * ms, 9 * ms, "gemm", "nvjet_hsh_256x128")]
+    kinds, attention = kernel_shares(rows, wall=0.010)
+    assert kinds["attention"] == pytest.approx(0.4) and kinds["gemm"] == pytest.approx(0.4)
+    assert kinds["elementwise"] == 0.0
+    assert attention == pytest.approx({"cuDNN": 0.3, "flash": 0.1})
 
 
 @pytest.mark.gpu

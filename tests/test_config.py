@@ -25,7 +25,7 @@ from src.config.schema import Config, validate
 from src.config.errors import ConfigError
 from tests.conftest import CONF, QUICK, cli, compose
 
-GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep", "rung"))  # rung: composed by tests/test_experiments.py
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name not in ("experiment", "sweep", "rung", "lever"))  # rung, lever: composed by tests/test_experiments.py
 OPTIONS = [(g, f.stem) for g in GROUPS for f in sorted((CONF / g).glob("*.yaml"))]
 # Options that only make sense with another choice, and what they need on a CPU-only machine.
 NEEDS = {("task", "seq2seq"): ["model=tiny-bart"], ("model", "tiny-bart"): ["task=seq2seq"],
@@ -35,8 +35,10 @@ CPU_REFUSES = {("precision", "fp16"): "fp16 needs a CUDA GPU", ("peft", "qlora")
                ("model", "auto"): "no config.json there", ("distributed", "fsdp"): "FSDP shards over CUDA GPUs",
                ("attention", "flex_attention"): "flex_attention runs on CUDA GPUs",
                ("attention", "varlen"): "varlen is PyTorch's flash kernel for CUDA GPUs",
-               ("precision", "fp8"): "FP8 matmuls need a CUDA GPU"}
-GPU_ONLY_PACKAGE = {("attention", "flash_attention_2"): "flash_attn", ("peft", "qlora"): "bitsandbytes"}
+               ("precision", "fp8"): "FP8 matmuls need a CUDA GPU",
+               ("attention", "cudnn"): "cuDNN's attention runs on CUDA GPUs"}
+GPU_ONLY_PACKAGE = {("attention", "flash_attention_2"): "flash_attn", ("attention", "flash_attention_3"): "flash_attn_interface",
+                    ("peft", "qlora"): "bitsandbytes"}
 
 
 def test_every_group_has_options():
@@ -165,7 +167,8 @@ CLOSED_SETS = {
     "padding.side": "right left", "precision.weights_dtype": "float32 bfloat16 float16 auto",
     "precision.amp": "none bf16 fp16 auto", "peft.method": "none lora qlora", "peft.adapter_dtype": "float32 auto",
     "precision.fp8": "none rowwise tensorwise",
-    "attention.implementation": "auto eager sdpa varlen flex_attention flash_attention_2",
+    "attention.implementation": "auto eager sdpa varlen flex_attention flash_attention_2 flash_attention_3",
+    "attention.kernel": "auto cudnn",
     "logger.name": "none csv wandb", "logger.mode": "offline online disabled",
     "trainer.compile_scope": "regional model",
     "trainer.compile_mode": "default reduce-overhead max-autotune max-autotune-no-cudagraphs",
@@ -275,7 +278,13 @@ GROUP_CHECKS = {
         (["peft=qlora"], False, "peft=qlora: 4-bit QLoRA (bitsandbytes) needs a CUDA GPU")],
     "AttentionConfig": [
         (["attention=varlen"], False, "attention=varlen: varlen is PyTorch's flash kernel for CUDA GPUs"),
-        (["attention=flex_attention"], False, "attention=flex_attention: flex_attention runs on CUDA GPUs here")],
+        (["attention=flex_attention"], False, "attention=flex_attention: flex_attention runs on CUDA GPUs here"),
+        (["attention=cudnn"], False, "attention.kernel=cudnn: cuDNN's attention runs on CUDA GPUs"),
+        (["attention.kernel=cudnn", "padding=packed"], True, "attention.kernel=cudnn: packed rows attend through varlen's flash kernel"),
+        (["attention=eager", "attention.kernel=cudnn"], True, "attention.kernel=cudnn: picks sdpa's kernel, and attention=eager is not sdpa")],
+    "EnvConfig": [
+        (["env.sdp_backends=[flash,cuDNN]"], False, "env.sdp_backends=['flash', 'cuDNN']: 'cuDNN' is no sdpa kernel: allowed: flash, mem_efficient, cudnn, math"),
+        (["env.sdp_backends=[flash,math]", "attention=cudnn"], True, "attention.kernel=cudnn: env.sdp_backends=['flash', 'math'] leaves cuDNN's kernel out")],
     "DistributedConfig": [
         (["distributed.nproc_per_job=0"], False, "distributed.nproc_per_job=0: must be a positive integer"),
         (["distributed=fsdp"], False, "distributed=fsdp: FSDP shards over CUDA GPUs"),
@@ -372,6 +381,31 @@ def test_batches_go_to_the_gpu_without_waiting_for_it_only_from_pinned_memory(da
     on_gpu = dataclasses.replace(env.resolve(cfg), device="cuda")
     assert train.training_args(cfg, on_gpu, tmp_path).accelerator_config.non_blocking is non_blocking
     assert train.training_args(cfg, env.resolve(cfg), tmp_path).accelerator_config.non_blocking is False  # a CPU run
+
+
+@pytest.mark.parametrize("overrides, order, enabled", [
+    (("env=default",), None, {"cudnn", "flash", "mem_efficient", "math"}),  # torch's own choice: nothing changed
+    (("env=default", "attention=cudnn"), ["cudnn", "flash", "mem_efficient", "math"], {"cudnn", "flash", "mem_efficient", "math"}),
+    ((), None, {"cudnn", "flash", "mem_efficient", "math"}),  # env=tuned, the default: the kernels it names, in torch's order
+    (("env.sdp_backends=[flash,math]",), None, {"flash", "math"}),
+    (("attention=cudnn", "env.sdp_backends=[cudnn,flash]"), ["cudnn", "flash"], {"cudnn", "flash"}),
+])
+def test_sdpa_runs_the_kernels_allowed_and_cudnn_first_when_asked(overrides, order, enabled):
+    from torch.nn.attention import SDPBackend
+
+    names = {SDPBackend.CUDNN_ATTENTION: "cudnn", SDPBackend.FLASH_ATTENTION: "flash",
+             SDPBackend.EFFICIENT_ATTENTION: "mem_efficient", SDPBackend.MATH: "math"}
+    default_order = torch._C._get_sdp_priority_order()
+    try:
+        env.apply(compose(*overrides))
+        flags = {"cudnn": torch.backends.cuda.cudnn_sdp_enabled(), "flash": torch.backends.cuda.flash_sdp_enabled(),
+                 "mem_efficient": torch.backends.cuda.mem_efficient_sdp_enabled(), "math": torch.backends.cuda.math_sdp_enabled()}
+        assert {name for name, on in flags.items() if on} == enabled
+        now = [names[SDPBackend(i)] for i in torch._C._get_sdp_priority_order() if SDPBackend(i) in names]
+        assert now[:len(order)] == order if order else torch._C._get_sdp_priority_order() == default_order
+    finally:
+        env.apply(compose("env=default"))  # back to torch's own settings for the tests after this one
+    assert torch._C._get_sdp_priority_order() == default_order and torch.backends.cuda.math_sdp_enabled()
 
 
 @pytest.mark.parametrize("override, message", [

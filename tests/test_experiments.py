@@ -15,14 +15,14 @@ SWEPT = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")
                if "sweeper" in p.read_text())
 
 
-def jobs(experiment: str) -> list[list[str]]:
-    """The override list of every job `python -m src.run -m experiment=NAME` launches, split by Hydra's own
-    sweeper as a multirun splits it (the command line's quoting of numeric group choices does not reach a
-    YAML's sweeper params), and each composed here as Hydra composes a job."""
+def jobs(experiment: str, group: str = "experiment") -> list[list[str]]:
+    """The override list of every job `python -m src.run -m experiment=NAME` (or sweep=NAME) launches, split by
+    Hydra's own sweeper as a multirun splits it (the command line's quoting of numeric group choices does not
+    reach a YAML's sweeper params), and each composed here as Hydra composes a job."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+        cfg = hydra_compose("config", overrides=[f"{group}={experiment}"], return_hydra_config=True)
         params = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in cfg.hydra.sweeper.params.items()])
-        combos = [[f"experiment={experiment}", *job] for batch in BasicSweeper.split_arguments(params, None)
+        combos = [[f"{group}={experiment}", *job] for batch in BasicSweeper.split_arguments(params, None)
                   for job in batch]
         for overrides in combos:
             hydra_compose("config", overrides=overrides)  # raises where a real multirun's job would not start
@@ -97,6 +97,31 @@ def test_the_ladder_changes_one_factor_per_rung():
             first["padding.strategy"], first["batch.size"], first["batch.grad_accum"]) == (
         "float32", "eager", True, "longest", 8, 2)
     assert all(r["task.num_labels"] == 280 and r["data.max_length"] == 320 for r in rungs)
+
+
+# What each lever of sweep=levers changes in the reference job (+lever=packed_8k), and nothing else
+LEVERS = {
+    "fixed_320": {"padding.strategy", "batch.size", "batch.tokens"},
+    "fixed_320_cudnn": {"padding.strategy", "batch.size", "batch.tokens", "attention.implementation", "attention.kernel"},
+    "eager": {"trainer.torch_compile"},
+    "blocking_copies": {"dataloader.non_blocking"},
+    "fused": {"peft.fused"},
+    "fp8": {"precision.name", "precision.fp8", "precision.weights_dtype", "precision.amp", "precision.tf32"},
+    "fp8_fused": {"precision.name", "precision.fp8", "precision.weights_dtype", "precision.amp", "precision.tf32", "peft.fused"},
+}
+
+
+def test_each_lever_of_the_levers_sweep_changes_only_its_own_keys_in_the_reference():
+    combos = jobs("levers", group="sweep")
+    assert [job[-1] for job in combos] == ["+lever=packed_8k", *(f"+lever={name}" for name in LEVERS)]
+    leaves = {job[-1].split("=")[1]: _leaves(compose(*job)) for job in combos}
+    reference = leaves.pop("packed_8k")
+    assert reference["padding.strategy"] == "packed" and reference["batch.tokens"] == 8192
+    assert reference["trainer.torch_compile"] is True and reference["dataloader.non_blocking"] is True
+    for name, changed in LEVERS.items():
+        differs = {k for k in reference if leaves[name].get(k) != reference[k]}
+        assert differs <= changed and differs & changed, (name, differs)
+    assert compose("sweep=levers").baseline == "+lever=packed_8k"
 
 
 @pytest.mark.parametrize("experiment, narrow", [

@@ -20,6 +20,7 @@
 #   bash experiments/speed/gpu.sh overlap   # issue 33 G4: non-blocking batch copies at 2k tokens, 4 layers; host_ops
 #   bash experiments/speed/gpu.sh qlora_fused  # issue 33 G5: QLoRA packed 8k compiled, peft's LoRA vs the fused linear
 #   bash experiments/speed/gpu.sh attention # issue 33 item 5: attention kernels (benchmarks/attention_bench.py); autotuned GEMMs, 4 layers
+#   bash experiments/speed/gpu.sh levers    # issue 33: sweep=levers, full depth, anchor first (RESUME=1 continues it)
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -259,4 +260,11 @@ if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qw
   run l4_bf16 $B
   RUN_TIMEOUT=300 run l4_bf16_autotune $B trainer.compile_mode=max-autotune-no-cudagraphs
   run l4_bf16_again $B
+fi
+if [ "$what" = levers ]; then  # issue 33 item 6: sweep=levers at full depth (every lever against packed 8k compiled bf16),
+  # the best plain-Trainer anchor first. Longer than one call: run it again with RESUME=1 RUNS=$PWD/outputs/gpu_runs
+  # on the warm machine and the sweep continues where the call was cut (finished jobs are skipped).
+  [ -n "${RESUME:-}" ] || anchors bf16_sdpa_b32_group
+  COMMON="model=qwen3 logger=none"
+  sweep levers sweep=levers
 fi

@@ -174,12 +174,14 @@ class PeftConfig:
                 raise ConfigError("peft", "qlora", "needs bitsandbytes: pip install bitsandbytes (or pip install -e .[qlora])")
 
 
-Attention = Choice("Attention", "auto eager sdpa varlen flex_attention flash_attention_2")
+Attention = Choice("Attention", "auto eager sdpa varlen flex_attention flash_attention_2 flash_attention_3")
+AttentionKernel = Choice("AttentionKernel", "auto cudnn")
 
 
 @dataclass
 class AttentionConfig:
     implementation: Attention = MISSING
+    kernel: AttentionKernel = AttentionKernel.auto  # auto: torch's order (flash first) | cudnn: cuDNN's kernel first
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
@@ -193,5 +195,16 @@ class AttentionConfig:
             raise ConfigError("attention", att, "flex_attention runs on CUDA GPUs here; on the CPU use attention=sdpa")
         if att == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
             raise ConfigError("attention", att, "needs the flash-attn package (pip install flash-attn); or use attention=sdpa")
+        if att == "flash_attention_3" and importlib.util.find_spec("flash_attn_interface") is None:
+            raise ConfigError("attention", att, "needs FlashAttention-3 (flash_attn_interface, built from flash-attention's "
+                                                "hopper/ directory; Hopper GPUs); or use attention=auto")
+        if cfg.attention.kernel == "cudnn":
+            if not on_gpu:
+                raise ConfigError("attention.kernel", "cudnn", "cuDNN's attention runs on CUDA GPUs; on the CPU use attention=sdpa")
+            if cfg.padding.strategy == "packed" and att in ("auto", "varlen"):
+                raise ConfigError("attention.kernel", "cudnn", "packed rows attend through varlen's flash kernel (torch 2.11's "
+                                                              "cuDNN varlen backward fails); use a padded layout or attention=auto")
+            if att not in ("auto", "sdpa"):
+                raise ConfigError("attention.kernel", "cudnn", f"picks sdpa's kernel, and attention={att} is not sdpa")
 
 

@@ -63,7 +63,7 @@ def validate(cfg: DictConfig, cuda_available: bool) -> None:
         raise ConfigError("device", "cuda", "no CUDA device is visible; use device=auto or device=cpu")
     on_gpu = cuda_available and cfg.device != "cpu"
     for group in (InitConfig, ModelConfig, TaskConfig, DataConfig, PaddingConfig, DataloaderConfig, PrecisionConfig,
-                  BatchConfig, PeftConfig, AttentionConfig, DistributedConfig, GpuConfig, DebugConfig, TrainerConfig,
+                  BatchConfig, PeftConfig, AttentionConfig, EnvConfig, DistributedConfig, GpuConfig, DebugConfig, TrainerConfig,
                   MeasureConfig):
         group.check(cfg, on_gpu)
 

@@ -16,9 +16,18 @@ class EnvConfig:
     name: str = MISSING
     tf32: bool = MISSING
     cudnn_benchmark: bool = MISSING
-    sdp_backends: List[str] = MISSING  # empty: torch's own choice
+    sdp_backends: List[str] = MISSING  # the sdpa kernels allowed (flash mem_efficient cudnn math); empty: torch's own choice
     num_threads: int = 0  # 0: torch's default
     alloc_conf: Optional[str] = MISSING  # PYTORCH_CUDA_ALLOC_CONF, set before CUDA starts
+
+    @staticmethod
+    def check(cfg: DictConfig, on_gpu: bool) -> None:
+        known = ("flash", "mem_efficient", "cudnn", "math")
+        for name in cfg.env.sdp_backends:
+            if name not in known:
+                raise ConfigError("env.sdp_backends", list(cfg.env.sdp_backends), f"{name!r} is no sdpa kernel: allowed: {', '.join(known)}")
+        if cfg.attention.kernel == "cudnn" and cfg.env.sdp_backends and "cudnn" not in cfg.env.sdp_backends:
+            raise ConfigError("attention.kernel", "cudnn", f"env.sdp_backends={list(cfg.env.sdp_backends)} leaves cuDNN's kernel out")
 
 
 LoggerName = Choice("LoggerName", "none csv wandb")

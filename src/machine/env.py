@@ -1,6 +1,7 @@
 """The process environment: device choice, torch's global settings, and what the report says about both."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import platform
@@ -19,7 +20,7 @@ class Resolved:
     device: str  # cuda | cpu
     weights_dtype: torch.dtype
     amp: str  # none | bf16 | fp16
-    attention: str  # eager | sdpa | varlen | flex_attention | flash_attention_2
+    attention: str  # eager | sdpa | varlen | flex_attention | flash_attention_2 | flash_attention_3
     distributed: str = "none"  # none | ddp | fsdp
     world_size: int = 1
 
@@ -68,11 +69,26 @@ def apply(cfg) -> None:
         setattr(dyn, "recompile_limit" if hasattr(dyn, "recompile_limit") else "cache_size_limit", cfg.trainer.recompile_limit)
     if cfg.env.num_threads:
         torch.set_num_threads(cfg.env.num_threads)
-    if cfg.env.sdp_backends:
-        wanted = set(cfg.env.sdp_backends)
-        torch.backends.cuda.enable_flash_sdp("flash" in wanted)
-        torch.backends.cuda.enable_mem_efficient_sdp("mem_efficient" in wanted)
-        torch.backends.cuda.enable_math_sdp("math" in wanted)
+    _sdpa_kernels(list(cfg.env.sdp_backends), cfg.attention.kernel)
+
+
+_SDPA_ORDER = contextlib.ExitStack()  # the process's sdpa kernel order, held for the rest of the process
+
+
+def _sdpa_kernels(allowed: list[str], kernel: str) -> None:
+    """Which sdpa kernels may run (env.sdp_backends; empty: all) and, for attention.kernel=cudnn, cuDNN's first.
+    sdpa takes, per call, the first allowed kernel that can run that shape and mask; a compiled model's choice is
+    made while tracing, under these same settings."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    names = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+             "mem_efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
+    _SDPA_ORDER.close()  # a second apply() in one process starts from torch's own settings
+    if kernel == "cudnn":
+        order = ["cudnn"] + [n for n in names if n != "cudnn" and (not allowed or n in allowed)]
+        _SDPA_ORDER.enter_context(sdpa_kernel([names[n] for n in order], set_priority=True))
+    elif allowed:
+        _SDPA_ORDER.enter_context(sdpa_kernel([names[n] for n in allowed]))
 
 
 def setup(cfg) -> Resolved:

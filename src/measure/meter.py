@@ -200,6 +200,7 @@ class Measure(TrainerCallback):
                        "gc": w["gc_s"] / n if n else None, "gc_collections": w["gc_collections"]},
             "gpu_busy_fraction": self.profiler.fraction,
             "gpu_kernels": self.profiler.kinds,
+            "attention_kernels": self.profiler.attention,
             **({"host_ops": self.profiler.host} if self.profiler.host_ops else {}),
             "window_s": sum(t.step_times),
             "tokens": window_tokens(window.opened["tokens"], window.closed["tokens"]) if window.closed else None,

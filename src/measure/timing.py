@@ -235,7 +235,7 @@ def union_seconds(spans) -> float:
 # What a kernel is, from its name (first match wins: flash attention kernels also carry "sm90"). cuBLAS/CUTLASS
 # names say nothing of the shapes, so the base GEMMs and LoRA's rank-r ones fall in one "gemm" group; the report
 # sets it beside the time the base GEMMs alone take at this card's measured ceiling (src/machine/ceiling.py).
-KERNEL_KINDS = (("attention", ("flash", "fmha", "attn")),
+KERNEL_KINDS = (("attention", ("flash", "fmha", "attn", "sdpa")),
                 ("gemm", ("gemm", "cutlass", "xmma", "nvjet", "gemv", "scaled_mm", "matmul", "cublas", "wgmma")),
                 ("optimizer", ("multi_tensor", "foreach", "adam")),
                 ("communication", ("nccl",)),
@@ -249,6 +249,30 @@ def kernel_kind(name: str) -> str:
     return next((kind for kind, keys in KERNEL_KINDS if any(k in low for k in keys)), "other")
 
 
+# Which implementation an attention kernel belongs to, from its name (first match wins: cuDNN's names carry "flash"
+# too). sdpa picks its kernel per call, so the profile, not the config, says which ran.
+ATTENTION_FAMILIES = (("cuDNN", ("cudnn",)), ("FlashAttention-3", ("flash_attn_3", "flashattnfwdsm90", "flashattnbwdsm90")),
+                      ("flash", ("pytorch_flash", "flash_fwd", "flash_bwd", "flash_attn")),
+                      ("memory-efficient", ("fmha", "efficient", "cutlass")))
+
+
+def attention_family(name: str) -> str:
+    low = name.lower()
+    return next((fam for fam, keys in ATTENTION_FAMILIES if any(k in low for k in keys)), "other")
+
+
+def kernel_shares(kernels: list[tuple[int, int, str, str]], wall: float) -> tuple[dict, dict]:
+    """The share of `wall` seconds each kind of kernel ran, and each attention implementation, from (start ns,
+    end ns, kind, name) rows; overlapping kernels of one kind count once."""
+    def share(rows):
+        return union_seconds([(s, e) for s, e, *_ in rows]) / wall
+
+    kinds = {kind: share([r for r in kernels if r[2] == kind]) for kind, _ in (*KERNEL_KINDS, ("other", ()))}
+    attention = [r for r in kernels if r[2] == "attention"]
+    families = sorted({attention_family(r[3]) for r in attention})
+    return kinds, {fam: share([r for r in attention if attention_family(r[3]) == fam]) for fam in families}
+
+
 class BusyProfiler:
     """How busy the GPU was over a few steps after the window: the share of the time no kernel ran is time
     the GPU waited for the host to launch work; and where the busy time went, by kind of kernel. Its syncs are
@@ -257,6 +281,7 @@ class BusyProfiler:
     def __init__(self, host_ops: bool = False):
         self.fraction = None
         self.kinds: dict[str, float] | None = None  # share of the profiled wall time each kind of kernel ran
+        self.attention: dict[str, float] | None = None  # the same for each attention implementation that ran
         self.host_ops = host_ops
         self.host: list[dict] | None = None  # host_ops: the host's costliest ops per profiled step
         self._prof = None
@@ -285,10 +310,8 @@ class BusyProfiler:
         self._prof = None
         if kernels is None or wall <= 0:
             return
-        self.fraction = min(1.0, union_seconds([(s, e) for s, e, _ in kernels]) / wall)
-        self.kinds = {}
-        for kind, _ in (*KERNEL_KINDS, ("other", ())):
-            self.kinds[kind] = union_seconds([(s, e) for s, e, k in kernels if k == kind]) / wall
+        self.fraction = min(1.0, union_seconds([(s, e) for s, e, _, _ in kernels]) / wall)
+        self.kinds, self.attention = kernel_shares(kernels, wall)
 
     def _host_ops(self, steps: int, top: int = 25) -> list[dict] | None:
         """The host's ops and CUDA runtime calls by self time, per profiled step: what a launch-bound step's host
@@ -303,10 +326,11 @@ class BusyProfiler:
         return [{"op": e.key, "calls": round(e.count / steps, 1), "self_ms": round(e.self_cpu_time_total / 1e3 / steps, 3)}
                 for e in rows[:top]]
 
-    def _kernels(self) -> list[tuple[int, int, str]] | None:
+    def _kernels(self) -> list[tuple[int, int, str, str]] | None:
+        """(start ns, end ns, kind, name) of every GPU kernel profiled."""
         try:
             events = self._prof.profiler.kineto_results.events()
-            return [(e.start_ns(), e.start_ns() + e.duration_ns(), kernel_kind(e.name()))
+            return [(e.start_ns(), e.start_ns() + e.duration_ns(), kernel_kind(e.name()), e.name())
                     for e in events if e.device_type() == torch.autograd.DeviceType.CUDA]
         except Exception as exc:  # profiler APIs move between torch releases; a missing figure beats a crash
             log.warning("could not read kernel times from the profiler: %s", exc)

@@ -43,6 +43,7 @@ class Report:
     host_s: HostTime = UNSET
     gpu_busy_fraction: Optional[float] = UNSET  # share of the step some kernel ran (profiled after the window)
     gpu_kernels: Optional[dict] = UNSET  # share of the profiled time each kind of kernel ran (gemm, attention, ...)
+    attention_kernels: Optional[dict] = UNSET  # share of the profiled time each attention implementation ran
     host_ops: Optional[list] = UNSET  # measure.host_ops: the host's costliest ops per profiled step
     tokens: Optional[Tokens] = UNSET
     shapes: Shapes = UNSET
@@ -133,6 +134,9 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if kinds:
         rows.append(("GPU time", ", ".join(f"{k} {v:.0%}" for k, v in kinds.items() if v >= 0.005)
                      + f"; idle {1 - (r.get('gpu_busy_fraction') or 0):.0%}" + _ceiling_share(r)))
+    ran = r.get("attention_kernels")
+    if ran:
+        rows.append(("attention ran", ", ".join(f"{fam} {v:.0%}" for fam, v in ran.items())))
     if r.get("compile") and r.compile.graphs:
         rows.append(("compile", r.compile.line(r.get("compiled_layers"))))
     pred = r.get("memory_predicted_gb")
