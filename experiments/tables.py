@@ -236,6 +236,52 @@ def speed_call3() -> str:
                      "peak GB (predicted)", "to first step"], rows)
 
 
+LEVERS7 = S + "h100_levers_call7/"
+# (job, what it changes in the reference, its overrides); fp8_fused ran in a second call on the same warm machine
+LEVER_ROWS = [("packed_8k", "the reference: packed 8k, regional compile, varlen flash, non-blocking copies, bf16", ""),
+              ("fixed_320", "padding-free off: 32 rows padded to 320", "`padding=max_length batch=32`"),
+              ("fixed_320_cudnn", "fixed_320 with cuDNN attention first", "`padding=max_length batch=32 attention=cudnn`"),
+              ("eager", "compile off", "`trainer.torch_compile=false`"),
+              ("blocking_copies", "batch copies wait for the GPU", "`dataloader.non_blocking=false`"),
+              ("fused", "fused LoRA linear", "`peft.fused=true`"),
+              ("fp8", "FP8 base matmuls", "`precision=fp8`"),
+              ("fp8_fused", "FP8 + fused (`experiment=fastest`)", "`precision=fp8 peft.fused=true`")]
+
+
+def lever7(name: str) -> Fig:
+    part = "b" if name == "fp8_fused" else "a"
+    return Fig(LEVERS7 + f"reports_{part}.jsonl", f"+lever={name},logger=none,model=qwen3", f"levers7{part}")
+
+
+def speed_call7() -> str:
+    """Issue 33 item 6: sweep=levers at full depth, every lever against the reference, the anchor in call 7a."""
+    anchor, ref = Fig(LEVERS7 + "anchors.jsonl", "bf16_sdpa_b32_group", "levers7a"), lever7("packed_8k")
+    rows = [["plain Trainer bf16 sdpa bs 32 grouped", "", "", rate(anchor), "", "1.00", "", "", "", ""]]
+    for name, what, overrides in LEVER_ROWS:
+        f = lever7(name)
+        across = f.call_id != ref.call_id
+        ran = ", ".join(f"{fam} {v:.0%}" for fam, v in (f.get("attention_kernels") or {}).items() if v >= 0.005)
+        rows.append([f"`+lever={name}`", what, overrides, rate(f, bold=name == "fp8_fused"),
+                     "1.00" if f == ref else ratio(f, ref, across_calls=across), ratio(f, anchor, across_calls=across),
+                     pct(f.get("flops.mfu")), f"{f.get('gpu_busy_fraction'):.0%}", ran,
+                     f"{f.get('memory_gb.peak_allocated'):.1f} / {f.get('memory_predicted_gb.peak_allocated'):.1f}"])
+    return markdown(["job", "what changes", "overrides", "real tok/s (95%)", "x reference", "x best plain", "MFU",
+                     "GPU busy", "attention ran (share of the step)", "peak / predicted GB"], rows)
+
+
+def speed_attention() -> str:
+    """benchmarks/attention_bench.py on the H100: one layer's attention, fwd+bwd, at Qwen3-4B's heads."""
+    rows = []
+    for r in _records(S + "h100_attention_bench.jsonl"):
+        shape = f"{r['tokens']:,} tokens packed" if r["layout"] == "packed" else f"{r['rows']} x {r['length']} padded"
+        if "skipped" in r:
+            rows.append([shape, r["kernel"], "", "", r["skipped"]])
+        else:
+            rows.append([shape, r["kernel"], f"{r['ms']:.3f} ({r['p10']:.3f}-{r['p90']:.3f})", f"{r['rel_diff']:.0e}",
+                         f"`{r['ran'].split('<')[0][:60]}`"])
+    return markdown(["shape", "kernel", "fwd+bwd ms, median (p10-p90)", "output vs first row", "longest kernel / why not run"], rows)
+
+
 def memory_error(f: Fig) -> float:
     return f.get("memory_predicted_gb.peak_allocated") / f.get("memory_gb.peak_allocated") - 1
 
@@ -712,6 +758,8 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/overlap_full": (HERE / "speed/README.md", speed_overlap_full),
           "speed/overlap_4layer": (HERE / "speed/README.md", speed_overlap_4layer),
           "speed/host_ops": (HERE / "speed/README.md", speed_host_ops),
+          "speed/call7": (HERE / "speed/README.md", speed_call7),
+          "speed/attention": (HERE / "speed/README.md", speed_attention),
           "planner/h100": (HERE / "planner/README.md", planner),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",

@@ -9,7 +9,7 @@
 #   bash experiments/speed/gpu.sh memory    # full depth: the memory model's prediction beside the measured peak
 #   bash experiments/speed/gpu.sh memory2   # the memory model on the runs it once missed
 #   bash experiments/speed/gpu.sh memtrace [full]  # what is alive at the peak (4 layers, or full depth), beside the memory model
-#   bash experiments/speed/gpu.sh sweep     # the best plain-Trainer anchor, then sweep=levers as a real multirun
+#   bash experiments/speed/gpu.sh sweep     # the best plain-Trainer anchor, then padding x compile as a real multirun (call 3)
 #   bash experiments/speed/gpu.sh tests     # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
 #   bash experiments/speed/gpu.sh anchors   # the three plain-Trainer anchors alone
 #   bash experiments/speed/gpu.sh fp8       # issue 33: FP8 base, fused LoRA vs packed 8k compiled, full depth, anchor first
@@ -114,10 +114,11 @@ if [ "$what" = memory2 ]; then  # the memory model after its fixes, on the runs 
   run mem_packed8k $B $P8
   run mem_buckets_bs32 $B batch=32 padding=buckets
 fi
-if [ "$what" = sweep ]; then  # sweep=levers as a real multirun, beside the best plain-Trainer config, full depth
+if [ "$what" = sweep ]; then  # call 3: padding x compile as a real multirun, beside the best plain-Trainer config
   anchors bf16_sdpa_b32_group
-  SWEEP_TIMEOUT=480 sweep levers sweep=levers model=qwen3 logger=none
-  cat "$RUNS/levers/summary.md" 2>/dev/null
+  SWEEP_TIMEOUT=480 sweep padding_compile padding=max_length,buckets,packed_8k trainer.torch_compile=false,true batch=32 \
+    model=qwen3 logger=none measure.stop_when_stable=true trainer.max_steps=36 measure.warmup_steps=8 trainer.save_final=false
+  cat "$RUNS/padding_compile/summary.md" 2>/dev/null
 fi
 if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
   timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
