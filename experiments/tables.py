@@ -256,17 +256,18 @@ def lever7(name: str) -> Fig:
 def speed_call7() -> str:
     """Issue 33 item 6: sweep=levers at full depth, every lever against the reference, the anchor in call 7a."""
     anchor, ref = Fig(LEVERS7 + "anchors.jsonl", "bf16_sdpa_b32_group", "levers7a"), lever7("packed_8k")
-    rows = [["plain Trainer bf16 sdpa bs 32 grouped", "", "", rate(anchor), "", "1.00", "", "", "", ""]]
+    rows = [["plain Trainer bf16 sdpa bs 32 grouped", "", "", rate(anchor), "", "1.00", "", "", "", "", ""]]
     for name, what, overrides in LEVER_ROWS:
         f = lever7(name)
         across = f.call_id != ref.call_id
         ran = ", ".join(f"{fam} {v:.0%}" for fam, v in (f.get("attention_kernels") or {}).items() if v >= 0.005)
         rows.append([f"`+lever={name}`", what, overrides, rate(f, bold=name == "fp8_fused"),
                      "1.00" if f == ref else ratio(f, ref, across_calls=across), ratio(f, anchor, across_calls=across),
-                     pct(f.get("flops.mfu")), f"{f.get('gpu_busy_fraction'):.0%}", ran,
+                     pct(f.get("flops.mfu")), f"{f.get('flops.of_ceiling'):.0%} of {f.get('flops.ceiling_tokens_per_s') / 1000:.1f}k",
+                     f"{f.get('gpu_busy_fraction'):.0%}", ran,
                      f"{f.get('memory_gb.peak_allocated'):.1f} / {f.get('memory_predicted_gb.peak_allocated'):.1f}"])
     return markdown(["job", "what changes", "overrides", "real tok/s (95%)", "x reference", "x best plain", "MFU",
-                     "GPU busy", "attention ran (share of the step)", "peak / predicted GB"], rows)
+                     "% of ceiling", "GPU busy", "attention ran (share of the step)", "peak / predicted GB"], rows)
 
 
 def speed_attention() -> str:
