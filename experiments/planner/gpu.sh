@@ -3,6 +3,7 @@
 # 4..64 at a fixed effective batch of 64, two paddings; a 10 GB memory cap so the largest micro-batches can't fit.
 # Both plans in one device call, one after the other on one machine (carry .whl: scripts/gpu_wheels.sh).
 #   bash experiments/planner/gpu.sh all predict   # every cell (the reference ranking and its wall time), then planned
+#   bash experiments/planner/gpu.sh predict fit   # planned only (the probe's cost), then sweep=fit on the same model
 # Each job's report goes to $OUT/reports.jsonl as it ends; the sweep's summary.md and plots, the predictions
 # (.plan/predictions.json) and each cell's prediction.json come back with it.
 set -uo pipefail
@@ -12,7 +13,11 @@ COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_fina
   trainer.max_steps=26 measure.warmup_steps=3 gpu.memory_cap_gb=10"
 GRID="batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"
 for what in "$@"; do
-SWEEP_TIMEOUT=290 sweep "plan_$what" $GRID sweep.plan=$what
+if [ "$what" = fit ]; then  # the two questions (largest micro-batch under the cap, fastest split of 64 rows a step)
+  SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_fit sweep=fit padding=dynamic
+else
+  SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_$what" $GRID sweep.plan=$what
+fi
 dir=$RUNS/plan_$what
 cp "$dir/.plan/predictions.json" "$OUT/predictions_$what.json" 2>/dev/null
 for d in "$dir"/*/; do [ -f "$d/prediction.json" ] && python3 -c "
@@ -20,3 +25,5 @@ import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({'job': sys.ar
 grep -E "sweep.plan|cells ran|#[0-9]+ :" "$RUN_LOG" | tail -40 > "$OUT/planner_lines_$what.txt"
 mv "$OUT/summary.md" "$OUT/summary_$what.md" 2>/dev/null; mv "$OUT/summary.csv" "$OUT/summary_$what.csv" 2>/dev/null
 done
+# one file back with everything (a device call returns only a few files)
+tar czf "$OUT/planner_call.tgz" -C "$OUT" --exclude planner_call.tgz . 2>/dev/null
