@@ -748,6 +748,33 @@ def planner() -> str:
                      "plan=all / predicted", "plan=predict: decision", "plan=predict: measured"], [r[2] for r in rows])
 
 
+def planner_call2() -> str:
+    """Call 2: plan=predict on the same grid with the cheaper probe, then sweep=fit (dynamic padding): each cell's
+    prediction, what the plan did with it and, where it ran, the measurement (the reports' own intervals)."""
+    reports = _records("planner/results/h100_call2/reports.jsonl")
+    rows = []
+    for sweep in ("predict", "fit"):
+        for r in _records(f"planner/results/h100_call2/decisions_{sweep}.jsonl"):
+            got = {o.split("=")[0]: o.split("=")[1].strip("'") for o in r["overrides"]}
+            batch = int(got.get("batch", got.get("batch.size")))
+            padding = got.get("padding", "dynamic")
+            p = r["prediction"]
+            ran = [x for x in reports if set(r["overrides"]) <= set(x["overrides"])]
+            measured, vs = "", ""
+            if ran:
+                th, peak = ran[0]["throughput"], ran[0]["memory_gb"]["peak_allocated"]
+                measured = (f"{th['real_tokens_per_s']:,.0f} ({th['real_tokens_per_s_low']:,.0f}-{th['real_tokens_per_s_high']:,.0f}); "
+                            f"{peak:.2f} GB")
+                vs = f"{th['real_tokens_per_s'] / p['real_tokens_per_s']:.2f}; {peak / p['memory_gb']:.3f}"
+            decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
+            rows.append((sweep, batch, padding, [f"`sweep.plan=predict`" if sweep == "predict" else "`sweep=fit`",
+                         str(batch), padding, f"{p['memory_gb']:.2f}", f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})",
+                         decision, measured, vs]))
+    rows.sort(key=lambda x: (x[0] != "predict", x[1], x[2]))
+    return markdown(["sweep", "micro-batch", "padding", "predicted GB", "predicted real tok/s (95%)", "decision",
+                     "measured real tok/s (95%); peak", "measured / predicted: tok/s; memory"], [r[3] for r in rows])
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -762,6 +789,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call7": (HERE / "speed/README.md", speed_call7),
           "speed/attention": (HERE / "speed/README.md", speed_attention),
           "planner/h100": (HERE / "planner/README.md", planner),
+          "planner/call2": (HERE / "planner/README.md", planner_call2),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
                                                                              ("classifier8", "classifier32"))),

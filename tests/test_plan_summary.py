@@ -76,6 +76,19 @@ def test_predicted_only_cells_are_marked_rows_never_ranked_nor_recommended(plann
     assert rows["batch.size=2, batch.grad_accum=8"].startswith("| - | ")
 
 
+def test_the_largest_fit_of_each_family_is_named_by_its_job_when_there_are_several(tmp_path):
+    for padding, rate in (("dynamic", 1500), ("max_length", 1400)):
+        pred = _prediction(32, 2, rate, "ran: measured within its prediction", memory=7.7)
+        pred["overrides"].append(f"padding={padding}")
+        pred["prediction"]["family"] = f"padding={padding}"
+        pred["largest_fit"] = True
+        report = {**_report(32, 2, rate, ci=0.02), "overrides": pred["overrides"]}
+        _write(tmp_path, f"bs32_{padding}", report, pred)
+    line = next(x for x in summary.write(tmp_path).splitlines() if x.startswith("- planned:"))
+    assert "padding=dynamic: bs 32 x ga 2 (ran ok, predicted 7.7 GB)" in line
+    assert "padding=max_length: bs 32 x ga 2 (ran ok, predicted 7.7 GB)" in line
+
+
 def test_a_cell_planned_to_run_without_a_report_is_warned_of_not_shown_as_predicted(planned):
     _write(planned, "bs64_ga1", prediction=_prediction(64, 1, 1000, "ran"))
     md = summary.write(planned)

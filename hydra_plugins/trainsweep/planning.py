@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -92,6 +93,7 @@ def run_planned(launcher, job_overrides, first_idx: int):
         except OmegaConfBaseException:  # the job itself will say what doesn't resolve; the predictor resolves the rest
             config = OmegaConf.to_container(body, resolve=False)
         cells[job_dir.name] = {"idx": idx, "overrides": list(overrides), "config": config, "dir": job_dir}
+    started = time.monotonic()
     raw = predict(cells, Path(str(launcher.config.hydra.sweep.dir)) / ".plan")
     if raw is None:
         return None
@@ -99,7 +101,8 @@ def run_planned(launcher, job_overrides, first_idx: int):
     preds = [as_prediction(r, micro_batch(cells[key]["config"])) for key, r in raw.items()]
     capacity = next((r["capacity_gb"] for r in raw.values() if r.get("capacity_gb")), None)
     skipped = plan.not_run(preds, capacity)
-    log.info(f"sweep.plan=predict: {len(cells)} cells predicted" + (f" (capacity {capacity:.1f} GB)" if capacity else ""))
+    log.info(f"sweep.plan=predict: {len(cells)} cells predicted in {time.monotonic() - started:.0f} s"
+             + (f" (capacity {capacity:.1f} GB)" if capacity else ""))
     for key, c in cells.items():
         log.info(f"\t{' '.join(c['overrides'])}: {line(raw[key], skipped.get(key, ''))}")
     results, returns = [], []

@@ -332,8 +332,9 @@ def planned(df: pd.DataFrame) -> str | None:
     line = (f"planned: {len(df) - oom - slower} of {len(df)} cells ran; {oom} predicted out of memory; "
             f"{slower} predicted slower (not run)")
     largest = df[df["largest_fit"].fillna(False).astype(bool)] if "largest_fit" in df else df.iloc[:0]
-    fits = [f"{_label(row)} ({'ran ok' if row['status'] == 'ok' else row['status']}, predicted "
-            f"{row['predicted_memory_gb']:.1f} GB)" for _, row in largest.iterrows()]
+    # one per family: where there are several, each is named by its job (the settings that set it apart)
+    fits = [f"{row['job'] + ': ' if len(largest) > 1 else ''}{_label(row)} ({'ran ok' if row['status'] == 'ok' else row['status']}, "
+            f"predicted {row['predicted_memory_gb']:.1f} GB)" for _, row in largest.iterrows()]
     return line + (f"; the largest micro-batch predicted to fit: {', '.join(fits)}" if fits else "")
 
 
