@@ -37,6 +37,18 @@ def test_host_ops_say_what_the_host_launched_in_the_profiled_steps(tmp_path):
     assert "host_ops" not in run(compose(*GPU_QUICK), tmp_path / "plain")  # off by default: the profile stays light
 
 
+def test_the_report_names_the_attention_kernels_that_ran(tmp_path):
+    """Packed rows attend through varlen's flash kernel; the profile says so by the kernels' names. (sdpa's own
+    pick for padded rows depends on the torch build and card: on an H100 with torch 2.11, cuDNN.)"""
+    rep = run(compose("padding=packed", "batch.tokens=2048", *GPU_QUICK), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    ran = rep["attention_kernels"]
+    assert ran.get("flash", 0) > 0 and sum(ran.values()) == pytest.approx(rep["gpu_kernels"]["attention"], abs=0.02)
+    padded = run(compose("attention=cudnn", *GPU_QUICK), tmp_path / "cudnn")
+    assert padded["status"] == "ok", padded["error"]
+    assert set(padded["attention_kernels"]) <= {"cuDNN", "flash", "memory-efficient"}
+
+
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
 def test_qlora_quantises_random_weights_on_the_gpu_in_seconds(tmp_path):
     import bitsandbytes as bnb
