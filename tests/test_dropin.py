@@ -81,6 +81,8 @@ def test_wheel_installs_trainsweep_and_no_src(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.startswith("trainsweep-")} == {"trainsweep", "hydra_plugins"}
     assert "trainsweep/run.py" in names and "trainsweep/dropin.py" in names
+    # Every module of src/ ships (a package missing from pyproject's list would fail only once installed).
+    assert {f"trainsweep/{p.relative_to(ROOT / 'src')}" for p in (ROOT / "src").rglob("*.py")} <= set(names)
     # Every config group ships inside the package, where the installed run finds it.
     assert {f"trainsweep/conf/{p.relative_to(ROOT / 'conf')}" for p in (ROOT / "conf").rglob("*.yaml")} <= set(names)
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
