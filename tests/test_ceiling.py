@@ -46,7 +46,8 @@ def test_kernels_fall_into_their_kind_by_name(name, kind):
     assert kernel_kind(name) == kind
 
 
-# Names as the H100's profiler gave them (benchmarks/attention_bench.py); FlashAttention-3's from its kernel class
+# cuDNN's and flash's names as the H100's profiler gave them (benchmarks/attention_bench.py); the memory-efficient
+# one as PyTorch's cutlass kernels are named; FlashAttention-3's from its kernel class
 # (hopper/flash_fwd_kernel_sm90.h), not seen on a card here (not installed)
 @pytest.mark.parametrize("name,family", [
     ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x128_1x4x1_cga1x1", "cuDNN"),
