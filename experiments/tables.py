@@ -680,6 +680,9 @@ def dropin_sft() -> str:
                      "report / own clock", "train loss", "logged loss at steps 10 / 20 / 30", "checks"], rows)
 
 
+RUN_MARK = {"plain": "P", "sped": "S", "graphs": "G"}  # as written, speedup(trainer), speedup(trainer, graphs=True)
+
+
 def speedup_runs(path: str, scripts: tuple[str, ...]) -> str:
     """A user's script plain (P) and with `trainsweep.speedup(trainer)` (S), each its own process, in the order they
     ran (one call): the script's own clock, what speedup's verification said, the losses."""
@@ -691,8 +694,8 @@ def speedup_runs(path: str, scripts: tuple[str, ...]) -> str:
         seen[key] = seen.get(key, 0) + 1
         v = (r.get("verified") or {}).get("speedup")
         said = f"{v['ratio']:.2f}x ({v['low']:.2f}-{v['high']:.2f})" if v else ""
-        rows.append([r["script"], f"{'S' if r['mode'] == 'sped' else 'P'}{seen[key]}", f"{r['own_clock_tok_s']:,.0f}",
-                     f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if r["mode"] == "sped" else "",
+        rows.append([r["script"], f"{RUN_MARK[r['mode']]}{seen[key]}", f"{r['own_clock_tok_s']:,.0f}",
+                     f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if r["mode"] != "plain" else "",
                      f"{r['rows_per_step']:.1f}", said, f"{r['peak_gb']:.1f}", f"{r['train_loss']:.4f}",
                      " / ".join(f"{x:.3f}" for x in r["losses"][:3])])
     return markdown(["script", "run", "script's own clock, real tok/s", "Trainer train_runtime s", "speedup() s",

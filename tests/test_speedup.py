@@ -232,23 +232,68 @@ def test_attach_with_speedup_reports_what_it_did(tmp_path):
     assert rep["tokens"]["real"] >= 0.85 * rep["tokens"]["all"]  # padding: the packs' dummy tail only
 
 
-def test_a_compile_arm_that_loses_is_turned_off_and_a_different_loss_turns_everything_off():
+@pytest.mark.parametrize("compiled", ["regional compile", "CUDA graphs"])
+def test_a_compile_arm_that_loses_is_turned_off_and_a_different_loss_turns_everything_off(compiled):
     from src.levers.outcome import Speedup
 
     switched = []
     out = Speedup()
-    for name in ("padding-free batches", "regional compile"):
+    for name in ("padding-free batches", compiled):
         out.add(name, True, "on", toggle=lambda on, n=name: switched.append((n, on)))
     arms = {"your batches": [], "levers": out.levers[:1], "levers + compile": out.levers}
     rates = {"your batches": [100, 101, 99, 100, 100], "levers": [300, 310, 295, 305, 300],
              "levers + compile": [250, 255, 248, 252, 250]}
     same = {arm: 2.0 for arm in arms}
     verdict = verify_module.decide(out, arms, rates, same)
-    assert ("regional compile", False) in switched and out.levers[0].on and not out.levers[1].on
+    assert (compiled, False) in switched and out.levers[0].on and not out.levers[1].on
     assert verdict["speedup"]["ratio"] == pytest.approx(3.0, rel=0.02)
     out.levers[1].on = True
     verify_module.decide(out, arms, rates, {**same, "levers": 2.2})  # 10% apart: the packed batches compute something else
     assert not any(lv.on for lv in out.levers)
+
+
+def test_graphs_are_refused_without_a_gpu_and_regional_compile_decides_as_usual(tmp_path):
+    done = speedup(_trainer(tmp_path), graphs=True, verify=False, quiet=True)
+    levers = {lv.name: lv for lv in done.levers}
+    assert not levers["CUDA graphs"].on and "no GPU" in levers["CUDA graphs"].detail
+    assert not levers["regional compile"].on and "no GPU" in levers["regional compile"].detail
+    assert "fused LoRA" in levers  # not fused: said, as without graphs
+
+
+def test_the_graphs_lever_marks_each_micro_batch_evaluates_eager_and_toggles_back(tmp_path, monkeypatch):
+    """What _graphs changes in a Trainer, and that its switch puts each thing back (the A/B switches it); the
+    CUDA-graph compile itself runs on a GPU only (tests/test_speedup.py's GPU test)."""
+    from peft import LoraConfig, get_peft_model
+
+    from src.levers.apply import _graphs
+    from src.levers.outcome import Speedup
+
+    model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
+    trainer = _trainer(tmp_path, model=model)
+    calls = []
+    trainer.training_step = own_step = lambda *a, **kw: calls.append(("step", model._compiled_call_impl is not None))
+    trainer.prediction_step = lambda *a, **kw: calls.append(("predict", model._compiled_call_impl is not None))
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: calls.append(("mark", None)))
+    was_blocking = trainer.accelerator.dataloader_config.non_blocking
+    trainer.args.dataloader_pin_memory = True  # as on a GPU (a CPU run's arguments turn it off)
+    out = Speedup()
+    assert _graphs(trainer, model, cuda=True, asked=None, out=out)
+    lever = out.levers[0]
+    assert lever.name == "CUDA graphs" and lever.on and "LoRA linears fused" in lever.detail
+    assert not out.on("regional compile") and "whole model" in out.levers[1].detail
+    assert model._compiled_call_impl is not None and trainer.accelerator.dataloader_config.non_blocking
+    fused = [m for m in model.modules() if "_fused_lora_adapter" in vars(m)]
+    assert len(fused) == 2 * 7  # every LoRA linear of the 2 layers
+    trainer.training_step(model, {})
+    trainer.prediction_step(model, {}, False)
+    assert calls == [("mark", None), ("step", True), ("predict", False)]  # evaluation eager, then compiled again
+    assert model._compiled_call_impl is not None
+    lever.toggle(False)
+    assert model._compiled_call_impl is None and not any("_fused_lora_adapter" in vars(m) for m in model.modules())
+    assert trainer.accelerator.dataloader_config.non_blocking == was_blocking
+    assert trainer.training_step is own_step  # what the script had, not the Trainer's class method
+    lever.toggle(True)
+    assert model._compiled_call_impl is not None and trainer.accelerator.dataloader_config.non_blocking
 
 
 @pytest.mark.gpu
@@ -273,6 +318,30 @@ def test_on_a_gpu_varlen_and_regional_compile_keep_the_loss_and_evaluation_reads
     assert trainer.evaluate()["eval_loss"] == pytest.approx(plain_eval, rel=0.02)  # the script's own attention again
     assert model.config._attn_implementation == "varlen"
     assert all(math.isfinite(x) for x in _losses(trainer))
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_cuda_graphs_keep_the_loss_train_and_evaluate(tmp_path):
+    """speedup(trainer, graphs=True) on a narrow LoRA classifier: the graphed arm's loss on the same rows agrees with
+    the script's, training and evaluation run. The A/B's clock is a fake one: no timing is judged."""
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
+    model = model.to("cuda", torch.bfloat16)
+    data = _rows()
+    set_seed(0)
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=8, per_device_train_batch_size=8, learning_rate=1e-3,
+                             bf16=True, logging_steps=1, report_to=[], save_strategy="no", seed=0, eval_strategy="steps",
+                             eval_steps=8, per_device_eval_batch_size=8)
+    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data.select(range(32)),
+                      data_collator=DataCollatorWithPadding(Tok()))
+    plain_eval = trainer.evaluate()["eval_loss"]
+    done = _verified(trainer, plain=3.0, packed=1.0, graphs=True)
+    assert done.on("CUDA graphs") and done.on("varlen attention"), done.text()
+    loss = done.verified["loss"]
+    assert loss["levers + compile"] == pytest.approx(loss["your batches"], rel=0.02)  # bf16: same rows, same weights
+    assert all(math.isfinite(x) for x in _losses(trainer))
+    assert math.isfinite(trainer.evaluate()["eval_loss"]) and plain_eval > 0  # evaluation eager, padded batches
 
 
 def test_the_trainers_step_overheads_lever_gives_the_trainers_own_numbers(tmp_path):

@@ -1,7 +1,8 @@
 """A user's own script on a GPU, run as written (plain) and with the one added line `trainsweep.speedup(trainer)`
 (sped): how much faster, with what loss curve? experiments/speedup/gpu.sh runs each script both ways, P S P S.
-    python3 experiments/speedup/scripts.py SCRIPT OUT_DIR plain|sped|measured [LAYERS]   # one JSON line
-(measured: `trainsweep.attach(trainer, speedup=True)`, whose report.md says where the sped-up step's time goes)
+    python3 experiments/speedup/scripts.py SCRIPT OUT_DIR plain|sped|graphs|measured [LAYERS]   # one JSON line
+(graphs: `trainsweep.speedup(trainer, graphs=True)`, the whole model in CUDA graphs for launch-bound small batches;
+measured: `trainsweep.attach(trainer, speedup=True)`, whose report.md says where the sped-up step's time goes)
 SCRIPT: classifier8 / classifier32 (a plain Trainer, Qwen3-4B width, LoRA r16 all-linear, DataCollatorWithPadding,
 bs 8 or 32, rows of ~N(211, 30) tokens, 280 classes learnable from the first token), sft (TRL's SFTTrainer,
 Llama-3.2-3B width, LoRA r16, chat-length rows ~N(400, 150) in [32, 1024], bs 8, no packing: TRL's defaults),
@@ -100,14 +101,17 @@ def count(module, args, kwargs):
 trainer.model.register_forward_pre_hook(count, with_kwargs=True)
 t0 = time.perf_counter()
 said = None
-if mode in ("sped", "measured"):
+if mode in ("sped", "graphs", "measured"):
     try:  # the one added line, and its import (a checkout on the device machine has the package as `src`)
         import trainsweep
     except ImportError:
         import src as trainsweep
 
     # measured: the same line through attach, whose report says where the sped-up step's time goes
-    said = trainsweep.speedup(trainer) if mode == "sped" else trainsweep.attach(trainer, speedup=True).speedup
+    if mode == "measured":
+        said = trainsweep.attach(trainer, speedup=True).speedup
+    else:
+        said = trainsweep.speedup(trainer, graphs=mode == "graphs")
 t_levers = time.perf_counter() - t0
 counting[0] = True
 result = trainer.train()

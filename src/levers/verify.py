@@ -22,6 +22,7 @@ from .outcome import Speedup
 MICRO = 4  # the script's micro-batches a timed round
 LOSS_TOLERANCE = 0.02  # same rows and weights: bf16 numerics differ by far less than 2% of the loss
 FULL = 0.9  # timed packs are at least this full, as packs are in training (first fit's last open packs aren't)
+COMPILES = ("regional compile", "CUDA graphs")  # the compiled arm: one or the other
 
 
 def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clock=time.perf_counter,
@@ -31,7 +32,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
     cuda = next(model.parameters()).device.type == "cuda"
     sync = sync or (torch.cuda.synchronize if cuda else (lambda: None))
     levers = out.applied()
-    compiled = [lv for lv in levers if lv.name == "regional compile"]
+    compiled = [lv for lv in levers if lv.name in COMPILES]
     arms = {"your batches": [], "levers": [lv for lv in levers if lv not in compiled]}
     if compiled:
         arms["levers + compile"] = levers
@@ -41,7 +42,11 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
         for lv in levers:
             lv.toggle(lv in arms[arm])
 
+    graphs = any(lv.name == "CUDA graphs" for lv in levers)
+
     def step(batch: dict) -> torch.Tensor:
+        if graphs:  # a new micro-batch: the last one's graph outputs may be overwritten now
+            torch.compiler.cudagraph_mark_step_begin()
         inputs = trainer._prepare_inputs({k: v for k, v in batch.items() if k != PACK_STATS})
         with trainer.accelerator.autocast(), trainer.compute_loss_context_manager():
             loss = trainer.compute_loss(model, inputs)
@@ -111,8 +116,9 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
     if "levers + compile" in arms:
         gain = against("levers + compile", "levers")
         if gain.ratio < 1 and not gain.tie:
-            out.turn_off("regional compile", f"turned back off: {gain.text('compiled', 'eager')} here")
-    final = "levers + compile" if out.on("regional compile") else "levers"
+            for name in COMPILES:
+                out.turn_off(name, f"turned back off: {gain.text('compiled', 'eager')} here")
+    final = "levers + compile" if any(out.on(name) for name in COMPILES) else "levers"
     total = against(final, "your batches")
     if total.ratio < 1 and not total.tie:
         for lv in list(out.applied()):
