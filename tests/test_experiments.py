@@ -39,6 +39,12 @@ def test_each_experiment_has_its_folder_of_the_same_name_with_its_gpu_run(experi
     assert (folder / "README.md").exists() and (folder / "gpu.sh").exists(), folder
 
 
+def test_every_experiment_folder_is_in_the_index():
+    index = (ROOT / "experiments" / "README.md").read_text()
+    folders = sorted(p.parent.name for p in (ROOT / "experiments").glob("*/README.md"))
+    assert [f for f in folders if f"[{f}]({f}/)" not in index] == []
+
+
 def test_every_gpu_script_parses_and_runs_on_the_shared_helper():
     scripts = sorted((ROOT / "experiments").glob("*/gpu.sh")) + [ROOT / "scripts" / "gpu_tests.sh"]
     for script in scripts:
