@@ -11,7 +11,8 @@ source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/planner.log
 COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false measure.stop_when_stable=true
   trainer.max_steps=26 measure.warmup_steps=3 gpu.memory_cap_gb=10"
-GRID="batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"
+# GRID=... for another grid, e.g. G1's 16-24 cells: GRID="batch=2,4,8,16,32,64 batch.effective=64 padding=max_length,dynamic,grouped"
+GRID=${GRID:-"batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"}
 for what in "$@"; do
 if [ "$what" = fit ]; then  # the two questions (largest micro-batch under the cap, fastest split of 64 rows a step)
   SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_fit sweep=fit padding=dynamic
