@@ -15,6 +15,7 @@ import logging
 import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -67,29 +68,41 @@ def predict_family(cells: list[dict]) -> list[dict]:
     from .model import memory_model as mm
     from .model import speed_model
 
+    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "memory": 0.0}  # where the prediction's own time goes
+    clock = time.perf_counter
     cfgs = [OmegaConf.create(c["config"]) for c in cells]
+    t = clock()
     res = env.setup(cfgs[0])
     conf = models.hf_config(cfgs[0])
     with tempfile.TemporaryDirectory() as tmp:  # labels.json lands here: the cell's own run writes its own
         preps = [prepare.prepare(cfg, conf, Path(tmp)) for cfg in cfgs]
+    spent["data"] += clock() - t
     conf.update(preps[0].for_model)
     layers = getattr(conf, mm.layers_key(conf))
     capacity = mm.capacity_gb(cfgs[0], res.device)
     figures = [{} for _ in cells]
     weights = []
     for n in (1, 2):
+        t = clock()
         model = mm.build_copy(cfgs[0], res, conf, n)
         weights.append(sum(mm.weights_and_state(model).values()))
+        spent["copies"] += clock() - t
         for fig, cfg, prep in zip(figures, cfgs, preps):
+            t = clock()
             rows, real = typical_batch(cfg, prep)
             batch = to_device(prep.collator(rows), res.device)
             fig.setdefault("times", []).append(speed_model.time_steps(model, batch, cfg.batch.grad_accum, res.amp, res.device))
             fig["tokens_per_step"] = real * cfg.batch.grad_accum
+            spent["speed"] += clock() - t
+            t = clock()
             widest = mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device)
             fig.setdefault("acts", []).append(mm.activation_bytes(cfg, res, model, widest))  # after time_steps: compiled
+            spent["memory"] += clock() - t
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
+    log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
+             ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
     out = []
     for cell, fig in zip(cells, figures):
         step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers)
@@ -123,9 +136,12 @@ def predict(cells: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
+    started = time.perf_counter()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     cells = json.loads(Path(argv[0]).read_text())
     Path(argv[1]).write_text(json.dumps(predict(cells), indent=1))
+    log.info("the predictor's process: %.1f s in all, its imports of torch and the model code included",
+             time.perf_counter() - started)
 
 
 if __name__ == "__main__":

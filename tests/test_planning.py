@@ -2,6 +2,7 @@
 predicted in one process, the planner's waves run, and every cell keeps its prediction and the decision about it;
 and the pieces the planner stands on: families, the speed model's depth line, what the copies can't predict."""
 import json
+import re
 
 import pytest
 from omegaconf import OmegaConf
@@ -97,6 +98,9 @@ def test_a_planned_sweep_predicts_every_cell_and_confirms_the_largest_micro_batc
     assert "2 cells predicted" in proc.stdout and "cells ran" in proc.stdout
     predictions = json.loads((tmp_path / ".plan" / "predictions.json").read_text())
     assert len(predictions) == 2 and all(p["why_not"] is None and p["real_tokens_per_s"] > 0 for p in predictions)
+    said = (tmp_path / ".plan" / "predict.log").read_text()  # where the prediction's own time went
+    assert re.search(r"2 cells predicted in data [\d.]+ s, copies [\d.]+ s, speed [\d.]+ s, memory [\d.]+ s", said), said
+    assert "the predictor's process: " in said
     kept = {}
     for d in tmp_path.iterdir():
         if (d / "prediction.json").exists():

@@ -21,6 +21,7 @@ else
 fi
 dir=$RUNS/plan_$what
 cp "$dir/.plan/predictions.json" "$OUT/predictions_$what.json" 2>/dev/null
+cp "$dir/.plan/predict.log" "$OUT/predict_$what.log" 2>/dev/null  # where the prediction's own time went
 for d in "$dir"/*/; do [ -f "$d/prediction.json" ] && python3 -c "
 import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({'job': sys.argv[2], **p, 'config': None}))" "$d/prediction.json" "$(basename "$d")"; done > "$OUT/decisions_$what.jsonl"
 grep -E "sweep.plan|cells ran|#[0-9]+ :" "$RUN_LOG" | tail -40 > "$OUT/planner_lines_$what.txt"
