@@ -15,8 +15,9 @@ why where it doesn't; nothing that ran before fails.
   and no isnan() check of every micro-batch's loss for the logs (a host sync each time; a NaN loss is then
   logged as NaN rather than left out of the logged mean).
 
-Not applied, and said: the fused LoRA linear (a tie under regional compile on an H100; graphs=True fuses them), FP8 (it changes the base matmuls' numerics: trainsweep's runner offers it as precision=fp8), bf16
-adapters (a tie, and it would change the precision of the script's trainable weights).
+Not applied, and said: the fused LoRA linear (a tie under regional compile on an H100; graphs=True fuses them), FP8
+(it changes the base matmuls' numerics: trainsweep's runner offers it as precision=fp8), bf16 adapters (a tie, and it
+would change the precision of the script's trainable weights).
 """
 from __future__ import annotations
 
