@@ -89,6 +89,9 @@ def test_the_slower_side_is_named_second_whichever_order_it_came_in():
 def test_without_an_interval_a_ratio_is_never_a_win():
     c = compare(None, None, 2000.0, 1000.0)
     assert c.tie and c.text("A", "B") == "A and B are not told apart (2.00x measured, no interval: too few timed steps)"
+    # the slower one first (a baseline line states every job against the reference, slower or not)
+    assert compare(None, None, 1000.0, 2000.0).text("A", "B") == \
+        "B and A are not told apart (2.00x measured, no interval: too few timed steps)"
 
 
 def test_repeats_give_an_interval_from_their_spread():

@@ -112,8 +112,8 @@ class Comparison:
 
     def text(self, a: str, b: str) -> str:
         """'A beats B by 1.23x (x1.15-x1.31)', or the tie with the range the ratio may lie in."""
-        if self.ratio < 1:
-            return Comparison(1 / self.ratio, 1 / self.high, 1 / self.low).text(b, a)
+        if self.ratio < 1:  # said the other way round; no interval (low 0) stays none
+            return Comparison(1 / self.ratio, 1 / self.high, 1 / self.low if self.low > 0 else math.inf).text(b, a)
         if not math.isfinite(self.high):  # not a tie: nothing says whether it is noise or 2.6x (seen: bf16 vs fp32)
             return f"{a} and {b} are not told apart ({self.ratio:.2f}x measured, no interval: too few timed steps)"
         span = f"x{_ratio(self.low)}-x{_ratio(self.high)}"
