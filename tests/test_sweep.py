@@ -110,6 +110,17 @@ def test_recommendation_names_the_fastest_fitting_config_and_the_best_split():
     assert list(df["status"]) == ["ok", "ok", "ok", "oom"] and list(df["rank"]) == [1, 2, 3, 4]
 
 
+def test_token_budget_jobs_have_no_effective_batch_of_rows_and_are_not_grouped_by_one():
+    """A packed job's batch.size is unused (its packs hold as many rows as fit the budget): no 'for effective
+    batch 8' line may pair it with a padded job of bs 8 x ga 1."""
+    packed = _report("p", 8, 1, 2000)
+    packed["config"]["batch"]["tokens"] = 8192
+    df = summary.table([packed, _report("a", 8, 1, 1000), _report("b", 4, 2, 900)])
+    assert pd.isna(df.set_index("dir").loc["p", "effective_batch"])
+    line = next(x for x in summary.recommend(df) if x.startswith("for effective batch 8:"))
+    assert "8,192-token" not in line and "bs 8 x ga 1" in line and "bs 4 x ga 2" in line
+
+
 def test_jobs_that_cannot_be_told_apart_share_a_rank_and_the_recommendation_says_tie():
     df = summary.table([_report("a", 8, 2, 1000), _report("b", 16, 1, 1020), _report("c", 4, 4, 1400),
                         _report("d", 2, 8, 700, ci=0.5), _report("e", 8, 1, 1390)])

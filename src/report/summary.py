@@ -116,7 +116,8 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
         verdict, timing = r.get("verdict"), r.get("timing_s") or {}
         tokens = r.config.get("batch", {}).get("tokens")  # padding-free: the micro-batch is a token budget
         row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "batch_tokens": tokens, "grad_accum": accum,
-               "effective_batch": size * accum * world if size and accum else None, "world_size": world,
+               # rows a step; a token budget's packs hold as many rows as fit, so its batch.size says nothing
+               "effective_batch": size * accum * world if size and accum and not tokens else None, "world_size": world,
                **{col: flat.get(path) for col, path in COLUMNS.items()},
                "gpu_busy": r.get("gpu_busy_fraction"),
                "predicted_alloc_gb": (r.get("memory_predicted_gb") or {}).get("peak_allocated"),  # before step 1
@@ -263,7 +264,7 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
         # jobs of one batch shape that differ elsewhere (padding, a ladder rung) are named by their overrides
         name = _label if not group.duplicated(["batch", "grad_accum"]).any() else (lambda r: r["job"])
         versus = "; ".join(comparison(first, o).text(name(first), name(o)) for _, o in group.iloc[1:].iterrows())
-        lines.append(f"for effective batch {eff}: {versus}")
+        lines.append(f"for effective batch {eff:g}: {versus}")  # 8, not 8.0 (a token budget's NaN floats the column)
     if baseline:
         lines.append(_against(ok, baseline))
     flagged = df[(df["status"] == "ok") & (df["flags"].fillna("") != "")] if "flags" in df else df.iloc[:0]
@@ -351,7 +352,7 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
     cols = ["rank", "job", "status", "batch", "batch_tokens", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
             "predicted_tok_s_95", "prediction_error", "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb",
             "saturated", "bottleneck", "flags", "decision"]
-    fmt = {"real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
+    fmt = {"effective_batch": "{:g}", "real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
            "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}", "prediction_error": "{:+.0%}"}
     df = df.assign(real_tok_s_95=[_span(r) or "-" for _, r in df.iterrows()])
     if "predicted_tok_s" in df:  # a planned sweep: what was predicted, and which cells only were
