@@ -13,7 +13,7 @@ with CUDA events after warm-up (median of --reps), in the two layouts trainsweep
 A kernel this torch or card doesn't have is printed as skipped with the reason, never dropped. Each row also
 gives the largest relative difference of its output from the first kernel of its layout.
 
-    python -m benchmarks.attention_bench                 # ~20 s on an H100
+    python -m benchmarks.attention_bench                 # packed 8k and padded 32 x 320; seconds on a GPU
     python -m benchmarks.attention_bench --tokens 2048
 
 Prints a table; with OUT set, also one JSON line per kernel to $OUT/attention_bench.jsonl.

@@ -264,8 +264,9 @@ def _graphs(trainer, model, cuda: bool, asked: bool | None, out: Speedup) -> boo
     step on an H100: 10.7x the plain Trainer at bs 8, against 5.5x with regional compile; ~3 minutes of compile at
     36 layers, so it pays off over long runs). With it, the LoRA linears fused (a tie under regional compile, fewer
     kernels to capture here) and batch copies that don't wait for the GPU (the host runs ahead of the replay).
-    Evaluation runs eager: its padded batches change shape, and each shape would be a new graph. Returns whether
-    it was applied (if not, regional compile is tried as usual)."""
+    Evaluation runs eager: its padded batches change shape, and each shape would be a new graph. Not yet measured
+    through speedup (`MODES="plain graphs" bash experiments/speedup/gpu.sh "" classifier8` would), hence off unless
+    asked. Returns whether it was applied (if not, regional compile is tried as usual)."""
     args = trainer.args
     if asked is False:
         out.add("CUDA graphs", False, "compile=False")
@@ -299,7 +300,10 @@ def _graphs(trainer, model, cuda: bool, asked: bool | None, out: Speedup) -> boo
 
     def toggle(on: bool) -> None:
         model._compiled_call_impl = compiled if on else None
-        fuse_lora(model) if on else unfuse_lora(model)
+        if on:
+            fuse_lora(model)
+        else:
+            unfuse_lora(model)
         config.non_blocking = bool(args.dataloader_pin_memory) if on else blocking
         if on:
             trainer.training_step, trainer.prediction_step = marked_step, eager_prediction
