@@ -343,6 +343,30 @@ def test_compiled_layers_match_eager_and_compile_as_often_as_peft():
     assert counts[True] == counts[False]
 
 
+def test_fusing_again_after_unfusing_compiles_nothing_new():
+    """speedup's A/B unfuses the layers for the script's own arm and fuses them again for the compiled one every
+    round: a compiled model (CUDA graphs under speedup(graphs=True)) must find its graph still valid, not
+    recompile the whole model each round."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    model = tiny_peft()
+    fuse_lora(model)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("eager")
+    model.compile(backend=counter)
+    ids = torch.randint(1, 64, (2, M))
+    for _ in range(2):
+        model(input_ids=ids).logits.sum().backward()
+        compiled = counter.frame_count
+        unfuse_lora(model)
+        impl, model._compiled_call_impl = model._compiled_call_impl, None  # the script's own arm runs eager
+        model(input_ids=ids).logits.sum().backward()
+        fuse_lora(model)
+        model._compiled_call_impl = impl
+    model(input_ids=ids).logits.sum().backward()
+    assert counter.frame_count == compiled == 1
+
+
 @pytest.mark.parametrize("base", [torch.nn.Linear, RoundedLinear])
 def test_inductor_matches_eager(base):
     fused = lora_linear(base(IN, OUT))
