@@ -270,9 +270,10 @@ def test_the_graphs_lever_marks_each_micro_batch_evaluates_eager_and_toggles_bac
 
     model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
     trainer = _trainer(tmp_path, model=model)
+    inner = model.get_base_model()  # compiled inside peft's wrapper, which accelerate wraps when training starts
     calls = []
-    trainer.training_step = own_step = lambda *a, **kw: calls.append(("step", model._compiled_call_impl is not None))
-    trainer.prediction_step = lambda *a, **kw: calls.append(("predict", model._compiled_call_impl is not None))
+    trainer.training_step = own_step = lambda *a, **kw: calls.append(("step", inner._compiled_call_impl is not None))
+    trainer.prediction_step = lambda *a, **kw: calls.append(("predict", inner._compiled_call_impl is not None))
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: calls.append(("mark", None)))
     was_blocking = trainer.accelerator.dataloader_config.non_blocking
     trainer.args.dataloader_pin_memory = True  # as on a GPU (a CPU run's arguments turn it off)
@@ -281,19 +282,46 @@ def test_the_graphs_lever_marks_each_micro_batch_evaluates_eager_and_toggles_bac
     lever = out.levers[0]
     assert lever.name == "CUDA graphs" and lever.on and "LoRA linears fused" in lever.detail
     assert not out.on("regional compile") and "whole model" in out.levers[1].detail
-    assert model._compiled_call_impl is not None and trainer.accelerator.dataloader_config.non_blocking
+    assert inner._compiled_call_impl is not None and trainer.accelerator.dataloader_config.non_blocking
     fused = [m for m in model.modules() if "_fused_lora_adapter" in vars(m)]
     assert len(fused) == 2 * 7  # every LoRA linear of the 2 layers
     trainer.training_step(model, {})
     trainer.prediction_step(model, {}, False)
     assert calls == [("mark", None), ("step", True), ("predict", False)]  # evaluation eager, then compiled again
-    assert model._compiled_call_impl is not None
+    assert inner._compiled_call_impl is not None
     lever.toggle(False)
-    assert model._compiled_call_impl is None and not any("_fused_lora_adapter" in vars(m) for m in model.modules())
+    assert inner._compiled_call_impl is None and not any("_fused_lora_adapter" in vars(m) for m in model.modules())
     assert trainer.accelerator.dataloader_config.non_blocking == was_blocking
     assert trainer.training_step is own_step  # what the script had, not the Trainer's class method
     lever.toggle(True)
-    assert model._compiled_call_impl is not None and trainer.accelerator.dataloader_config.non_blocking
+    assert inner._compiled_call_impl is not None and trainer.accelerator.dataloader_config.non_blocking
+
+
+def test_the_graphs_compiled_in_the_verification_serve_training(tmp_path, monkeypatch):
+    """speedup(graphs=True)'s A/B compiles the model; training must replay that graph, not compile again at its
+    first step (on the H100 that second compile took 147 s): the A/B calls the model with the item count training
+    passes, and the compiled region sits inside the forward accelerate wraps for bf16 when training starts."""
+    from peft import LoraConfig, get_peft_model
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    import src.levers.apply as apply
+
+    counter = CompileCounterWithBackend("eager")  # CUDA graphs need a GPU: what is compiled when is the same
+    compile_ = torch.nn.Module.compile
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kw: compile_(self, backend=counter))
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: None)
+    graphs = apply._graphs
+    monkeypatch.setattr(apply, "_graphs", lambda trainer, model, cuda, asked, out: graphs(trainer, model, True, asked, out))
+    monkeypatch.setattr(verify_module, "decide", lambda out, arms, rates, losses: {"line": "all kept"})  # eager wins on a CPU
+    model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=8, learning_rate=1e-3,
+                             report_to=[], save_strategy="no", use_cpu=True, bf16=True)
+    trainer = Trainer(model=model, args=args, train_dataset=_rows(), data_collator=DataCollatorWithPadding(Tok()))
+    done = speedup(trainer, graphs=True, verify=True, quiet=True)
+    assert done.on("CUDA graphs") and done.verified == {"line": "all kept"}
+    assert counter.frame_count == 1
+    trainer.train()
+    assert counter.frame_count == 1
 
 
 @pytest.mark.gpu

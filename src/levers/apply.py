@@ -280,8 +280,11 @@ def _graphs(trainer, model, cuda: bool, asked: bool | None, out: Speedup) -> boo
     from ..model.fused_lora import fuse_lora, unfuse_lora
 
     fused = fuse_lora(model)["fused"]
-    model.compile(mode="reduce-overhead")
-    compiled = model._compiled_call_impl
+    # the model inside peft's wrapper: accelerate wraps the outer forward (autocast) when training starts, and a
+    # compiled region holding that wrapper would compile again (minutes) at the first step
+    inner = _base(model)
+    inner.compile(mode="reduce-overhead")
+    compiled = inner._compiled_call_impl
     config = trainer.accelerator.dataloader_config
     blocking = config.non_blocking
     step, predict = trainer.training_step, trainer.prediction_step
@@ -292,14 +295,14 @@ def _graphs(trainer, model, cuda: bool, asked: bool | None, out: Speedup) -> boo
         return step(*a, **kw)
 
     def eager_prediction(*a, **kw):
-        impl, model._compiled_call_impl = model._compiled_call_impl, None
+        impl, inner._compiled_call_impl = inner._compiled_call_impl, None
         try:
             return predict(*a, **kw)
         finally:
-            model._compiled_call_impl = impl
+            inner._compiled_call_impl = impl
 
     def toggle(on: bool) -> None:
-        model._compiled_call_impl = compiled if on else None
+        inner._compiled_call_impl = compiled if on else None
         if on:
             fuse_lora(model)
         else:
