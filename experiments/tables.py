@@ -711,15 +711,19 @@ def speedup_runs(path: str, scripts: tuple[str, ...]) -> str:
                      "rows a step", "speedup()'s own A/B (95%)", "peak GB", "train loss", "logged loss, first 3 points"], rows)
 
 
-def speedup_ratios(path: str, scripts: tuple[str, ...]) -> str:
-    """Per script: the sped-up runs' mean over the plain runs' mean, and the range of S/P over every pairing."""
+def speedup_ratios(path: str, scripts: tuple[str, ...], modes: tuple[str, ...] = ("sped",)) -> str:
+    """Per script and sped-up mode: its runs' mean over the plain runs' mean, and the range of S/P (or G/P) over
+    every pairing."""
     rows = []
     for script in scripts:
         runs = [r for r in _records(path) if r["script"] == script]
         plain = [r["own_clock_tok_s"] for r in runs if r["mode"] == "plain"]
-        sped = [r["own_clock_tok_s"] for r in runs if r["mode"] == "sped"]
-        rows.append([script, ", ".join(f"{x:,.0f}" for x in plain), ", ".join(f"{x:,.0f}" for x in sped),
-                     f"**{fmean(sped) / fmean(plain):.2f}x**", f"{min(sped) / max(plain):.2f}-{max(sped) / min(plain):.2f}"])
+        for mode in modes:
+            sped = [r["own_clock_tok_s"] for r in runs if r["mode"] == mode]
+            line = f"{script}, speedup(trainer, graphs=True)" if mode == "graphs" else script
+            rows.append([line, ", ".join(f"{x:,.0f}" for x in plain), ", ".join(f"{x:,.0f}" for x in sped),
+                         f"**{fmean(sped) / fmean(plain):.2f}x**",
+                         f"{min(sped) / max(plain):.2f}-{max(sped) / min(plain):.2f}"])
     return markdown(["script", "plain runs, real tok/s", "sped-up runs, real tok/s", "speedup (means)",
                      "range over every P/S pairing"], rows)
 
@@ -812,6 +816,14 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
                                                                                      ("sft",))),
           "speedup/before_step_lever": (HERE / "speedup/README.md", lambda: speedup_ratios(
               "speedup/results/h100_full_before_step_lever.jsonl", ("classifier8", "classifier32"))),
+          "speedup/graphs_call1": (HERE / "speedup/README.md", lambda: speedup_runs(
+              "speedup/results/h100_graphs_call1.jsonl", ("classifier8",))),
+          "speedup/graphs_call1_ratios": (HERE / "speedup/README.md", lambda: speedup_ratios(
+              "speedup/results/h100_graphs_call1.jsonl", ("classifier8",), ("sped", "graphs"))),
+          "speedup/graphs_calls2_3": (HERE / "speedup/README.md", lambda: speedup_runs(
+              "speedup/results/h100_graphs_calls2_3.jsonl", ("classifier8",))),
+          "speedup/graphs_calls2_3_ratios": (HERE / "speedup/README.md", lambda: speedup_ratios(
+              "speedup/results/h100_graphs_calls2_3.jsonl", ("classifier8",), ("graphs",))),
           "speedup/4layers": (HERE / "speedup/README.md", lambda: speedup_runs(
               "speedup/results/h100_4layers.jsonl", ("classifier8", "classifier32", "sft", "bert"))),
           "speedup/bert_order": (HERE / "speedup/README.md", lambda: speedup_runs(

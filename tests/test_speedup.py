@@ -260,12 +260,36 @@ def test_graphs_are_refused_without_a_gpu_and_regional_compile_decides_as_usual(
     assert "fused LoRA" in levers  # not fused: said, as without graphs
 
 
+@pytest.mark.parametrize("tokens, max_steps, epochs, accum, why", [
+    (1728, 3000, 1, 1, None),  # batch 8's micro-batches, a long run: graphs
+    (1728, 1000, 1, 2, None),  # 2,000 micro-batches
+    (1728, 999, 1, 2, "1,998 micro-batches"),
+    (1728, -1, 3, 1, "1,500 micro-batches"),  # epochs x the packed micro-batches of one
+    (1728, -1, 4, 1, None),
+    (6784, 10_000, 1, 1, "6,784-token micro-batches keep the GPU busy"),  # batch 32's: regional compile
+])
+def test_graphs_are_chosen_for_small_micro_batches_in_long_runs(tokens, max_steps, epochs, accum, why):
+    from types import SimpleNamespace
+
+    from src.levers.cuda_graphs import why_not_worth_it
+
+    trainer = SimpleNamespace(args=SimpleNamespace(max_steps=max_steps, num_train_epochs=epochs))
+    said = why_not_worth_it(trainer, {"tokens": tokens, "grad_accum": accum, "micro_batches_per_epoch": 500})
+    assert said is None if why is None else said.startswith(why)
+
+
+def test_by_default_graphs_are_said_off_without_a_gpu(tmp_path):
+    done = speedup(_trainer(tmp_path), verify=False, quiet=True)
+    assert not done.on("CUDA graphs") and "no GPU" in done.text()
+    assert [lv.name for lv in done.levers].count("CUDA graphs") == 1
+
+
 def test_the_graphs_lever_marks_each_micro_batch_evaluates_eager_and_toggles_back(tmp_path, monkeypatch):
-    """What _graphs changes in a Trainer, and that its switch puts each thing back (the A/B switches it); the
+    """What cuda_graphs.apply changes in a Trainer, and that its switch puts each thing back (the A/B switches it); the
     CUDA-graph compile itself runs on a GPU only (tests/test_speedup.py's GPU test)."""
     from peft import LoraConfig, get_peft_model
 
-    from src.levers.apply import _graphs
+    from src.levers.cuda_graphs import apply
     from src.levers.outcome import Speedup
 
     model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
@@ -278,7 +302,7 @@ def test_the_graphs_lever_marks_each_micro_batch_evaluates_eager_and_toggles_bac
     was_blocking = trainer.accelerator.dataloader_config.non_blocking
     trainer.args.dataloader_pin_memory = True  # as on a GPU (a CPU run's arguments turn it off)
     out = Speedup()
-    assert _graphs(trainer, model, cuda=True, asked=None, out=out)
+    assert apply(trainer, model, inner, cuda=True, asked=None, out=out)
     lever = out.levers[0]
     assert lever.name == "CUDA graphs" and lever.on and "LoRA linears fused" in lever.detail
     assert not out.on("regional compile") and "whole model" in out.levers[1].detail
@@ -304,14 +328,14 @@ def test_the_graphs_compiled_in_the_verification_serve_training(tmp_path, monkey
     from peft import LoraConfig, get_peft_model
     from torch._dynamo.testing import CompileCounterWithBackend
 
-    import src.levers.apply as apply
+    from src.levers import cuda_graphs
 
     counter = CompileCounterWithBackend("eager")  # CUDA graphs need a GPU: what is compiled when is the same
     compile_ = torch.nn.Module.compile
     monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kw: compile_(self, backend=counter))
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: None)
-    graphs = apply._graphs
-    monkeypatch.setattr(apply, "_graphs", lambda trainer, model, cuda, asked, out: graphs(trainer, model, True, asked, out))
+    graphs = cuda_graphs.apply
+    monkeypatch.setattr(cuda_graphs, "apply", lambda tr, model, inner, cuda, asked, out: graphs(tr, model, inner, True, asked, out))
     monkeypatch.setattr(verify_module, "decide", lambda out, arms, rates, losses: {"line": "all kept"})  # eager wins on a CPU
     model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
     args = TrainingArguments(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=8, learning_rate=1e-3,

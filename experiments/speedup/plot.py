@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-FILES = ("results/h100_full_classifiers.jsonl", "results/h100_full_sft.jsonl")
+FILES = ("results/h100_full_classifiers.jsonl", "results/h100_graphs_calls2_3.jsonl", "results/h100_full_sft.jsonl")
 LOGGING_STEPS = 5  # scripts.py logs every 5 steps: point k is the mean loss of steps 5k-4..5k
 
 

@@ -8,14 +8,15 @@ why where it doesn't; nothing that ran before fails.
   micro-batch allows, so memory stays within what the script used and the rows per step stay what they were.
 - varlen attention: torch's flash kernel reads the sequence boundaries (a GPU; the CPU's sdpa reads them from
   position_ids, slowly);
-- regional compile: every decoder layer compiled once at the fixed packed shape (a GPU); or, with graphs=True, the
-  whole model compiled into CUDA graphs, its LoRA linears fused and its batch copies non-blocking (see _graphs);
+- regional compile: every decoder layer compiled once at the fixed packed shape (a GPU); or, where it pays off
+  (small micro-batches, long runs) or with graphs=True, the whole model compiled into CUDA graphs, its LoRA
+  linears fused and its batch copies non-blocking (src/levers/cuda_graphs.py);
 - the Trainer's own per-step host work, as trainsweep's runner trims it (src/train/trainer.py): the parameters
   counted once for its FLOP estimate, gradient clipping over the trainable weights only (both the same numbers),
   and no isnan() check of every micro-batch's loss for the logs (a host sync each time; a NaN loss is then
   logged as NaN rather than left out of the logged mean).
 
-Not applied, and said: the fused LoRA linear (a tie under regional compile on an H100; graphs=True fuses them), FP8
+Not applied, and said: the fused LoRA linear (a tie under regional compile on an H100; CUDA graphs fuse them), FP8
 (it changes the base matmuls' numerics: trainsweep's runner offers it as precision=fp8), bf16 adapters (a tie, and it
 would change the precision of the script's trainable weights).
 """
@@ -23,9 +24,17 @@ from __future__ import annotations
 
 import math
 import types
+
 import torch
 
-from ..data.packing import PACK_STATS, PackCollator, PackedDataset, first_fit, max_sequences
+from ..data.packing import (
+    PACK_STATS,
+    PackCollator,
+    PackedDataset,
+    first_fit,
+    max_sequences,
+)
+from . import cuda_graphs
 from .outcome import Speedup
 from .rows import TrainRows
 
@@ -39,11 +48,11 @@ NOT_APPLIED = {
 
 
 def speedup(trainer, tokens: int | None = None, compile: bool | None = None, verify: bool | None = None,
-            graphs: bool = False, rounds: int = 5, quiet: bool = False, clock=None) -> Speedup:
+            graphs: bool | None = None, rounds: int = 5, quiet: bool = False, clock=None) -> Speedup:
     """Apply the levers that fit this Trainer (before trainer.train()); returns what was done. tokens: the packed
     micro-batch's budget (default: see the module); compile: regional compile (default: on a GPU); graphs: the whole
-    model compiled into CUDA graphs in place of regional compile, for small launch-bound micro-batches (minutes of
-    compile first: see _graphs); verify: time the script's own batches against the levers' for `rounds` interleaved
+    model compiled into CUDA graphs in place of regional compile (default: where it pays off, see
+    cuda_graphs.PAY_OFF; minutes of compile first); verify: time the script's own batches against the levers' for `rounds` interleaved
     rounds before training (default: on a GPU), keep the levers that win, and say so with both losses. clock: what
     the verification times with (tests pass a fake one)."""
     if getattr(trainer, "trainsweep_speedup", None) is not None:  # a second call would wrap what the first wrapped
@@ -61,7 +70,12 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         if why is None:
             _pad_free(trainer, model, rows, task, tokens, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
-            if not (graphs and _graphs(trainer, model, cuda, compile, out)):
+            if graphs is None:
+                why_not = cuda_graphs.why_not_worth_it(trainer, out.packing) if cuda else "no GPU: CUDA graphs need one"
+                graphs = why_not is None
+                if why_not:
+                    out.add("CUDA graphs", False, why_not)
+            if not (graphs and cuda_graphs.apply(trainer, model, _base(model), cuda, compile, out)):
                 _regional_compile(model, args, cuda, compile, out)
             _step_overheads(trainer, out)
     except Exception as exc:  # rows or a model it misread: whatever it changed goes back, and it says why
@@ -255,72 +269,6 @@ def _step_overheads(trainer, out: Speedup) -> None:
     toggle(True)
     out.add("Trainer step overheads", True, "parameters counted once for total_flos, clipping over the trainable "
             "weights (same numbers); no host sync per micro-batch for the logs' NaN filter", toggle)
-
-
-def _graphs(trainer, model, cuda: bool, asked: bool | None, out: Speedup) -> bool:
-    """speedup(graphs=True): the whole model compiled into CUDA graphs (torch.compile's reduce-overhead), which
-    replay a micro-batch's forward and backward as a few launches where regional compile launches every kernel
-    from Python: the lever for small, launch-bound micro-batches (trainsweep's runner, Qwen3-4B at 2k tokens a
-    step on an H100: 10.7x the plain Trainer at bs 8, against 5.5x with regional compile; ~3 minutes of compile at
-    36 layers, so it pays off over long runs). With it, the LoRA linears fused (a tie under regional compile, fewer
-    kernels to capture here) and batch copies that don't wait for the GPU (the host runs ahead of the replay).
-    Evaluation runs eager: its padded batches change shape, and each shape would be a new graph. Not yet measured
-    through speedup (`MODES="plain graphs" bash experiments/speedup/gpu.sh "" classifier8` would), hence off unless
-    asked. Returns whether it was applied (if not, regional compile is tried as usual)."""
-    args = trainer.args
-    if asked is False:
-        out.add("CUDA graphs", False, "compile=False")
-        return False
-    if getattr(args, "torch_compile", False):
-        out.add("CUDA graphs", False, "your script compiles the whole model (torch_compile=True)")
-        return False
-    if not cuda:
-        out.add("CUDA graphs", False, "no GPU: CUDA graphs need one")
-        return False
-    from ..model.fused_lora import fuse_lora, unfuse_lora
-
-    fused = fuse_lora(model)["fused"]
-    # the model inside peft's wrapper: accelerate wraps the outer forward (autocast) when training starts, and a
-    # compiled region holding that wrapper would compile again (minutes) at the first step
-    inner = _base(model)
-    inner.compile(mode="reduce-overhead")
-    compiled = inner._compiled_call_impl
-    config = trainer.accelerator.dataloader_config
-    blocking = config.non_blocking
-    step, predict = trainer.training_step, trainer.prediction_step
-    own = {name: vars(trainer)[name] for name in ("training_step", "prediction_step") if name in vars(trainer)}
-
-    def marked_step(*a, **kw):  # a new micro-batch: the last one's graph outputs may be overwritten now
-        torch.compiler.cudagraph_mark_step_begin()
-        return step(*a, **kw)
-
-    def eager_prediction(*a, **kw):
-        impl, inner._compiled_call_impl = inner._compiled_call_impl, None
-        try:
-            return predict(*a, **kw)
-        finally:
-            inner._compiled_call_impl = impl
-
-    def toggle(on: bool) -> None:
-        inner._compiled_call_impl = compiled if on else None
-        if on:
-            fuse_lora(model)
-        else:
-            unfuse_lora(model)
-        config.non_blocking = bool(args.dataloader_pin_memory) if on else blocking
-        if on:
-            trainer.training_step, trainer.prediction_step = marked_step, eager_prediction
-        else:  # the Trainer's own methods again, or whatever the script had put on the instance
-            for name in ("training_step", "prediction_step"):
-                vars(trainer).pop(name, None)
-            vars(trainer).update(own)
-
-    toggle(True)
-    out.add("CUDA graphs", True, f"the whole model compiled into CUDA graphs (reduce-overhead), {fused} LoRA linears "
-            f"fused, batch copies {'non-blocking' if config.non_blocking else 'blocking (no pinned memory)'}; "
-            "evaluation eager; minutes of compile at the first step", toggle)
-    out.add("regional compile", False, "the whole model is compiled (CUDA graphs)")
-    return True
 
 
 def _regional_compile(model, args, cuda: bool, asked: bool | None, out: Speedup) -> None:
