@@ -334,9 +334,10 @@ def test_the_graphs_compiled_in_the_verification_serve_training(tmp_path, monkey
     compile_ = torch.nn.Module.compile
     monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kw: compile_(self, backend=counter))
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: None)
-    graphs = cuda_graphs.apply
-    monkeypatch.setattr(cuda_graphs, "apply", lambda tr, model, inner, cuda, asked, out: graphs(tr, model, inner, True, asked, out))
-    monkeypatch.setattr(verify_module, "decide", lambda out, arms, rates, losses: {"line": "all kept"})  # eager wins on a CPU
+    on_a_gpu = cuda_graphs.apply
+    monkeypatch.setattr(cuda_graphs, "apply", lambda tr, m, inner, cuda, asked, out: on_a_gpu(tr, m, inner, True, asked, out))
+    # eager wins on a CPU: the A/B would turn the graphs back off
+    monkeypatch.setattr(verify_module, "decide", lambda out, arms, rates, losses: {"line": "all kept"})
     model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))
     args = TrainingArguments(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=8, learning_rate=1e-3,
                              report_to=[], save_strategy="no", use_cpu=True, bf16=True)

@@ -27,13 +27,7 @@ import types
 
 import torch
 
-from ..data.packing import (
-    PACK_STATS,
-    PackCollator,
-    PackedDataset,
-    first_fit,
-    max_sequences,
-)
+from ..data.packing import PACK_STATS, PackCollator, PackedDataset, first_fit, max_sequences
 from . import cuda_graphs
 from .outcome import Speedup
 from .rows import TrainRows
@@ -52,9 +46,9 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     """Apply the levers that fit this Trainer (before trainer.train()); returns what was done. tokens: the packed
     micro-batch's budget (default: see the module); compile: regional compile (default: on a GPU); graphs: the whole
     model compiled into CUDA graphs in place of regional compile (default: where it pays off, see
-    cuda_graphs.PAY_OFF; minutes of compile first); verify: time the script's own batches against the levers' for `rounds` interleaved
-    rounds before training (default: on a GPU), keep the levers that win, and say so with both losses. clock: what
-    the verification times with (tests pass a fake one)."""
+    cuda_graphs.PAY_OFF; minutes of compile first); verify: time the script's own batches against the levers' for
+    `rounds` interleaved rounds before training (default: on a GPU), keep the levers that win, and say so with both
+    losses. clock: what the verification times with (tests pass a fake one)."""
     if getattr(trainer, "trainsweep_speedup", None) is not None:  # a second call would wrap what the first wrapped
         return trainer.trainsweep_speedup
     model, args = trainer.model, trainer.args

@@ -13,8 +13,9 @@ from .outcome import Speedup
 
 # Where whole-model CUDA graphs pay off (experiments/speedup, Qwen3-4B classifier on an H100): at 1.7k-token packed
 # micro-batches the step is launch-bound and graphs ran 20.6k real tok/s against regional compile's 9.6k in one
-# call (17.3k on another machine), after 100-190 s more compile. Both the compile and the launches it saves grow with depth, so the break-even is a
-# number of micro-batches (~1,000-2,400 there), not of seconds. Above 4k tokens the GPU is busy: graphs unmeasured.
+# call (17.3k on another machine), after 100-190 s more compile. Both the compile and the launches it saves grow
+# with depth, so the break-even is a number of micro-batches (~1,000-2,400 there), not of seconds. Above 4k tokens
+# the GPU is busy: graphs unmeasured there.
 MAX_TOKENS = 4096
 PAY_OFF = 2000  # micro-batches
 
@@ -38,9 +39,9 @@ def why_not_worth_it(trainer, packing: dict) -> str | None:
 def apply(trainer, model, inner, cuda: bool, asked: bool | None, out: Speedup) -> bool:
     """The whole model compiled into CUDA graphs (torch.compile's reduce-overhead), which replay a micro-batch's
     forward and backward as a few launches where regional compile launches every kernel from Python: the lever for
-    small, launch-bound micro-batches (the Qwen3-4B classifier at batch 8 on an H100: 4.5-5.6x the script as written,
-    against 2.1x with regional compile, after ~2-3.5 minutes of compile at 36 layers: experiments/speedup). With
-    it, the LoRA linears fused (a tie under regional compile, fewer kernels to capture here) and batch copies that
+    small, launch-bound micro-batches (the Qwen3-4B classifier at batch 8 on an H100: 4.5-5.6x the script as
+    written, against 2.1x with regional compile, after ~2-3.5 minutes of compile at 36 layers: experiments/speedup).
+    With it, the LoRA linears fused (a tie under regional compile, fewer kernels to capture here) and batch copies that
     don't wait for the GPU (the host runs ahead of the replay). Evaluation runs eager: its padded batches change
     shape, and each shape would be a new graph. On by default where it pays off (why_not_worth_it), or when
     asked. Returns whether it was applied (if not, regional compile is tried as usual)."""
