@@ -68,7 +68,16 @@ def test_time_steps_times_blocks_on_the_clock_it_is_given():
     out = speed_model.time_steps(model, {"x": torch.ones(2)}, grad_accum=4, amp="none", device="cpu", blocks=2, steps=3,
                                  clock=lambda: next(ticks))
     assert out == [10.0, 10.0]  # a micro-batch 2 s (6 s over 3), x grad_accum 4, plus an AdamW step 2 s
-    assert model.calls == 1 + 2 * 3  # a warm-up, then 2 blocks of 3: the probe's cost doesn't grow with grad_accum
+    assert model.calls == 2 + 2 * 3  # a warm-up, one timed alone, then 2 blocks of 3: no more at any grad_accum
+
+    # a micro-batch of 4 ms: blocks of 13 (52 ms); of 0.5 ms: of MAX_STEPS, not more
+    for tick, steps in ((0.004, 13), (0.0005, speed_model.MAX_STEPS)):
+        ticks = (tick * i for i in range(10_000))
+        model = Counting()
+        out = speed_model.time_steps(model, {"x": torch.ones(2)}, grad_accum=1, amp="none", device="cpu", blocks=2,
+                                     clock=lambda: next(ticks))
+        assert model.calls == 2 + 2 * steps
+        assert out == pytest.approx([2 * tick / steps] * 2)  # each part's two reads are one tick apart
 
 
 def test_what_the_copies_cannot_predict_is_said():

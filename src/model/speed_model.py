@@ -6,6 +6,7 @@ loss, the optimizer's fixed cost); both scale to the real depth. What the copies
 work per step, the dataloader) the planner calibrates away with one measured cell per family."""
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -30,12 +31,19 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+MIN_BLOCK_S = 0.05  # a timed block at least this long: a host's hiccup of a millisecond or two stays a few percent
+MAX_STEPS = 32
+
+
 def time_steps(model, batch: dict, grad_accum: int, amp: str, device: str, blocks: int = 3, steps: int = 3,
-               clock=time.perf_counter) -> list[float]:
+               clock=time.perf_counter, min_block_s: float = MIN_BLOCK_S) -> list[float]:
     """Seconds per optimizer step, one figure per block: `steps` forwards and backwards timed together, then
     `steps` AdamW steps, so a step is grad_accum x the first plus the second. Timing the two apart keeps the
     probe's cost the same at any grad_accum (a cell of 4 rows x 16 costs what one of 64 x 1 does). After one
-    untimed step (a compile, cuBLAS's first call); synced only between the timed parts."""
+    untimed step (a compile, cuBLAS's first call); synced only between the timed parts. A small micro-batch's
+    forward and backward take a few milliseconds on a 1-layer copy: its blocks hold more of them (up to
+    MAX_STEPS), as many as make a block min_block_s long, from one more synced forward and backward; these cells
+    are the cheap ones, and their 1- and 2-layer difference is what gets scaled by the depth."""
     from .memory_model import _autocast
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -48,6 +56,12 @@ def time_steps(model, batch: dict, grad_accum: int, amp: str, device: str, block
 
     forward_backward()
     opt.step()
+    _sync(device)
+    t0 = clock()
+    forward_backward()
+    _sync(device)
+    one = clock() - t0
+    steps = max(steps, min(MAX_STEPS, math.ceil(min_block_s / one))) if one > 0 else steps
     out = []
     for _ in range(blocks):
         _sync(device)
