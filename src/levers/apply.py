@@ -9,7 +9,7 @@ why where it doesn't; nothing that ran before fails.
 - varlen attention: torch's flash kernel reads the sequence boundaries (a GPU; the CPU's sdpa reads them from
   position_ids, slowly);
 - regional compile: every decoder layer compiled once at the fixed packed shape (a GPU); or, where it pays off
-  (small micro-batches, long runs) or with graphs=True, the whole model compiled into CUDA graphs, its LoRA
+  (a classifier's small micro-batches in a long run) or with graphs=True, the whole model compiled into CUDA graphs, its LoRA
   linears fused and its batch copies non-blocking (src/levers/cuda_graphs.py);
 - the Trainer's own per-step host work, as trainsweep's runner trims it (src/train/trainer.py): the parameters
   counted once for its FLOP estimate, gradient clipping over the trainable weights only (both the same numbers),
@@ -65,7 +65,7 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
             _pad_free(trainer, model, rows, task, tokens, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
             if graphs is None:
-                why_not = cuda_graphs.why_not_worth_it(trainer, out.packing) if cuda else "no GPU: CUDA graphs need one"
+                why_not = cuda_graphs.why_not_worth_it(trainer, out.packing, task) if cuda else "no GPU: CUDA graphs need one"
                 graphs = why_not is None
                 if why_not:
                     out.add("CUDA graphs", False, why_not)

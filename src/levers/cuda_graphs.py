@@ -20,9 +20,12 @@ MAX_TOKENS = 4096
 PAY_OFF = 2000  # micro-batches
 
 
-def why_not_worth_it(trainer, packing: dict) -> str | None:
-    """Why whole-model CUDA graphs would not pay for their compile in this run (None: they would)."""
+def why_not_worth_it(trainer, packing: dict, task: str) -> str | None:
+    """Why whole-model CUDA graphs would not pay for their compile in this run (None: they would). Measured on a
+    sequence classifier only: a causal LM (TRL's SFTTrainer among them) gets them when it asks."""
     args = trainer.args
+    if task != "classification":
+        return "measured on sequence classifiers only so far: graphs=True to try them on a causal LM"
     if packing["tokens"] > MAX_TOKENS:
         return (f"{packing['tokens']:,}-token micro-batches keep the GPU busy: regional compile (graphs won at "
                 f"1.7k-2k tokens; graphs=True to try)")
