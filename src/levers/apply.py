@@ -9,8 +9,8 @@ why where it doesn't; nothing that ran before fails.
 - varlen attention: torch's flash kernel reads the sequence boundaries (a GPU; the CPU's sdpa reads them from
   position_ids, slowly);
 - regional compile: every decoder layer compiled once at the fixed packed shape (a GPU); or, where it pays off
-  (a classifier's small micro-batches in a long run) or with graphs=True, the whole model compiled into CUDA graphs, its LoRA
-  linears fused and its batch copies non-blocking (src/levers/cuda_graphs.py);
+  (a classifier's small micro-batches in a long run) or with graphs=True, the whole model compiled into CUDA
+  graphs, its LoRA linears fused and its batch copies non-blocking (src/levers/cuda_graphs.py);
 - the Trainer's own per-step host work, as trainsweep's runner trims it (src/train/trainer.py): the parameters
   counted once for its FLOP estimate, gradient clipping over the trainable weights only (both the same numbers),
   and no isnan() check of every micro-batch's loss for the logs (a host sync each time; a NaN loss is then
