@@ -283,6 +283,10 @@ def speed_attention() -> str:
     return markdown(["shape", "kernel", "fwd+bwd ms, median (p10-p90)", "output vs first row", "longest kernel / why not run"], rows)
 
 
+def span(figs: list, key: str) -> str:
+    return f"{min(f.get(key) for f in figs):.1f}-{max(f.get(key) for f in figs):.1f}"
+
+
 def memory_error(f: Fig) -> float:
     return f.get("memory_predicted_gb.peak_allocated") / f.get("memory_gb.peak_allocated") - 1
 
@@ -301,18 +305,16 @@ def speed_memory() -> str:
     rows = [[what, card(f), f"{f.get('memory_gb.peak_allocated'):.2f}", f"{f.get('memory_predicted_gb.peak_allocated'):.2f}",
              pct(memory_error(f))] for what, f in runs]
     sweep = [lever(p, c) for p in ("max_length", "buckets", "packed_8k") for c in (False, True)]
-    span = lambda key: f"{min(f.get(key) for f in sweep):.1f}-{max(f.get(key) for f in sweep):.1f}"
     errors = [memory_error(f) for f in sweep]
-    rows.append(["the six jobs of call 3's padding x compile sweep", card(sweep[0]), span("memory_gb.peak_allocated"),
-                 span("memory_predicted_gb.peak_allocated"), f"{pct(min(errors))} to {pct(max(errors))}"])
+    rows.append(["the six jobs of call 3's padding x compile sweep", card(sweep[0]), span(sweep, "memory_gb.peak_allocated"),
+                 span(sweep, "memory_predicted_gb.peak_allocated"), f"{pct(min(errors))} to {pct(max(errors))}"])
     eager = lever7("eager")
     rows.append(["classification, packed 8k, eager (call 7)", card(eager), f"{eager.get('memory_gb.peak_allocated'):.2f}",
                  f"{eager.get('memory_predicted_gb.peak_allocated'):.2f}", pct(memory_error(eager))])
     rest = [lever7(name) for name, _, _ in LEVER_ROWS if name != "eager"]
     errors = [memory_error(f) for f in rest]
-    span7 = lambda key: f"{min(f.get(key) for f in rest):.1f}-{max(f.get(key) for f in rest):.1f}"  # noqa: E731
     rows.append(["the other seven jobs of `sweep=levers` (call 7: compiled, FP8, fused)", card(rest[0]),
-                 span7("memory_gb.peak_allocated"), span7("memory_predicted_gb.peak_allocated"),
+                 span(rest, "memory_gb.peak_allocated"), span(rest, "memory_predicted_gb.peak_allocated"),
                  f"{pct(min(errors))} to {pct(max(errors))}"])
     return markdown(["run (full depth, bs 32 at 320 or 8k-token packs)", "card", "measured peak GB", "predicted GB", "error"], rows)
 

@@ -306,7 +306,7 @@ def test_the_graphs_lever_marks_each_micro_batch_evaluates_eager_and_toggles_bac
     was_blocking = trainer.accelerator.dataloader_config.non_blocking
     trainer.args.dataloader_pin_memory = True  # as on a GPU (a CPU run's arguments turn it off)
     out = Speedup()
-    assert apply(trainer, model, inner, cuda=True, asked=None, out=out)
+    assert apply(trainer, model, inner, "classification", cuda=True, compile=None, graphs=True, out=out)
     lever = out.levers[0]
     assert lever.name == "CUDA graphs" and lever.on and "LoRA linears fused" in lever.detail
     assert not out.on("regional compile") and "whole model" in out.levers[1].detail
@@ -339,7 +339,7 @@ def test_the_graphs_compiled_in_the_verification_serve_training(tmp_path, monkey
     monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kw: compile_(self, backend=counter))
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: None)
     on_a_gpu = cuda_graphs.apply
-    monkeypatch.setattr(cuda_graphs, "apply", lambda tr, m, inner, cuda, asked, out: on_a_gpu(tr, m, inner, True, asked, out))
+    monkeypatch.setattr(cuda_graphs, "apply", lambda tr, m, inner, task, cuda, *rest: on_a_gpu(tr, m, inner, task, True, *rest))
     # eager wins on a CPU: the A/B would turn the graphs back off
     monkeypatch.setattr(verify_module, "decide", lambda out, arms, rates, losses: {"line": "all kept"})
     model = get_peft_model(_classifier(), LoraConfig(r=4, target_modules="all-linear", task_type="SEQ_CLS"))

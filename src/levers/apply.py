@@ -64,12 +64,9 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         if why is None:
             _pad_free(trainer, model, rows, task, tokens, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
-            if graphs is None:
-                why_not = cuda_graphs.why_not_worth_it(trainer, out.packing, task) if cuda else "no GPU: CUDA graphs need one"
-                graphs = why_not is None
-                if why_not:
-                    out.add("CUDA graphs", False, why_not)
-            if not (graphs and cuda_graphs.apply(trainer, model, _base(model), cuda, compile, out)):
+            graphed = graphs is not False and cuda_graphs.apply(trainer, model, _base(model), task, cuda, compile, graphs,
+                                                                out)
+            if not graphed:
                 _regional_compile(model, args, cuda, compile, out)
             _step_overheads(trainer, out)
     except Exception as exc:  # rows or a model it misread: whatever it changed goes back, and it says why

@@ -39,24 +39,27 @@ def why_not_worth_it(trainer, packing: dict, task: str) -> str | None:
     return None
 
 
-def apply(trainer, model, inner, cuda: bool, asked: bool | None, out: Speedup) -> bool:
+def apply(trainer, model, inner, task: str, cuda: bool, compile: bool | None, graphs: bool | None,
+          out: Speedup) -> bool:
     """The whole model compiled into CUDA graphs (torch.compile's reduce-overhead), which replay a micro-batch's
     forward and backward as a few launches where regional compile launches every kernel from Python: the lever for
     small, launch-bound micro-batches (the Qwen3-4B classifier at batch 8 on an H100: 4.5-5.6x the script as
     written, against 2.1x with regional compile, after ~2-3.5 minutes of compile at 36 layers: experiments/speedup).
     With it, the LoRA linears fused (a tie under regional compile, fewer kernels to capture here) and batch copies that
     don't wait for the GPU (the host runs ahead of the replay). Evaluation runs eager: its padded batches change
-    shape, and each shape would be a new graph. On by default where it pays off (why_not_worth_it), or when
-    asked. Returns whether it was applied (if not, regional compile is tried as usual)."""
+    shape, and each shape would be a new graph. graphs: None where it pays off (why_not_worth_it), True when asked.
+    Returns whether it was applied (if not, regional compile is tried as usual)."""
     args = trainer.args
-    if asked is False:
-        out.add("CUDA graphs", False, "compile=False")
-        return False
-    if getattr(args, "torch_compile", False):
-        out.add("CUDA graphs", False, "your script compiles the whole model (torch_compile=True)")
-        return False
-    if not cuda:
-        out.add("CUDA graphs", False, "no GPU: CUDA graphs need one")
+    if compile is False:
+        why_not = "compile=False"
+    elif getattr(args, "torch_compile", False):
+        why_not = "your script compiles the whole model (torch_compile=True)"
+    elif not cuda:
+        why_not = "no GPU: CUDA graphs need one"
+    else:  # asked for (graphs=True), or on where they pay off
+        why_not = why_not_worth_it(trainer, out.packing, task) if graphs is None else None
+    if why_not:
+        out.add("CUDA graphs", False, why_not)
         return False
     fused = fuse_lora(model)["fused"]
     # inner: the model inside peft's wrapper. accelerate wraps the outer forward (autocast) when training starts,

@@ -50,7 +50,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
         inputs = trainer._prepare_inputs({k: v for k, v in batch.items() if k != PACK_STATS})
         # the model is called as training calls it (the item count among its keyword arguments): a compiled
         # model called otherwise would compile again at the first training step (minutes under CUDA graphs)
-        _, items = trainer.get_batch_samples(iter([inputs]), 1, inputs["input_ids"].device)
+        _, items = trainer.get_batch_samples(iter([inputs]), 1, trainer.args.device)
         with trainer.accelerator.autocast(), trainer.compute_loss_context_manager():
             loss = trainer.compute_loss(model, inputs, num_items_in_batch=items)
         trainer.accelerator.backward(loss)
