@@ -57,6 +57,22 @@ def typical_batch(cfg, prep, seed: int = 0) -> tuple[list, float]:
     return [prep.train[i] for i in picked], float(sum(lengths[i] for i in picked))
 
 
+def probe_plan(widest: list[dict]) -> dict[int, tuple[int, int]]:
+    """Which cells' memory to interpolate, and between which two probed cells: activations are linear in the rows
+    of a batch whose rows keep their shape, so of the cells whose widest batches differ only in rows, the fewest
+    and the most rows are probed and those between read off the line. Cells absent from the answer are probed."""
+    groups: dict[tuple, list[int]] = {}
+    for i, batch in enumerate(widest):
+        shape = tuple(sorted((k, tuple(v.shape[1:])) for k, v in batch.items() if hasattr(v, "shape")))
+        groups.setdefault(shape, []).append(i)
+    out = {}
+    for members in groups.values():
+        rows = {i: len(widest[i]["input_ids"]) for i in members}
+        lo, hi = min(members, key=rows.__getitem__), max(members, key=rows.__getitem__)
+        out.update({i: (lo, hi) for i in members if i not in (lo, hi) and rows[lo] < rows[i] < rows[hi]})
+    return out
+
+
 def predict_family(cells: list[dict]) -> list[dict]:
     """The cells of one family (same model build, other batch settings), predicted on one pair of copies."""
     import torch
@@ -81,6 +97,10 @@ def predict_family(cells: list[dict]) -> list[dict]:
     layers = getattr(conf, mm.layers_key(conf))
     capacity = mm.capacity_gb(cfgs[0], res.device)
     figures = [{} for _ in cells]
+    t = clock()
+    widest = [mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device) for cfg, prep in zip(cfgs, preps)]
+    between = probe_plan(widest)
+    spent["memory"] += clock() - t
     weights = []
     for n in (1, 2):
         t = clock()
@@ -89,28 +109,33 @@ def predict_family(cells: list[dict]) -> list[dict]:
         spent["copies"] += clock() - t
         for fig, cfg, prep in zip(figures, cfgs, preps):
             t = clock()
-            rows, real = typical_batch(cfg, prep)
-            batch = to_device(prep.collator(rows), res.device)
-            fig.setdefault("times", []).append(speed_model.time_steps(model, batch, cfg.batch.grad_accum, res.amp, res.device))
+            sample, real = typical_batch(cfg, prep)
+            batch = to_device(prep.collator(sample), res.device)
+            fig.setdefault("times", []).append(speed_model.time_steps(model, batch, res.amp, res.device))
             fig["tokens_per_step"] = real * cfg.batch.grad_accum
             spent["speed"] += clock() - t
-            t = clock()
-            widest = mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device)
-            fig.setdefault("acts", []).append(mm.activation_bytes(cfg, res, model, widest))  # after time_steps: compiled
+        for i, (fig, cfg) in enumerate(zip(figures, cfgs)):
+            t = clock()  # after time_steps: compiled
+            if i not in between:
+                fig.setdefault("acts", []).append(mm.activation_bytes(cfg, res, model, widest[i]))
             spent["memory"] += clock() - t
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
     log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
              ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
+    rows = [len(w["input_ids"]) for w in widest]
+    for i, (lo, hi) in between.items():
+        figures[i]["acts"] = [mm.interpolate(a, b, rows[lo], rows[hi], rows[i])
+                              for a, b in zip(figures[lo]["acts"], figures[hi]["acts"])]
     out = []
-    for cell, fig in zip(cells, figures):
-        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers)
+    for cell, cell_cfg, fig in zip(cells, cfgs, figures):
+        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum)
         per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
         fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
         rate, low, high = step.rate(fig["tokens_per_step"])
         out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
-                    "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
+                    "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high, "gpu_busy": step.gpu_busy,
                     "why_not": None})
     return out
 

@@ -192,6 +192,13 @@ def activation_bytes(cfg, res, model, batch: dict) -> dict:
     return _peak_bytes(model, batch, res.amp, res.device, watch_layers=not cfg.trainer.torch_compile)
 
 
+def interpolate(lo: dict, hi: dict, rows_lo: int, rows_hi: int, rows: int) -> dict:
+    """activation_bytes at `rows` rows from its figures at fewer and more rows of the same shape: activations
+    grow with the rows of a batch in a straight line (every kernel's output is rows x the same row)."""
+    w = (rows - rows_lo) / (rows_hi - rows_lo)
+    return {k: lo[k] + (hi[k] - lo[k]) * w for k in lo}
+
+
 def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
     """activation_bytes of a fresh `layers`-layer copy (build_copy)."""
     return activation_bytes(cfg, res, build_copy(cfg, res, conf, layers), batch)
