@@ -1,7 +1,7 @@
 """Do the 1- and 2-layer copies predict the real depth's micro-batch? The copies are timed as the predictor
-times them (host and GPU apart, src/model/speed_model.py) and as wall time only, and a copy of the real depth
-is timed the same way in the same bare loop: what each way predicts at the real depth against what it
-measures. The bare loop leaves the Trainer out, so this checks the depth scaling alone.
+times them (src/model/speed_model.py), and a copy of the real depth is timed the same way in the same bare
+loop: what the line through the copies predicts at the real depth against what it measures there. The bare
+loop leaves the Trainer out, so this checks the depth scaling alone.
 
     python experiments/planner/copies_check.py OUT.jsonl padding=dynamic batch=4,8,16,32 model=qwen3 model.arch.num_hidden_layers=4
 """
@@ -33,23 +33,18 @@ def main(out: str, overrides: list[str]) -> None:
         model = mm.build_copy(cfgs[0], res, conf, n)
         for b, cfg, prep, (rows, real) in zip(sizes, cfgs, preps, batches):
             batch = to_device(prep.collator(rows), res.device)
-            for split in (True, False):
-                timed[n, b, split] = speed_model.time_steps(model, batch, res.amp, res.device, split=split)
+            timed[n, b] = speed_model.time_steps(model, batch, res.amp, res.device)
         del model
     with open(out, "a") as f:
         for b, (rows, real) in zip(sizes, batches):
-            row = {"overrides": rest, "batch": int(b), "real_tokens": real, "layers": layers}
-            for split in (True, False):
-                name = "split" if split else "wall"
-                pred = speed_model.at_depth(timed[1, b, split], timed[2, b, split], layers, 1)
-                meas = speed_model.at_depth(timed[layers, b, split], timed[layers, b, split], layers, 1)
-                row[name] = {"predicted_s": pred.step_s, "low": pred.low, "high": pred.high, "gpu_busy": pred.gpu_busy,
-                             "measured_s": meas.step_s, "measured_gpu_busy": meas.gpu_busy,
-                             "blocks": {n: [vars(x) for x in timed[n, b, split]] for n in (1, 2, layers)}}
-            row["wall_at_depth_s"] = row["wall"]["measured_s"]  # the bare loop's own pace: the truth for both
+            pred = speed_model.at_depth(timed[1, b], timed[2, b], layers, 1)
+            meas = speed_model.at_depth(timed[layers, b], timed[layers, b], layers, 1)  # the real depth's own line
+            row = {"overrides": rest, "batch": int(b), "real_tokens": real, "layers": layers, "predicted_s": pred.step_s,
+                   "low": pred.low, "high": pred.high, "measured_s": meas.step_s, "measured_low": meas.low,
+                   "measured_high": meas.high, "blocks": {n: [vars(x) for x in timed[n, b]] for n in (1, 2, layers)}}
             f.write(json.dumps(row) + "\n")
-            print(b, {k: (round(row[k]["predicted_s"] * 1e3, 2), round(row[k]["measured_s"] * 1e3, 2), row[k]["gpu_busy"])
-                      for k in ("split", "wall")}, "truth ms", round(row["wall_at_depth_s"] * 1e3, 2), flush=True)
+            print(b, f"predicted {pred.step_s * 1e3:.1f} ms ({pred.low * 1e3:.1f}-{pred.high * 1e3:.1f}), measured "
+                  f"{meas.step_s * 1e3:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

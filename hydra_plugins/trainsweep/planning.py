@@ -71,7 +71,7 @@ def line(raw: dict, decision: str) -> str:
     if raw.get("why_not"):
         return f"no prediction ({raw['why_not']})"
     # decision: plan.not_run's line for a cell predicted out of memory, else empty
-    busy = f", GPU busy {raw['gpu_busy']:.0%}" if raw.get("gpu_busy") is not None else ""  # well under 100%: host-bound
+    busy = ", host-bound" if raw.get("host_bound") else ""
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
             f"real tok/s{busy}{'; ' + decision if decision else ''}")
 
