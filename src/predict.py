@@ -73,41 +73,6 @@ def probe_plan(widest: list[dict]) -> dict[int, tuple[int, int]]:
     return out
 
 
-def trainer_host_s(cfg, res, prep, model, bare: list, out_dir: Path, clock=time.perf_counter) -> float:
-    """The Trainer's own host work per micro-batch (fetching and moving the batch, its bookkeeping, the token
-    counter): the run's Trainer trains the 1-layer copy a few steps at the cell's micro-batch, and its step, cycle
-    to cycle, less what the bare loop took for the same (`bare`: the cell's time_steps on this copy), is that
-    work. Zero where the GPU hides it (a GPU-bound cell). The copy is the Trainer's from here on (accelerate
-    wraps its forward): nothing is timed on it after this."""
-    import statistics
-
-    import torch
-    from transformers import TrainerCallback
-
-    from .measure.meter import TokenCounter
-    from .train import trainer as train
-
-    ga = min(cfg.batch.grad_accum, 4)
-    few = OmegaConf.merge(cfg, {"batch": {"grad_accum": ga}, "trainer": {
-        "max_steps": 3, "logging_steps": 1000, "save_steps": 0, "eval_steps": 0, "args": {"disable_tqdm": True}}})
-    ends = []
-
-    class Cycle(TrainerCallback):  # synced: this is a probe, not the measured run
-        def on_step_end(self, args, state, control, **kw):
-            if res.device == "cuda":
-                torch.cuda.synchronize()
-            ends.append(clock())
-
-    trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed")(
-        model=model, args=train.training_args(few, res, out_dir), train_dataset=prep.for_trainer,
-        data_collator=prep.collator, callbacks=[Cycle()])
-    trainer.token_counter = TokenCounter(cfg.task.name)
-    trainer.train()
-    cycle = statistics.median(b - a for a, b in zip(ends, ends[1:]))
-    loop = ga * statistics.median(b.micro_batch for b in bare) + statistics.median(b.optimizer for b in bare)
-    return max(0.0, (cycle - loop) / ga)
-
-
 def predict_family(cells: list[dict]) -> list[dict]:
     """The cells of one family (same model build, other batch settings), predicted on one pair of copies."""
     import torch
@@ -119,11 +84,13 @@ def predict_family(cells: list[dict]) -> list[dict]:
     from .model import memory_model as mm
     from .model import speed_model
 
-    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "memory": 0.0, "trainer": 0.0}  # where the prediction's own time goes
+    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "memory": 0.0}  # where the prediction's own time goes
     clock = time.perf_counter
     cfgs = [OmegaConf.create(c["config"]) for c in cells]
     t = clock()
-    res = env.setup(cfgs[0])
+    # not under gpu.memory_cap_gb: the cap is the run's, and the copies' figures are compared with it. Under it,
+    # an H100 predictor ran out of its 10 GB on micro-batch 64's probes and lost a whole family's predictions.
+    res = env.setup(OmegaConf.merge(cfgs[0], {"gpu": {"memory_cap_gb": None}}))
     conf = models.hf_config(cfgs[0])
     with tempfile.TemporaryDirectory() as tmp:  # labels.json lands here: the cell's own run writes its own
         preps = [prepare.prepare(cfg, conf, Path(tmp)) for cfg in cfgs]
@@ -136,37 +103,24 @@ def predict_family(cells: list[dict]) -> list[dict]:
     widest = [mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device) for cfg, prep in zip(cfgs, preps)]
     between = probe_plan(widest)
     spent["memory"] += clock() - t
-    longest = min(cfgs[0].data.max_length, int(preps[0].info["lengths"]["max"]))
-    two_rows = OmegaConf.merge(cfgs[0], {"batch": {"size": 2, "tokens": cfgs[0].batch.tokens and 2 * longest}})
-    floor_batch = mm.widest_batch(two_rows, conf, preps[0].collator, preps[0].info["lengths"], res.device)
-    weights, floor = [], []
+    weights = []
     for n in (1, 2):
         t = clock()
         model = mm.build_copy(cfgs[0], res, conf, n)
         weights.append(sum(mm.weights_and_state(model).values()))
         spent["copies"] += clock() - t
-        t = clock()
-        floor.append(speed_model.time_steps(model, floor_batch, res.amp, res.device))  # two rows: the host's pace
-        spent["speed"] += clock() - t
         for fig, cfg, prep in zip(figures, cfgs, preps):
             t = clock()
             sample, real = typical_batch(cfg, prep)
             batch = to_device(prep.collator(sample), res.device)
             fig.setdefault("times", []).append(speed_model.time_steps(model, batch, res.amp, res.device))
             fig["tokens_per_step"] = real * cfg.batch.grad_accum
-            fig["real"] = real
             spent["speed"] += clock() - t
         for i, (fig, cfg) in enumerate(zip(figures, cfgs)):
             t = clock()  # after time_steps: compiled
             if i not in between:
                 fig.setdefault("acts", []).append(mm.activation_bytes(cfg, res, model, widest[i]))
             spent["memory"] += clock() - t
-        if n == 1:  # the Trainer's own work, at the family's smallest micro-batch: the one most host-bound
-            t = clock()
-            smallest = min(range(len(cells)), key=lambda i: figures[i]["real"])
-            with tempfile.TemporaryDirectory() as tmp:
-                trainer_s = trainer_host_s(cfgs[smallest], res, preps[smallest], model, figures[smallest]["times"][0], Path(tmp))
-            spent["trainer"] = clock() - t
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
@@ -178,12 +132,12 @@ def predict_family(cells: list[dict]) -> list[dict]:
                               for a, b in zip(figures[lo]["acts"], figures[hi]["acts"])]
     out = []
     for cell, cell_cfg, fig in zip(cells, cfgs, figures):
-        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum, floor, trainer_s)
+        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum)
         per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
         fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
         rate, low, high = step.rate(fig["tokens_per_step"])
         out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
-                    "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high, "host_bound": step.host_bound,
+                    "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
                     "why_not": None})
     return out
 

@@ -46,7 +46,6 @@ def test_the_step_at_depth_is_a_line_through_the_copies():
     step = speed_model.at_depth(one, two, layers=36, grad_accum=2)
     assert step.step_s == pytest.approx(2 * (0.10 + 0.05 * 35) + 0.01)  # the median block pair's line
     assert step.high == pytest.approx(2 * (0.11 + 0.05 * 35) + 0.01) and step.low == step.step_s
-    assert step.host_bound is None  # no floor given: not told
     hiccup = speed_model.at_depth(one + one[:2], [two[0], two[0], B(0.45, 0.01), two[0], two[1]], 36, 2)
     assert hiccup.step_s == pytest.approx(step.step_s) and hiccup.high > 5 * step.step_s  # one end moves
     rate, low, high = step.rate(8192)
@@ -54,20 +53,6 @@ def test_the_step_at_depth_is_a_line_through_the_copies():
     assert speed_model.at_depth([B(0.2, 0)], [B(0.1, 0)], 10, 1).step_s == 0.2  # a faster 2-layer copy is noise
     with pytest.raises(ValueError, match="differ in length"):
         speed_model.at_depth(one[:2], two[:1], 4, 1)
-    with pytest.raises(ValueError, match="the floor's 1 and 3"):
-        speed_model.at_depth(one, two, 4, 1, floor=(one[:1], two))
-
-
-def test_a_host_bound_micro_batch_also_pays_the_trainers_host_work():
-    """The copies' pace at 4 layers: 33 ms (one layer 8 ms on top of 9 ms outside); the host's floor at two rows
-    the same 33 ms, so the run's 12 ms of Trainer work per micro-batch adds: 45 ms. A GPU-bound cell of 70 ms
-    hides it. (The shape of an H100's figures: Qwen3-4B width, micro-batch 16 and 32.)"""
-    B = speed_model.Block
-    floor = ([B(0.009, 0.001)] * 3, [B(0.017, 0.001)] * 3)
-    small = speed_model.at_depth(*floor, layers=4, grad_accum=4, floor=floor, trainer_s=0.012)
-    assert small.step_s == pytest.approx(4 * (0.033 + 0.012) + 0.001) and small.host_bound
-    big = speed_model.at_depth([B(0.019, 0.001)] * 3, [B(0.036, 0.001)] * 3, 4, 2, floor=floor, trainer_s=0.012)
-    assert big.step_s == pytest.approx(2 * 0.070 + 0.001) and big.host_bound is False
 
 
 class _Counting(torch.nn.Module):
@@ -140,7 +125,7 @@ def test_a_planned_sweep_predicts_every_cell_and_confirms_the_largest_micro_batc
     predictions = json.loads((tmp_path / ".plan" / "predictions.json").read_text())
     assert len(predictions) == 2 and all(p["why_not"] is None and p["real_tokens_per_s"] > 0 for p in predictions)
     said = (tmp_path / ".plan" / "predict.log").read_text()  # where the prediction's own time went
-    assert re.search(r"2 cells predicted in data [\d.]+ s, copies [\d.]+ s, speed [\d.]+ s, memory [\d.]+ s, trainer [\d.]+ s", said), said
+    assert re.search(r"2 cells predicted in data [\d.]+ s, copies [\d.]+ s, speed [\d.]+ s, memory [\d.]+ s", said), said
     assert "the predictor's process: " in said
     kept = {}
     for d in tmp_path.iterdir():
@@ -152,3 +137,20 @@ def test_a_planned_sweep_predicts_every_cell_and_confirms_the_largest_micro_batc
     assert kept[2]["largest_fit"] and kept[2]["decision"].startswith("ran")
     summary = (tmp_path / "summary.md").read_text()
     assert "the largest micro-batch predicted to fit: bs 2 x ga 32 (ran ok" in summary
+
+
+def test_the_predictor_is_not_held_to_the_runs_memory_cap(monkeypatch):
+    """gpu.memory_cap_gb caps the run, and the predictor compares its figures with it; held to it itself, an H100
+    predictor ran out of its 10 GB on micro-batch 64's probes and lost a whole family's predictions."""
+    from src.machine import env
+
+    seen = []
+
+    def setup(cfg):
+        seen.append(cfg.gpu.memory_cap_gb)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(env, "setup", setup)
+    cells = [{"cell": "a", "family": "f", "config": OmegaConf.to_container(compose("gpu.memory_cap_gb=10"), resolve=True)}]
+    out = predict.predict(cells)
+    assert seen == [None] and out[0]["why_not"] == "RuntimeError: stop here"

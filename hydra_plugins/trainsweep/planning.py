@@ -71,9 +71,8 @@ def line(raw: dict, decision: str) -> str:
     if raw.get("why_not"):
         return f"no prediction ({raw['why_not']})"
     # decision: plan.not_run's line for a cell predicted out of memory, else empty
-    busy = ", host-bound" if raw.get("host_bound") else ""
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
-            f"real tok/s{busy}{'; ' + decision if decision else ''}")
+            f"real tok/s{'; ' + decision if decision else ''}")
 
 
 def run_planned(launcher, job_overrides, first_idx: int):

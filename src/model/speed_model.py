@@ -2,13 +2,8 @@
 runs a few forwards and backwards at the run's micro-batch shape, then AdamW steps, timed in blocks without a
 sync inside a part, so a host-bound micro-batch is timed as the host sets its pace and a GPU-bound one as the GPU
 does. The 2-layer minus the 1-layer time is one layer, the rest is everything outside the layers; both scale to
-the real depth.
-
-A run's micro-batch also pays host work the copies don't do: the Trainer's own (fetching and moving the batch,
-its bookkeeping, the callbacks). On a GPU-bound step that hides behind the GPU; on a host-bound one it adds to
-the step. So a micro-batch is predicted as the longer of the copies' pace and the host's floor (the copies timed
-at two rows, where no GPU keeps the host waiting) plus that per-micro-batch work, measured once on a real
-Trainer (src/predict.py)."""
+the real depth. What the copies don't see (the Trainer's own host work per micro-batch, the dataloader, the
+first call of each new batch shape) the planner calibrates away with one measured cell per family."""
 from __future__ import annotations
 
 import math
@@ -32,7 +27,6 @@ class StepPrediction:
     step_s: float
     low: float
     high: float
-    host_bound: bool | None = None  # the host's floor, not the copies' pace, sets the step; None: no floor given
 
     def rate(self, tokens_per_step: float) -> tuple[float, float, float]:
         """tokens/s: mean, low, high (the slowest step gives the low rate)."""
@@ -97,22 +91,13 @@ def _line(a: float, b: float, layers: int) -> float:
     return a + max(0.0, b - a) * (layers - 1)
 
 
-def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int,
-             floor: tuple[list[Block], list[Block]] | None = None, trainer_s: float = 0.0) -> StepPrediction:
+def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int) -> StepPrediction:
     """The optimizer step at `layers` layers: block i of each copy gives one step, grad_accum micro-batches plus
-    the AdamW step, each a line through the copies; a micro-batch takes the copies' pace or, where longer, the
-    host's floor (`floor`: the copies' blocks at two rows) plus the Trainer's own host work per micro-batch
-    (`trainer_s`). The prediction is the steps' median, its interval their range (stats.of_median: on an H100
-    one block in 5-10 of a host-bound copy took 1.5-2x the others)."""
-    if len(one) != len(two) or not one or (floor and {len(floor[0]), len(floor[1])} != {len(one)}):
-        raise ValueError(f"the copies' timings differ in length: {len(one)} and {len(two)} blocks"
-                         + (f", the floor's {len(floor[0])} and {len(floor[1])}" if floor else ""))
-    steps, by_host = [], []
-    for i, (a, b) in enumerate(zip(one, two)):
-        pace = _line(a.micro_batch, b.micro_batch, layers)
-        host = _line(floor[0][i].micro_batch, floor[1][i].micro_batch, layers) + trainer_s if floor else 0.0
-        steps.append(grad_accum * max(pace, host) + _line(a.optimizer, b.optimizer, layers))
-        by_host.append(host > pace)
+    the AdamW step, each a line through the copies. The prediction is the steps' median, its interval their
+    range (stats.of_median: on an H100 one block in 5-10 of a host-bound copy took 1.5-2x the others)."""
+    if len(one) != len(two) or not one:
+        raise ValueError(f"the copies' timings differ in length: {len(one)} and {len(two)} blocks")
+    steps = [grad_accum * _line(a.micro_batch, b.micro_batch, layers) + _line(a.optimizer, b.optimizer, layers)
+             for a, b in zip(one, two)]
     ci = stats.of_median(steps)
-    host_bound = sum(by_host) > len(by_host) / 2 if floor else None
-    return StepPrediction(ci.mean, ci.low, ci.high, host_bound) if ci else StepPrediction(steps[0], steps[0], steps[0], host_bound)
+    return StepPrediction(ci.mean, ci.low, ci.high) if ci else StepPrediction(steps[0], steps[0], steps[0])
