@@ -793,6 +793,51 @@ def planner_call2() -> str:
                      "measured real tok/s (95%); peak", "measured / predicted: tok/s; memory"], [r[3] for r in rows])
 
 
+G18 = "planner/results/h100_grid18/"
+
+
+def _grid18_reports(*paths: str) -> dict[tuple[int, str], dict]:
+    out = {}
+    for path in paths:
+        for r in _records(G18 + path):
+            out[(r["config"]["batch"]["size"], r["config"]["padding"]["strategy"])] = r
+    return out
+
+
+def _measured(r: dict | None) -> tuple[str, dict | None]:
+    if r is None:
+        return "", None
+    if r["status"] != "ok":
+        return r["status"], None
+    th = r["throughput"]
+    return (f"{th['real_tokens_per_s']:,.0f} ({th['real_tokens_per_s_low']:,.0f}-{th['real_tokens_per_s_high']:,.0f}); "
+            f"{r['memory_gb']['peak_allocated']:.2f} GB"), {"rate": th["real_tokens_per_s"], "gb": r["memory_gb"]["peak_allocated"]}
+
+
+def planner_grid18() -> str:
+    """The 18-cell grid: each cell's prediction (the planned sweep's), plan=all's measurement (two calls) and its
+    rank, what the planned sweep decided and measured and its rank."""
+    every = _grid18_reports("all_1/reports.jsonl", "all_2/reports.jsonl")
+    planned = _grid18_reports("predict/reports.jsonl")
+    rank_all, rank_plan = ranks(G18 + "all_2/summary_all.csv"), ranks(G18 + "predict/summary_predict.csv")
+    rows = []
+    for r in _records(G18 + "predict/decisions_predict.jsonl"):
+        got = {o.split("=")[0]: o.split("=")[1].strip("'") for o in r["overrides"]}
+        batch, padding, p = int(got["batch"]), got["padding"], r["prediction"]
+        job = f"batch={batch}, padding={padding}"
+        text_all, fig_all = _measured(every.get((batch, padding)))
+        text_plan, _ = _measured(planned.get((batch, padding)))
+        vs = f"{fig_all['rate'] / p['real_tokens_per_s']:.2f}; {fig_all['gb'] / p['memory_gb']:.3f}" if fig_all else ""
+        decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
+        rows.append(((padding, batch), [padding, str(batch), f"{p['memory_gb']:.2f}",
+                     f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", text_all, rank_all.get(job, ""), vs,
+                     decision, text_plan, rank_plan.get(job, "") if text_plan and text_plan != "oom" else ""]))
+    rows.sort(key=lambda x: x[0])
+    return markdown(["padding", "micro-batch", "predicted GB", "predicted real tok/s (range)",
+                     "plan=all: real tok/s (95%); peak", "plan=all rank", "plan=all / predicted: tok/s; GB",
+                     "plan=predict: decision", "plan=predict: real tok/s (95%); peak", "plan=predict rank"], [r[1] for r in rows])
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -808,6 +853,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/attention": (HERE / "speed/README.md", speed_attention),
           "planner/h100": (HERE / "planner/README.md", planner),
           "planner/call2": (HERE / "planner/README.md", planner_call2),
+          "planner/grid18": (HERE / "planner/README.md", planner_grid18),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
                                                                              ("classifier8", "classifier32"))),
