@@ -97,6 +97,26 @@ def test_memory_between_two_probes_is_read_off_their_line():
     assert at == {"peak": 30.0, "kept": 14.0}
 
 
+def test_a_copys_activations_at_4_rows_lie_on_the_line_through_2_and_8(tmp_path):
+    """What probe_plan stands on, on a real copy: the bytes a forward keeps grow with the rows in a line."""
+    from src.data import prepare
+    from src.machine import env
+    from src.model import build as models
+    from src.model import memory_model as mm
+
+    cfg = compose(*QUICK, "padding=max_length")
+    res, conf = env.setup(cfg), models.hf_config(cfg)
+    prep = prepare.prepare(cfg, conf, tmp_path)
+    conf.update(prep.for_model)
+    model = mm.build_copy(cfg, res, conf, 1)
+    acts = {}
+    for rows in (2, 4, 8):
+        at = OmegaConf.merge(cfg, {"batch": {"size": rows}})
+        acts[rows] = mm.activation_bytes(at, res, model, mm.widest_batch(at, conf, prep.collator, prep.info["lengths"], "cpu"))
+    assert acts[2]["peak"] < acts[4]["peak"] < acts[8]["peak"]
+    assert mm.interpolate(acts[2], acts[8], 2, 8, 4)["peak"] == pytest.approx(acts[4]["peak"], rel=0.02)
+
+
 def test_what_the_copies_cannot_predict_is_said():
     assert "whole-model compile" in predict.why_not(compose("trainer.torch_compile=true", "trainer.compile_scope=model"))
     assert "checkpoint_every" in predict.why_not(compose("trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2"))

@@ -94,7 +94,7 @@ def _line(a: float, b: float, layers: int) -> float:
 def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int) -> StepPrediction:
     """The optimizer step at `layers` layers: block i of each copy gives one step, grad_accum micro-batches plus
     the AdamW step, each a line through the copies. The prediction is the steps' median, its interval their
-    range (stats.of_median: on an H100 one block in 5-10 of a host-bound copy took 1.5-2x the others)."""
+    range (stats.of_median: on an H100 some blocks of a host-bound copy took 1.5-2.4x the others)."""
     if len(one) != len(two) or not one:
         raise ValueError(f"the copies' timings differ in length: {len(one)} and {len(two)} blocks")
     steps = [grad_accum * _line(a.micro_batch, b.micro_batch, layers) + _line(a.optimizer, b.optimizer, layers)
