@@ -12,9 +12,10 @@
 # `claims`: the jobs the report's claims need, in one call: fp32 compute bs 8, bs 16, bs 8 x ga 2 under the cap,
 # then bs 8 and 16 in bf16 compute without it (30 steps each; `python -m src.report` makes the summary).
 # `largest [MODEL]`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes (or the one named), QLoRA (bf16 compute) +
-# checkpointing under the 24 GB cap, micro-batch doubled until a job saturates or fails (the batch_search
-# sweeper): from 16 at the account-tax rows (~211 tokens), from 4 at ~1,800-token rows. 6 steps a job: memory
-# is the question. Each job's report holds the memory model's prediction beside the measured peak.
+# checkpointing under the 24 GB cap, every micro-batch run (sweep=fit with sweep.plan=all: the brute force that
+# experiments/planner's `g4` holds the planned sweep against): 16-128 at the account-tax rows (~211 tokens), 4-32 at
+# ~1,800-token rows. 6 steps a job: memory is the question. Each job's report holds the memory model's prediction
+# beside the measured peak. (The results in README.md came from a search that stopped at the first failed size.)
 # `depth`: Polyglot-Ko-12.8B QLoRA (bf16 compute, checkpointing, bs 16, ~211-token rows) cut to 1, 2, 4, 8 and
 # 16 layers, 3 steps each: how the measured peak and the memory model's prediction grow with depth.
 # Results: $OUT/<name>_reports.jsonl, summary.{md,csv}, plots, <name>.log.
@@ -61,13 +62,13 @@ elif [ "$name" = depth ]; then
           measure.warmup_steps=1 logger=none diagnostics.enabled=false"
   for layers in 1 2 4 8 16; do run "L$layers" model.arch.num_hidden_layers=$layers; done
 elif [ "$name" = largest ]; then
-  # memory is the question: a few steps reach the peak; the search stops at the first saturated or failed size
+  # memory is the question: a few steps reach the peak
   SWEEP_TIMEOUT=${SWEEP_TIMEOUT_EACH:-250}
   for model in $models; do
-    COMMON="sweep=batch_search model=$model peft=qlora $BF16 trainer.gradient_checkpointing=true
-            gpu.memory_cap_gb=24 trainer.max_steps=6 measure.warmup_steps=2 hydra.sweeper.patience=10 logger=none"
-    sweep "largest_${model}_short" 'hydra.sweeper.sizes=[16,32,64,128]'
-    sweep "largest_${model}_long" $LONG 'hydra.sweeper.sizes=[4,8,16,32]'
+    COMMON="sweep=fit sweep.plan=all model=$model peft=qlora $BF16 trainer.gradient_checkpointing=true
+            gpu.memory_cap_gb=24 trainer.max_steps=6 measure.warmup_steps=2 logger=none"
+    sweep "largest_${model}_short" batch.size=16,32,64,128 batch.effective=128
+    sweep "largest_${model}_long" $LONG batch.size=4,8,16,32 batch.effective=32
   done
 else
   sweep $name experiment=batch_vs_accum_saturation $args logger=none

@@ -4,6 +4,9 @@
 # Both plans in one device call, one after the other on one machine (carry .whl: scripts/gpu_wheels.sh).
 #   bash experiments/planner/gpu.sh all predict   # every cell (the reference ranking and its wall time), then planned
 #   bash experiments/planner/gpu.sh predict fit   # planned only (the probe's cost), then sweep=fit on the same model
+#   bash experiments/planner/gpu.sh g4            # G4: the seeds' 24 GB questions by sweep=fit, full-depth QLoRA models
+#     (carry scripts/gpu_wheels.sh --qlora); the brute force to hold them against is
+#     experiments/batch_vs_accum_saturation (gpu.sh claims, and largest: the same sweeps with sweep.plan=all)
 # Each job's report goes to $OUT/reports.jsonl as it ends; the sweep's summary.md and plots, the predictions
 # (.plan/predictions.json) and each cell's prediction.json come back with it.
 set -uo pipefail
@@ -14,7 +17,17 @@ COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_fina
 # GRID=... for another grid, e.g. G1's 16-24 cells: GRID="batch=2,4,8,16,32,64 batch.effective=64 padding=max_length,dynamic,grouped"
 GRID=${GRID:-"batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"}
 for what in "$@"; do
-if [ "$what" = fit ]; then  # the two questions (largest micro-batch under the cap, fastest split of 64 rows a step)
+if [ "$what" = g4 ]; then  # bs 8 or 16 for Llama-3.2-3B (QLoRA, fp32 compute, checkpointing, 24 GB), then the largest
+  # micro-batch in 24 GB for SOLAR-10.7B and Polyglot-Ko-12.8B (QLoRA, bf16 compute, checkpointing), each planned
+  SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_g4_llama3b sweep=fit experiment=batch_vs_accum_saturation \
+    batch.size=8,16 batch.effective=16 logger=none trainer.max_steps=30 measure.warmup_steps=5
+  for model in solar-10.7b polyglot-ko-12.8b; do
+    SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_g4_$model" sweep=fit model=$model peft=qlora precision=bf16 \
+      peft.compute_dtype=bfloat16 trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 batch.size=16,32,64,128 \
+      batch.effective=128 trainer.max_steps=6 measure.warmup_steps=2 logger=none
+  done
+  continue
+elif [ "$what" = fit ]; then  # the two questions (largest micro-batch under the cap, fastest split of 64 rows a step)
   SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_fit sweep=fit padding=dynamic
 else
   SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_$what" $GRID sweep.plan=$what
