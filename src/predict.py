@@ -73,6 +73,23 @@ def probe_plan(widest: list[dict]) -> dict[int, tuple[int, int]]:
     return out
 
 
+def _on_copy(fig: dict, layers: int, what: str, probe):
+    """probe(), or None with the cell marked over the card where the copy alone runs out of memory: the whole
+    model holds all the copy does and more, so the cell can't fit whatever the cap (on a 24 GB card, a 2-layer
+    copy's probe at the largest micro-batches can), and the family's other cells are still predicted."""
+    import torch
+
+    if "over_card" in fig:
+        return None
+    try:
+        return probe()
+    except torch.OutOfMemoryError:
+        fig["over_card"] = f"its {layers}-layer copy alone ran out of memory {what}"
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # the predictor's own: the next probe starts from what is left
+        return None
+
+
 def predict_family(cells: list[dict]) -> list[dict]:
     """The cells of one family (same model build, other batch settings), predicted on one pair of copies."""
     import torch
@@ -112,14 +129,16 @@ def predict_family(cells: list[dict]) -> list[dict]:
         for fig, cfg, prep in zip(figures, cfgs, preps):
             t = clock()
             sample, real = typical_batch(cfg, prep)
-            batch = to_device(prep.collator(sample), res.device)
-            fig.setdefault("times", []).append(speed_model.time_steps(model, batch, res.amp, res.device))
             fig["tokens_per_step"] = real * cfg.batch.grad_accum
+            times = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
+                model, to_device(prep.collator(sample), res.device), res.amp, res.device))
+            fig.setdefault("times", []).append(times)
             spent["speed"] += clock() - t
         for i, (fig, cfg) in enumerate(zip(figures, cfgs)):
             t = clock()  # after time_steps: compiled
             if i not in between:
-                fig.setdefault("acts", []).append(mm.activation_bytes(cfg, res, model, widest[i]))
+                fig.setdefault("acts", []).append(_on_copy(fig, n, "on its widest batch", lambda: mm.activation_bytes(
+                    cfg, res, model, widest[i])))
             spent["memory"] += clock() - t
         del model
         if res.device == "cuda":
@@ -128,10 +147,17 @@ def predict_family(cells: list[dict]) -> list[dict]:
              ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
     rows = [len(w["input_ids"]) for w in widest]
     for i, (lo, hi) in between.items():
-        figures[i]["acts"] = [mm.interpolate(a, b, rows[lo], rows[hi], rows[i])
-                              for a, b in zip(figures[lo]["acts"], figures[hi]["acts"])]
+        if "over_card" in figures[lo] or "over_card" in figures[hi]:  # said, and the cell runs
+            figures[i]["why_not"] = "its memory lies between two probes, and one ran out of memory"
+        else:
+            figures[i]["acts"] = [mm.interpolate(a, b, rows[lo], rows[hi], rows[i])
+                                  for a, b in zip(figures[lo]["acts"], figures[hi]["acts"])]
     out = []
     for cell, cell_cfg, fig in zip(cells, cfgs, figures):
+        if "over_card" in fig or "why_not" in fig:
+            out.append({"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity,
+                        "over_card": fig.get("over_card"), "why_not": fig.get("why_not")})
+            continue
         step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum)
         per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
         fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)

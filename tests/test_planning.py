@@ -174,3 +174,32 @@ def test_the_predictor_is_not_held_to_the_runs_memory_cap(monkeypatch):
     cells = [{"cell": "a", "family": "f", "config": OmegaConf.to_container(compose("gpu.memory_cap_gb=10"), resolve=True)}]
     out = predict.predict(cells)
     assert seen == [None] and out[0]["why_not"] == "RuntimeError: stop here"
+
+
+def test_a_cell_whose_copy_runs_out_of_memory_is_predicted_out_of_memory_and_its_family_still_predicted(monkeypatch):
+    """On a 24 GB card a 2-layer copy's probe at the largest micro-batch can run out of memory itself: that cell
+    can't fit at any cap (the whole model holds more), the one read off a line through it runs (said), and the
+    rest of the family is predicted as ever."""
+    from src.model import memory_model as mm
+
+    real = mm.activation_bytes
+
+    def activation_bytes(cfg, res, model, batch):
+        if len(batch["input_ids"]) > 4:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(cfg, res, model, batch)
+
+    monkeypatch.setattr(mm, "activation_bytes", activation_bytes)
+    cells = [{"cell": f"b{b}", "family": "f", "config": OmegaConf.to_container(compose(*QUICK, f"batch.size={b}"), resolve=True)}
+             for b in (2, 4, 8)]
+    out = {r["cell"]: r for r in predict.predict(cells)}
+    assert out["b8"]["over_card"] == "its 1-layer copy alone ran out of memory on its widest batch"
+    assert out["b4"]["why_not"] == "its memory lies between two probes, and one ran out of memory"
+    assert out["b2"]["memory_gb"] > 0 and out["b2"]["real_tokens_per_s"] > 0 and not out["b2"].get("over_card")
+
+    preds = [planning.as_prediction(r, size) for r, size in ((out["b2"], 2), (out["b4"], 4), (out["b8"], 8))]
+    from hydra_plugins.trainsweep import plan
+
+    assert plan.not_run(preds, capacity_gb=None) == {"b8": "predicted out of memory: " + out["b8"]["over_card"]}
+    assert "b8" not in plan.first_wave(preds, None) and "b4" in plan.first_wave(preds, None)  # unpredicted: runs
+    assert planning.line(out["b8"], "predicted out of memory: x") == "predicted out of memory: x"

@@ -37,6 +37,7 @@ class Prediction:
     high: float | None = None
     why_not: str | None = None   # why there is no prediction (e.g. "no GPU")
     size: int | None = None      # the micro-batch (rows, or a pack's tokens): the largest that fits is confirmed
+    over_card: str | None = None  # why it can't fit at any cap (its small copy alone ran out of memory)
 
     def __post_init__(self):
         if self.memory_gb is not None and not self.memory_gb >= 0:
@@ -71,7 +72,7 @@ def _bounds(x: Prediction | Measured, factor: float = 1.0) -> tuple[float, float
 
 
 def _fits(p: Prediction, capacity_gb: float | None) -> bool:
-    return capacity_gb is None or p.memory_gb is None or p.memory_gb <= capacity_gb
+    return not p.over_card and (capacity_gb is None or p.memory_gb is None or p.memory_gb <= capacity_gb)
 
 
 def _in_order(preds: Iterable[Prediction], factors: dict[str, float] | None = None) -> list[Prediction]:
@@ -93,7 +94,8 @@ def _rate(x: Prediction | Measured, factor: float = 1.0) -> str:
 
 
 def not_run(preds: Iterable[Prediction], capacity_gb: float | None) -> dict[str, str]:
-    return {p.cell: f"predicted out of memory: {p.memory_gb:.1f} GB > {capacity_gb:.1f} GB"
+    return {p.cell: f"predicted out of memory: {p.over_card}" if p.over_card else
+            f"predicted out of memory: {p.memory_gb:.1f} GB > {capacity_gb:.1f} GB"
             for p in _by_cell(preds).values() if not _fits(p, capacity_gb)}
 
 

@@ -54,7 +54,7 @@ def as_prediction(raw: dict, size: int | None = None) -> plan.Prediction:
     rate = raw.get("real_tokens_per_s")
     low, high = (min(raw["low"], rate), max(raw["high"], rate)) if rate else (None, None)  # a log-scale interval
     return plan.Prediction(cell=raw["cell"], family=raw["family"], memory_gb=raw.get("memory_gb"), tok_s=rate,
-                           low=low, high=high, why_not=raw.get("why_not"), size=size)
+                           low=low, high=high, why_not=raw.get("why_not"), size=size, over_card=raw.get("over_card"))
 
 
 def measured(key: str, job_dir: Path) -> plan.Measured:
@@ -70,6 +70,8 @@ def measured(key: str, job_dir: Path) -> plan.Measured:
 def line(raw: dict, decision: str) -> str:
     if raw.get("why_not"):
         return f"no prediction ({raw['why_not']})"
+    if raw.get("over_card"):
+        return decision
     # decision: plan.not_run's line for a cell predicted out of memory, else empty
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
             f"real tok/s{'; ' + decision if decision else ''}")
