@@ -6,7 +6,8 @@ src/model/speed_model.py). One process for the whole grid, and cells that differ
     python -m src.predict CELLS.json PREDICTIONS.json   # the launcher runs it; CELLS: [{"cell", "family", "config"}]
 
 A cell that can't be predicted (a whole-model compile, partial checkpointing, several GPUs, a model the copies
-can't build) gets `why_not` and no figures; the planner runs it.
+can't build) gets `why_not` and no figures; the planner runs it. A cell whose copy alone runs out of memory gets
+`over_card`, and the planner doesn't run it.
 """
 from __future__ import annotations
 
