@@ -7,6 +7,8 @@ loop leaves the Trainer out, so this checks the depth scaling alone.
 """
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 from src.config.compose import compose
 from src.data import prepare
@@ -24,7 +26,8 @@ def main(out: str, overrides: list[str]) -> None:
     cfgs = [compose([*rest, f"batch={b}"]) for b in sizes]
     res = env.setup(cfgs[0])
     conf = models.hf_config(cfgs[0])
-    preps = [prepare.prepare(cfg, conf, __import__("pathlib").Path("/tmp")) for cfg in cfgs]
+    with tempfile.TemporaryDirectory() as tmp:  # labels.json lands here
+        preps = [prepare.prepare(cfg, conf, Path(tmp)) for cfg in cfgs]
     conf.update(preps[0].for_model)
     layers = getattr(conf, mm.layers_key(conf))
     batches = [typical_batch(cfg, prep) for cfg, prep in zip(cfgs, preps)]

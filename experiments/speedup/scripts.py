@@ -111,7 +111,7 @@ if mode in ("sped", "graphs", "measured"):
     if mode == "measured":
         said = trainsweep.attach(trainer, speedup=True).speedup
     else:
-        said = trainsweep.speedup(trainer, **({"graphs": True} if mode == "graphs" else {}))
+        said = trainsweep.speedup(trainer, graphs=True if mode == "graphs" else None)
 t_levers = time.perf_counter() - t0
 counting[0] = True
 result = trainer.train()
