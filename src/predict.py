@@ -58,6 +58,35 @@ def typical_batch(cfg, prep, seed: int = 0) -> tuple[list, float]:
     return [prep.train[i] for i in picked], float(sum(lengths[i] for i in picked))
 
 
+def timed_window(cfg, device: str) -> tuple[int, int]:
+    """The optimizer steps the run times: after measure.warmup_steps, up to the profiled steps at the end
+    (src/measure/meter.py; profiling only on a GPU)."""
+    profiled = cfg.measure.profile_steps if device == "cuda" else 0
+    return cfg.measure.warmup_steps, max(cfg.measure.warmup_steps, cfg.trainer.max_steps - profiled)
+
+
+def new_shape_batches(rows: list[dict], collator, seen: set, count: int = 3) -> list[dict]:
+    """`count` collated batches of the rows cut to widths of shapes not in `seen` (and added to it): what a run
+    pays the first time it meets a shape, timed on batches like its own. The last row is cut one token shorter,
+    so each batch carries padding and attention gets a mask, as a padded run's batches do."""
+    multiple = collator.multiple or 8
+    longest = max(len(r["input_ids"]) for r in rows)
+    out, cap = [], (longest // multiple) * multiple
+    while len(out) < count and cap > multiple:
+        shape = (len(rows), collator._width(cap, collator.max_length))
+        if shape not in seen:
+            seen.add(shape)
+            cut = [{**r, "input_ids": r["input_ids"][:cap - (i == len(rows) - 1)]} for i, r in enumerate(rows)]
+            for r in cut:
+                if "attention_mask" in r:
+                    r["attention_mask"] = r["attention_mask"][:len(r["input_ids"])]
+                if isinstance(r.get("labels"), list) and len(r["labels"]) > len(r["input_ids"]):  # causal LM labels
+                    r["labels"] = r["labels"][:len(r["input_ids"])]
+            out.append(collator(cut))
+        cap -= multiple
+    return out
+
+
 def probe_plan(widest: list[dict]) -> dict[int, tuple[int, int]]:
     """Which cells' memory to interpolate, and between which two probed cells: activations are linear in the rows
     of a batch whose rows keep their shape, so of the cells whose widest batches differ only in rows, the fewest
@@ -95,14 +124,14 @@ def predict_family(cells: list[dict]) -> list[dict]:
     """The cells of one family (same model build, other batch settings), predicted on one pair of copies."""
     import torch
 
-    from .data import prepare
+    from .data import prepare, sampling
     from .data.collate import to_device
     from .machine import env
     from .model import build as models
     from .model import memory_model as mm
     from .model import speed_model
 
-    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "memory": 0.0}  # where the prediction's own time goes
+    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "new shapes": 0.0, "memory": 0.0}  # where the prediction's own time goes
     clock = time.perf_counter
     cfgs = [OmegaConf.create(c["config"]) for c in cells]
     t = clock()
@@ -118,6 +147,15 @@ def predict_family(cells: list[dict]) -> list[dict]:
     capacity = mm.capacity_gb(cfgs[0], res.device)
     figures = [{} for _ in cells]
     t = clock()
+    for fig, cfg, prep in zip(figures, cfgs, preps):  # the shapes each run will meet first inside its timed window
+        warmup, last = timed_window(cfg, res.device)
+        lengths = [int(x) for x in prep.train["length"]] if "length" in prep.train.column_names else []
+        fig["new_shapes"] = sampling.expected_new_shapes(lengths, prep.collator, cfg.padding.strategy, cfg.batch.size,
+                                                         cfg.batch.grad_accum, warmup, last) or 0.0
+        fig["timed_steps"] = last - warmup
+    spent["new shapes"] += clock() - t
+    seen: set = set()  # batch shapes this process has met: a first call is timed on shapes outside it
+    t = clock()
     widest = [mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device) for cfg, prep in zip(cfgs, preps)]
     between = probe_plan(widest)
     spent["memory"] += clock() - t
@@ -131,10 +169,23 @@ def predict_family(cells: list[dict]) -> list[dict]:
             t = clock()
             sample, real = typical_batch(cfg, prep)
             fig["tokens_per_step"] = real * cfg.batch.grad_accum
+            batch = prep.collator(sample)
+            seen.add(tuple(batch["input_ids"].shape))
             times = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
-                model, to_device(prep.collator(sample), res.device), res.amp, res.device))
+                model, to_device(batch, res.device), res.amp, res.device))
             fig.setdefault("times", []).append(times)
             spent["speed"] += clock() - t
+        t = clock()
+        if n == 1 and any(fig["new_shapes"] for fig in figures):  # the family's cost of a new shape, once
+            seen.update(tuple(w["input_ids"].shape) for w in widest)
+            sample, _ = typical_batch(cfgs[0], preps[0])
+            batches = [to_device(b, res.device) for b in new_shape_batches(sample, preps[0].collator, seen)]
+            # a throwaway figure: a probe that runs out of memory costs the correction, not a cell
+            first_calls = _on_copy({}, n, "timing a new shape", lambda: speed_model.first_call_s(
+                model, batches, res.amp, res.device)) if batches else None
+            for fig in figures:
+                fig["first_calls"] = first_calls
+        spent["new shapes"] += clock() - t
         for i, (fig, cfg) in enumerate(zip(figures, cfgs)):
             t = clock()  # after time_steps: compiled
             if i not in between:
@@ -159,13 +210,14 @@ def predict_family(cells: list[dict]) -> list[dict]:
             out.append({"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity,
                         "over_card": fig.get("over_card"), "why_not": fig.get("why_not")})
             continue
-        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum)
+        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum,
+                                    fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"))
         per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
         fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
         rate, low, high = step.rate(fig["tokens_per_step"])
         out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
                     "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
-                    "why_not": None})
+                    "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"), "why_not": None})
     return out
 
 

@@ -145,7 +145,7 @@ def test_a_planned_sweep_predicts_every_cell_and_confirms_the_largest_micro_batc
     predictions = json.loads((tmp_path / ".plan" / "predictions.json").read_text())
     assert len(predictions) == 2 and all(p["why_not"] is None and p["real_tokens_per_s"] > 0 for p in predictions)
     said = (tmp_path / ".plan" / "predict.log").read_text()  # where the prediction's own time went
-    assert re.search(r"2 cells predicted in data [\d.]+ s, copies [\d.]+ s, speed [\d.]+ s, memory [\d.]+ s", said), said
+    assert re.search(r"2 cells predicted in data [\d.]+ s, copies [\d.]+ s, speed [\d.]+ s, new shapes [\d.]+ s, memory [\d.]+ s", said), said
     assert "the predictor's process: " in said
     kept = {}
     for d in tmp_path.iterdir():

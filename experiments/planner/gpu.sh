@@ -4,6 +4,8 @@
 # Both plans in one device call, one after the other on one machine (carry .whl: scripts/gpu_wheels.sh).
 #   bash experiments/planner/gpu.sh all predict   # every cell (the reference ranking and its wall time), then planned
 #   bash experiments/planner/gpu.sh predict fit   # planned only (the probe's cost), then sweep=fit on the same model
+#   bash experiments/planner/gpu.sh shapes        # a new batch shape's first call at 1, 2 and 4 layers (copies_check.py),
+#     with sdpa's default kernels (cuDNN's, where a padding mask is given) and without cuDNN's
 #   bash experiments/planner/gpu.sh g4            # G4: the seeds' 24 GB questions by sweep=fit, full-depth QLoRA models
 #     (carry scripts/gpu_wheels.sh --qlora); the brute force to hold them against is
 #     experiments/batch_vs_accum_saturation (gpu.sh claims, and largest: the same sweeps with sweep.plan=all)
@@ -25,6 +27,14 @@ if [ "$what" = g4 ]; then  # bs 8 or 16 for Llama-3.2-3B (QLoRA, fp32 compute, c
     SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_g4_$model" sweep=fit model=$model peft=qlora precision=bf16 \
       peft.compute_dtype=bfloat16 trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 batch.size=16,32,64,128 \
       batch.effective=128 trainer.max_steps=6 measure.warmup_steps=2 logger=none
+  done
+  continue
+elif [ "$what" = shapes ]; then
+  for kernels in default no_cudnn; do
+    extra=""; [ $kernels = no_cudnn ] && extra="env.sdp_backends=[flash,mem_efficient,math]"
+    timeout 240 python3 experiments/planner/copies_check.py "$OUT/copies_$kernels.jsonl" model=qwen3 \
+      model.arch.num_hidden_layers=4 padding=grouped batch=2,8,32 batch.effective=64 logger=none $extra 2>&1 \
+      | grep -v -i warn | tee -a "$RUN_LOG" | tail -12
   done
   continue
 elif [ "$what" = fit ]; then  # the two questions (largest micro-batch under the cap, fastest split of 64 rows a step)

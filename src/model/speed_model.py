@@ -2,13 +2,17 @@
 runs a few forwards and backwards at the run's micro-batch shape, then AdamW steps, timed in blocks without a
 sync inside a part, so a host-bound micro-batch is timed as the host sets its pace and a GPU-bound one as the GPU
 does. The 2-layer minus the 1-layer time is one layer, the rest is everything outside the layers; both scale to
-the real depth. What the copies don't see (the Trainer's own host work per micro-batch, the dataloader, the
-first call of each new batch shape) the planner calibrates away with one measured cell per family."""
+the real depth. A batch shape the run meets for the first time costs its kernels' first calls at that shape
+(cuDNN attention builds its graphs per shape): the copies time that apart (first_call_s), and the predictor adds
+it for each new shape the run's sampler will bring inside the timed window (src/data/sampling.py). What the
+copies don't see (the Trainer's own host work per micro-batch, the dataloader) the planner calibrates away with
+one measured cell per family."""
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
+from statistics import median
 
 import torch
 
@@ -54,10 +58,16 @@ def time_steps(model, batch: dict, amp: str, device: str, blocks: int = BLOCKS, 
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-5, fused=device == "cuda" or None)
+    if device == "cuda":  # on the host, pinned, as the run's dataloader hands it over
+        batch = {k: v.cpu().pin_memory() if torch.is_tensor(v) else v for k, v in batch.items()}
 
     def forward_backward():
+        # the host work the Trainer does for each micro-batch: model.train() walks every module (a layer's worth
+        # per layer: the line scales it), and the batch is copied without waiting (accelerate's non_blocking)
+        model.train()
+        inputs = {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
         with _autocast(amp, device):
-            loss = model(**batch).loss
+            loss = model(**inputs).loss
         loss.float().backward()
 
     forward_backward()
@@ -85,19 +95,50 @@ def time_steps(model, batch: dict, amp: str, device: str, blocks: int = BLOCKS, 
     return out
 
 
+def first_call_s(model, batches: list[dict], amp: str, device: str, clock=time.perf_counter) -> list[float]:
+    """What each batch's first forward and backward took over its second: the cost of a shape this process has
+    not met before (batches of shapes it has met cost nothing here, so the caller picks new ones)."""
+    from .memory_model import _autocast
+
+    def forward_backward(batch):
+        with _autocast(amp, device):
+            loss = model(**batch).loss
+        loss.float().backward()
+
+    out = []
+    for batch in batches:
+        _sync(device)
+        t0 = clock()
+        forward_backward(batch)
+        _sync(device)
+        t1 = clock()
+        forward_backward(batch)
+        _sync(device)
+        out.append(max(0.0, (t1 - t0) - (clock() - t1)))
+    model.zero_grad(set_to_none=True)
+    return out
+
+
 def _line(a: float, b: float, layers: int) -> float:
     """The figure at `layers` layers from the 1- and 2-layer ones. A 2-layer copy timed faster than the 1-layer
     one is noise at that scale: the layer's cost is then taken as zero, not negative."""
     return a + max(0.0, b - a) * (layers - 1)
 
 
-def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int) -> StepPrediction:
+def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int, new_shapes_per_step: float = 0.0,
+             first_calls: list[float] | None = None) -> StepPrediction:
     """The optimizer step at `layers` layers: block i of each copy gives one step, grad_accum micro-batches plus
     the AdamW step, each a line through the copies. The prediction is the steps' median, its interval their
-    range (stats.of_median: on an H100 some blocks of a host-bound copy took 1.5-2.4x the others)."""
+    range (stats.of_median: on an H100 some blocks of a host-bound copy took 1.5-2.4x the others). A run that
+    meets new shapes pays each one's first calls (first_calls: their costs, measured on a copy; the same at any
+    depth, as a shape's kernels are chosen once for all its layers): new_shapes_per_step of them on average."""
     if len(one) != len(two) or not one:
         raise ValueError(f"the copies' timings differ in length: {len(one)} and {len(two)} blocks")
     steps = [grad_accum * _line(a.micro_batch, b.micro_batch, layers) + _line(a.optimizer, b.optimizer, layers)
              for a, b in zip(one, two)]
     ci = stats.of_median(steps)
-    return StepPrediction(ci.mean, ci.low, ci.high) if ci else StepPrediction(steps[0], steps[0], steps[0])
+    step = StepPrediction(ci.mean, ci.low, ci.high) if ci else StepPrediction(steps[0], steps[0], steps[0])
+    if not new_shapes_per_step or not first_calls:
+        return step
+    extra = [new_shapes_per_step * x for x in (median(first_calls), min(first_calls), max(first_calls))]
+    return StepPrediction(step.step_s + extra[0], step.low + extra[1], step.high + extra[2])
