@@ -147,11 +147,12 @@ def predict_family(cells: list[dict]) -> list[dict]:
     capacity = mm.capacity_gb(cfgs[0], res.device)
     figures = [{} for _ in cells]
     t = clock()
-    for fig, cfg, prep in zip(figures, cfgs, preps):  # the shapes each run will meet first inside its timed window
+    for fig, cfg, prep in zip(figures, cfgs, preps):  # the run's timed window: its real tokens, its new shapes
         warmup, last = timed_window(cfg, res.device)
         lengths = [int(x) for x in prep.train["length"]] if "length" in prep.train.column_names else []
-        fig["new_shapes"] = sampling.expected_new_shapes(lengths, prep.collator, cfg.padding.strategy, cfg.batch.size,
-                                                         cfg.batch.grad_accum, warmup, last) or 0.0
+        fig["window"] = sampling.window(lengths, prep.collator, cfg.padding.strategy, cfg.batch.size,
+                                        cfg.batch.grad_accum, warmup, last, cfg.data.seed)
+        fig["new_shapes"] = fig["window"].new_shapes if fig["window"] else 0.0
         fig["timed_steps"] = last - warmup
     spent["new shapes"] += clock() - t
     seen: set = set()  # batch shapes this process has met: a first call is timed on shapes outside it
@@ -168,7 +169,9 @@ def predict_family(cells: list[dict]) -> list[dict]:
         for fig, cfg, prep in zip(figures, cfgs, preps):
             t = clock()
             sample, real = typical_batch(cfg, prep)
-            fig["tokens_per_step"] = real * cfg.batch.grad_accum
+            # the window's own rows where they can be drawn: a typical batch of 2 rows is +-10% off the mean
+            per_micro_batch = fig["window"].real_per_micro_batch if fig["window"] else real
+            fig["tokens_per_step"] = per_micro_batch * cfg.batch.grad_accum
             batch = prep.collator(sample)
             seen.add(tuple(batch["input_ids"].shape))
             times = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(

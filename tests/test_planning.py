@@ -55,6 +55,38 @@ def test_the_step_at_depth_is_a_line_through_the_copies():
         speed_model.at_depth(one[:2], two[:1], 4, 1)
 
 
+def test_a_run_pays_each_new_shapes_first_call_on_top_of_the_copies_line():
+    B = speed_model.Block
+    one, two = [B(0.10, 0.01)] * 3, [B(0.15, 0.01)] * 3
+    plain = speed_model.at_depth(one, two, layers=4, grad_accum=2)
+    # 11 new shapes in 20 timed steps at 0.15 s each (median of the first calls), the range from their extremes
+    step = speed_model.at_depth(one, two, 4, 2, new_shapes_per_step=11 / 20, first_calls=[0.13, 0.22, 0.15])
+    assert step.step_s == pytest.approx(plain.step_s + 11 / 20 * 0.15)
+    assert (step.low, step.high) == pytest.approx((plain.low + 11 / 20 * 0.13, plain.high + 11 / 20 * 0.22))
+    assert speed_model.at_depth(one, two, 4, 2, new_shapes_per_step=0.5, first_calls=None) == plain  # not timed
+
+
+def test_a_new_shapes_first_call_is_timed_over_its_second():
+    ticks = iter([0, 5, 6, 10, 13, 14])  # first call 5 s, second 1 s; then 3 s and 1 s
+    model = _Counting()
+    out = speed_model.first_call_s(model, [{"x": torch.ones(2)}, {"x": torch.ones(2)}], "none", "cpu",
+                                   clock=lambda: next(ticks))
+    assert out == [4, 2] and model.calls == 4
+
+
+def test_new_shape_batches_are_new_padded_and_remembered():
+    from src.data.collate import PadCollator
+
+    collator = PadCollator(task="classification", pad_id=0, max_length=320, multiple=8)
+    rows = [{"input_ids": list(range(1, n + 1)), "labels": 0} for n in (200, 213, 190, 207)]
+    seen = {(4, 216), (4, 208)}  # the typical batch's own shape, and one another cell met
+    batches = predict.new_shape_batches(rows, collator, seen, count=3)
+    shapes = [tuple(b["input_ids"].shape) for b in batches]
+    assert shapes == [(4, 200), (4, 192), (4, 184)] and set(shapes) <= seen
+    assert all(not b["attention_mask"].all() for b in batches)  # padded, as a padded run's batches are: a mask
+    assert predict.new_shape_batches(rows, collator, seen, count=3)[0]["input_ids"].shape == (4, 176)
+
+
 class _Counting(torch.nn.Module):
     def __init__(self):
         super().__init__()

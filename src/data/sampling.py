@@ -1,9 +1,15 @@
-"""A run's micro-batch shapes before it runs: the rows in the order the Trainer's sampler draws them (a random
-permutation, or Hugging Face's length-grouped order), padded as the collator pads them. The predictor counts the
-shapes a run meets for the first time inside its timed window: each costs the run its kernels' first calls at that
-shape (on an H100 with cuDNN attention, ~0.14 s: grouped padding met 11-14 in 20 timed steps)."""
+"""A run's micro-batches before it runs: the rows in the order the Trainer's sampler draws them, padded as the
+collator pads them. The predictor takes from it the real tokens of the run's timed window and the batch shapes the
+run meets there for the first time: each costs the run its kernels' first calls at that shape (on an H100 with
+cuDNN attention 0.13-0.22 s at any depth; grouped padding met 11-14 in 20 timed steps).
+
+A random order is the run's own: accelerate's seedable sampler draws torch.randperm from a generator seeded with
+data.seed plus the epoch (on an H100 the counts of new shapes it gives matched five runs' measured ones). The
+length-grouped order draws from torch's global generator, whose state the run's model build has moved: that
+order is averaged over SEEDS draws."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from statistics import fmean
 
 import torch
@@ -13,27 +19,44 @@ from .collate import PadCollator
 SEEDS = 8  # the Trainer's own order depends on its seed: the count is the mean over this many orders
 
 
-def micro_batch_shapes(lengths: list[int], collator, strategy: str, batch: int, grad_accum: int, micro_batches: int,
-                       seed: int = 0) -> list[tuple[int, int]] | None:
-    """(rows, width) of the first `micro_batches` micro-batches, epoch after epoch; None where the collator
-    doesn't pad rows to a width (padding-free packs)."""
+@dataclass(frozen=True)
+class MicroBatch:
+    rows: int
+    width: int   # padded
+    real: int    # tokens that are not padding
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rows, self.width
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a run's timed window holds, on average over the orders it may draw."""
+    new_shapes: float          # distinct shapes first met inside it
+    real_per_micro_batch: float
+
+
+def micro_batches(lengths: list[int], collator, strategy: str, batch: int, grad_accum: int, count: int,
+                  seed: int) -> list[MicroBatch] | None:
+    """The first `count` micro-batches, epoch after epoch; None where the collator doesn't pad rows to a width
+    (padding-free packs). `seed`: data.seed for a random order, any for a length-grouped one."""
     if not isinstance(collator, PadCollator) or not lengths:
         return None
     from transformers.trainer_pt_utils import get_length_grouped_indices
 
     n, out, epoch = len(lengths), [], 0
-    while len(out) < micro_batches:
-        gen = torch.Generator().manual_seed(seed * 1000 + epoch)
+    while len(out) < count:
+        gen = torch.Generator().manual_seed(seed + epoch)
         if strategy == "grouped":  # the Trainer's LengthGroupedSampler groups batch x grad_accum rows at a time
             order = get_length_grouped_indices(lengths, batch * grad_accum, generator=gen)
         else:
             order = torch.randperm(n, generator=gen).tolist()
         for start in range(0, n, batch):
-            rows = order[start:start + batch]
-            longest = min(max(lengths[i] for i in rows), collator.max_length)
-            out.append((len(rows), collator._width(longest, collator.max_length)))
+            real = [min(lengths[i], collator.max_length) for i in order[start:start + batch]]
+            out.append(MicroBatch(len(real), collator._width(max(real), collator.max_length), sum(real)))
         epoch += 1
-    return out[:micro_batches]
+    return out[:count]
 
 
 def new_in_window(shapes: list[tuple[int, int]], grad_accum: int, warmup: int, last: int) -> int:
@@ -42,13 +65,15 @@ def new_in_window(shapes: list[tuple[int, int]], grad_accum: int, warmup: int, l
     return len(set(shapes[warmup * grad_accum:last * grad_accum]) - before)
 
 
-def expected_new_shapes(lengths: list[int], collator, strategy: str, batch: int, grad_accum: int, warmup: int,
-                        last: int) -> float | None:
-    """The mean count of new shapes in the timed window over SEEDS orders; None where it can't be counted."""
-    counts = []
-    for seed in range(SEEDS):
-        shapes = micro_batch_shapes(lengths, collator, strategy, batch, grad_accum, last * grad_accum, seed)
-        if shapes is None:
+def window(lengths: list[int], collator, strategy: str, batch: int, grad_accum: int, warmup: int, last: int,
+           data_seed: int) -> Window | None:
+    """The run's timed window (optimizer steps warmup+1..last); None where it can't be drawn."""
+    seeds = [data_seed] if strategy != "grouped" else [data_seed + 1000 * i for i in range(SEEDS)]
+    counts, reals = [], []
+    for seed in seeds:
+        drawn = micro_batches(lengths, collator, strategy, batch, grad_accum, max(last, warmup + 1) * grad_accum, seed)
+        if drawn is None:
             return None
-        counts.append(new_in_window(shapes, grad_accum, warmup, last))
-    return fmean(counts)
+        counts.append(new_in_window([m.shape for m in drawn], grad_accum, warmup, last))
+        reals += [m.real for m in drawn[warmup * grad_accum:]]
+    return Window(fmean(counts), fmean(reals))
