@@ -838,6 +838,49 @@ def planner_grid18() -> str:
                      "plan=predict: decision", "plan=predict: real tok/s (95%); peak", "plan=predict rank"], [r[1] for r in rows])
 
 
+G18V2 = "planner/results/h100_grid18_v2/"
+
+
+def planner_grid18_v2() -> str:
+    """The 18-cell grid again with the new-shape term and the window's own tokens (one call): each cell's
+    prediction, the planned sweep's decision, and the measurement of every cell that ran in that call (the planned
+    sweep's, then a plan=all sweep of 2 and 8 rows cut by the call's time)."""
+    ran = {}
+    for r in _records(G18V2 + "reports.jsonl"):
+        key = (r["config"]["batch"]["size"], r["config"]["padding"]["strategy"])
+        ran.setdefault(key, []).append(r)
+    rows = []
+    for r in _records(G18V2 + "decisions_predict.jsonl"):
+        got = {o.split("=")[0]: o.split("=")[1].strip("'") for o in r["overrides"]}
+        batch, padding, p = int(got["batch"]), got["padding"], r["prediction"]
+        decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
+        for m in ran.get((batch, padding), [None]):
+            text, fig = _measured(m)
+            sweep = "" if m is None else "plan=predict" if m["label"].startswith("plan_predict") else "plan=all"
+            vs = f"**{fig['rate'] / p['real_tokens_per_s']:.2f}**; {fig['gb'] / p['memory_gb']:.3f}" if fig else ""
+            new = f"{p['new_shapes']:.1f}" + (f" / {m['shapes']['new_in_window']}" if fig else "")
+            rows.append(((padding, batch), [padding, str(batch), f"{p['memory_gb']:.2f}", new,
+                         f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", decision, sweep, text, vs]))
+    rows.sort(key=lambda x: x[0])
+    return markdown(["padding", "micro-batch", "predicted GB", "new shapes in the window: predicted / measured",
+                     "predicted real tok/s (range)", "plan=predict: decision", "measured in", "real tok/s (95%); peak",
+                     "measured / predicted: tok/s; GB"], [r[1] for r in rows])
+
+
+def planner_new_shapes() -> str:
+    """A new batch shape's first call over its second, at 1, 2 and 4 layers, with sdpa's default kernels (cuDNN's
+    under a padding mask) and without cuDNN's; and the 4-layer copy's steady micro-batch beside it."""
+    rows = []
+    for kernels, label in (("default", "default (cuDNN's under a mask)"), ("no_cudnn", "flash, mem-efficient, math")):
+        for r in _records(f"planner/results/h100_new_shapes/copies_{kernels}.jsonl"):
+            calls = r["first_call_s"]
+            steady = sorted(b["micro_batch"] for b in r["blocks"]["4"])[2]
+            rows.append([label, str(r["batch"])] + [", ".join(f"{x * 1e3:.0f}" for x in calls[n]) for n in ("1", "2", "4")]
+                        + [f"{steady * 1e3:.1f}"])
+    return markdown(["sdpa kernels", "micro-batch (grouped)", "1 layer: first call ms over the second",
+                     "2 layers", "4 layers", "4 layers: a micro-batch, steady, ms (median of 5 blocks)"], rows)
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -854,6 +897,8 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "planner/h100": (HERE / "planner/README.md", planner),
           "planner/call2": (HERE / "planner/README.md", planner_call2),
           "planner/grid18": (HERE / "planner/README.md", planner_grid18),
+          "planner/grid18_v2": (HERE / "planner/README.md", planner_grid18_v2),
+          "planner/new_shapes": (HERE / "planner/README.md", planner_new_shapes),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
                                                                              ("classifier8", "classifier32"))),
