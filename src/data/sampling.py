@@ -16,7 +16,7 @@ import torch
 
 from .collate import PadCollator
 
-SEEDS = 8  # the Trainer's own order depends on its seed: the count is the mean over this many orders
+SEEDS = 8  # a length-grouped order can't be drawn as the run draws it: its figures are the mean of this many
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ sync inside a part, so a host-bound micro-batch is timed as the host sets its pa
 does. The 2-layer minus the 1-layer time is one layer, the rest is everything outside the layers; both scale to
 the real depth. A batch shape the run meets for the first time costs its kernels' first calls at that shape
 (cuDNN attention builds its graphs per shape): the copies time that apart (first_call_s), and the predictor adds
-it for each new shape the run's sampler will bring inside the timed window (src/data/sampling.py). What the
-copies don't see (the Trainer's own host work per micro-batch, the dataloader) the planner calibrates away with
-one measured cell per family."""
+it for each new shape the run's sampler will bring inside the timed window (src/data/sampling.py). The copies'
+loop does the Trainer's model.train() and batch copy per micro-batch; the rest of the Trainer's host work and the
+dataloader's the planner calibrates away with one measured cell per family."""
 from __future__ import annotations
 
 import math
