@@ -58,13 +58,6 @@ def typical_batch(cfg, prep, seed: int = 0) -> tuple[list, float]:
     return [prep.train[i] for i in picked], float(sum(lengths[i] for i in picked))
 
 
-def timed_window(cfg, device: str) -> tuple[int, int]:
-    """The optimizer steps the run times: after measure.warmup_steps, up to the profiled steps at the end
-    (src/measure/meter.py; profiling only on a GPU)."""
-    profiled = cfg.measure.profile_steps if device == "cuda" else 0
-    return cfg.measure.warmup_steps, max(cfg.measure.warmup_steps, cfg.trainer.max_steps - profiled)
-
-
 def new_shape_batches(rows: list[dict], collator, seen: set, count: int = 3) -> list[dict]:
     """`count` collated batches of the rows cut to widths of shapes not in `seen` (and added to it): what a run
     pays the first time it meets a shape, timed on batches like its own. The last row is cut one token shorter,
@@ -127,6 +120,7 @@ def predict_family(cells: list[dict]) -> list[dict]:
     from .data import prepare, sampling
     from .data.collate import to_device
     from .machine import env
+    from .measure.meter import timed_window
     from .model import build as models
     from .model import memory_model as mm
     from .model import speed_model

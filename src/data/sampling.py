@@ -1,7 +1,7 @@
 """A run's micro-batches before it runs: the rows in the order the Trainer's sampler draws them, padded as the
 collator pads them. The predictor takes from it the real tokens of the run's timed window and the batch shapes the
 run meets there for the first time: each costs the run its kernels' first calls at that shape (on an H100 with
-cuDNN attention 0.13-0.22 s at any depth; grouped padding met 11-14 in 20 timed steps).
+cuDNN attention 0.12-0.22 s at any depth; grouped padding met 11-14 in 20 timed steps).
 
 A random order is the run's own: accelerate's seedable sampler draws torch.randperm from a generator seeded with
 data.seed plus the epoch (on an H100 the counts of new shapes it gives matched five runs' measured ones). The

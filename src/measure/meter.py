@@ -96,6 +96,14 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def timed_window(cfg, device: str) -> tuple[int, int]:
+    """The optimizer steps a run of this config times (its first and last are warmup+1 and last): after
+    measure.warmup_steps, up to the profiled tail, which only a GPU run profiles. Measure opens this window;
+    the predictor draws it before the run (src/predict.py)."""
+    me = cfg.measure
+    return me.warmup_steps, cfg.trainer.max_steps - (me.profile_steps if device == "cuda" else 0)
+
+
 class Measure(TrainerCallback):
     """Times the steps after `warmup` up to the profiled tail, counts tokens, reads memory: the Trainer's
     hooks, handing each moment to the step timer, the window, the busy profiler and the stop rule."""

@@ -17,6 +17,7 @@ from statistics import median
 import torch
 
 from ..base import stats
+from .memory_model import _autocast
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,12 @@ class StepPrediction:
         return tokens_per_step / self.step_s, tokens_per_step / self.high, tokens_per_step / self.low
 
 
+def _forward_backward(model, inputs: dict, amp: str, device: str) -> None:
+    with _autocast(amp, device):
+        loss = model(**inputs).loss
+    loss.float().backward()
+
+
 def _sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
@@ -54,8 +61,6 @@ def time_steps(model, batch: dict, amp: str, device: str, blocks: int = BLOCKS, 
     rest. Timing the AdamW step apart keeps the probe's cost the same at any grad_accum. A small micro-batch takes
     a few milliseconds on a 1-layer copy: its blocks hold more of them (up to MAX_STEPS), as many as make a block
     min_block_s long. Synced only between the timed parts."""
-    from .memory_model import _autocast
-
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-5, fused=device == "cuda" or None)
     if device == "cuda":  # on the host, pinned, as the run's dataloader hands it over
@@ -65,10 +70,8 @@ def time_steps(model, batch: dict, amp: str, device: str, blocks: int = BLOCKS, 
         # the host work the Trainer does for each micro-batch: model.train() walks every module (a layer's worth
         # per layer: the line scales it), and the batch is copied without waiting (accelerate's non_blocking)
         model.train()
-        inputs = {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-        with _autocast(amp, device):
-            loss = model(**inputs).loss
-        loss.float().backward()
+        _forward_backward(model, {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v
+                                  for k, v in batch.items()}, amp, device)
 
     forward_backward()
     opt.step()
@@ -98,21 +101,14 @@ def time_steps(model, batch: dict, amp: str, device: str, blocks: int = BLOCKS, 
 def first_call_s(model, batches: list[dict], amp: str, device: str, clock=time.perf_counter) -> list[float]:
     """What each batch's first forward and backward took over its second: the cost of a shape this process has
     not met before (batches of shapes it has met cost nothing here, so the caller picks new ones)."""
-    from .memory_model import _autocast
-
-    def forward_backward(batch):
-        with _autocast(amp, device):
-            loss = model(**batch).loss
-        loss.float().backward()
-
     out = []
     for batch in batches:
         _sync(device)
         t0 = clock()
-        forward_backward(batch)
+        _forward_backward(model, batch, amp, device)
         _sync(device)
         t1 = clock()
-        forward_backward(batch)
+        _forward_backward(model, batch, amp, device)
         _sync(device)
         out.append(max(0.0, (t1 - t0) - (clock() - t1)))
     model.zero_grad(set_to_none=True)
