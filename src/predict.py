@@ -154,23 +154,27 @@ def predict_family(cells: list[dict]) -> list[dict]:
     widest = [mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device) for cfg, prep in zip(cfgs, preps)]
     between = probe_plan(widest)
     spent["memory"] += clock() - t
+    for fig, cfg, prep in zip(figures, cfgs, preps):
+        sample, real = typical_batch(cfg, prep)
+        fig["batch"] = prep.collator(sample)
+        seen.add(tuple(fig["batch"]["input_ids"].shape))
+        # the window's own rows where they can be drawn: a typical batch of 2 rows is +-10% off the mean
+        fig["tokens_per_step"] = (fig["window"].real_per_micro_batch if fig["window"] else real) * cfg.batch.grad_accum
+    speed_depths = speed_model.copy_depths(layers)
     weights = []
-    for n in (1, 2):
+    for n in sorted({1, 2, *speed_depths}):  # memory on the 1- and 2-layer copies, speed on speed_depths
         t = clock()
         model = mm.build_copy(cfgs[0], res, conf, n)
-        weights.append(sum(mm.weights_and_state(model).values()))
+        if n <= 2:
+            weights.append(sum(mm.weights_and_state(model).values()))
         spent["copies"] += clock() - t
-        for fig, cfg, prep in zip(figures, cfgs, preps):
+        for fig in figures if n in speed_depths else ():
             t = clock()
-            sample, real = typical_batch(cfg, prep)
-            # the window's own rows where they can be drawn: a typical batch of 2 rows is +-10% off the mean
-            per_micro_batch = fig["window"].real_per_micro_batch if fig["window"] else real
-            fig["tokens_per_step"] = per_micro_batch * cfg.batch.grad_accum
-            batch = prep.collator(sample)
-            seen.add(tuple(batch["input_ids"].shape))
-            times = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
-                model, to_device(batch, res.device), res.amp, res.device))
-            fig.setdefault("times", []).append(times)
+            batch = to_device(fig["batch"], res.device)
+            fig.setdefault("times", {})[n] = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
+                model, batch, res.amp, res.device))
+            fig.setdefault("gpu", {})[n] = _on_copy(fig, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
+                model, batch, res.amp, res.device))
             spent["speed"] += clock() - t
         t = clock()
         if n == 1 and any(fig["new_shapes"] for fig in figures):  # the family's cost of a new shape, once
@@ -185,13 +189,16 @@ def predict_family(cells: list[dict]) -> list[dict]:
         spent["new shapes"] += clock() - t
         for i, (fig, cfg) in enumerate(zip(figures, cfgs)):
             t = clock()  # after time_steps: compiled
-            if i not in between:
+            if n <= 2 and i not in between:
                 fig.setdefault("acts", []).append(_on_copy(fig, n, "on its widest batch", lambda: mm.activation_bytes(
                     cfg, res, model, widest[i])))
             spent["memory"] += clock() - t
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
+    # the host's time per micro-batch is the family's: every host-bound cell's blocks are samples of it
+    host = tuple(speed_model.host_time([(fig["times"][n], fig["gpu"][n]) for fig in figures if "over_card" not in fig])
+                 for n in speed_depths)
     log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
              ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
     rows = [len(w["input_ids"]) for w in widest]
@@ -207,14 +214,17 @@ def predict_family(cells: list[dict]) -> list[dict]:
             out.append({"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity,
                         "over_card": fig.get("over_card"), "why_not": fig.get("why_not")})
             continue
-        step = speed_model.at_depth(fig["times"][0], fig["times"][1], layers, cell_cfg.batch.grad_accum,
-                                    fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"))
+        shallow, deep = speed_depths
+        step = speed_model.at_depth(fig["times"][shallow], fig["times"][deep], layers, cell_cfg.batch.grad_accum,
+                                    fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"), host=host,
+                                    gpu=(fig["gpu"][shallow], fig["gpu"][deep]), depths=speed_depths)
         per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
         fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
         rate, low, high = step.rate(fig["tokens_per_step"])
         out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
                     "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
-                    "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"), "why_not": None})
+                    "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"), "bound": step.bound,
+                    "why_not": None})
     return out
 
 

@@ -193,3 +193,24 @@ def test_env_alloc_conf_reaches_the_allocator():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=environ, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("[True]"), proc.stdout
+
+
+def test_the_copies_kernel_time_is_the_gpus_share_of_a_micro_batch():
+    """speed_model.gpu_busy_s profiles a copy's kernels: more than nothing, less than the wall time of the same
+    forwards and backwards (which the host's launches pad)."""
+    from src.model import speed_model
+
+    model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).cuda()
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = model
+
+        def forward(self, x):
+            return type("Out", (), {"loss": self.net(x).square().mean()})()
+
+    wrapped, batch = Wrapped(), {"x": torch.randn(8, 256, device="cuda")}
+    busy = speed_model.gpu_busy_s(wrapped, batch, "none", "cuda")
+    wall = min(b.micro_batch for b in speed_model.time_steps(wrapped, batch, "none", "cuda"))
+    assert busy is not None and 0 < busy < wall

@@ -66,6 +66,51 @@ def test_a_run_pays_each_new_shapes_first_call_on_top_of_the_copies_line():
     assert speed_model.at_depth(one, two, 4, 2, new_shapes_per_step=0.5, first_calls=None) == plain  # not timed
 
 
+def test_the_speed_copies_are_2_and_4_layers_and_the_line_runs_through_their_depths():
+    assert [speed_model.copy_depths(n) for n in (36, 4, 3, 2, 1)] == [(2, 4), (2, 4), (1, 3), (1, 2), (1, 1)]
+    B = speed_model.Block
+    one, two = [B(0.020, 0.001)] * 5, [B(0.032, 0.002)] * 5  # 2 and 4 layers: 6 ms a layer, 8 ms outside
+    step = speed_model.at_depth(one, two, layers=36, grad_accum=1, depths=(2, 4))
+    assert step.step_s == pytest.approx(0.020 + 0.006 * 34 + 0.001 + 0.0005 * 34)
+    assert speed_model.at_depth(one, two, 4, 1, depths=(2, 4)).step_s == pytest.approx(0.032 + 0.002)  # its own depth
+    assert speed_model.at_depth(one, one, 1, 1, depths=(1, 1)).step_s == pytest.approx(0.021)  # a 1-layer model
+
+
+def test_the_host_time_is_pooled_over_the_familys_host_bound_cells():
+    B = speed_model.Block
+    def blocks(*ms):
+        return [B(m / 1e3, 0.001) for m in ms]
+    cells = [(blocks(20, 21, 19, 20, 40), 0.004),   # kernels 4 ms of a 20 ms micro-batch: host-bound
+             (blocks(14, 15, 14, 15, 14), 0.003),   # host-bound too, timed in a faster moment of the host
+             (blocks(30, 30, 31, 30, 30), 0.029)]   # kernels 29 of 30 ms: GPU-bound, its time says nothing of the host
+    host = speed_model.host_time(cells)
+    assert host.mean == pytest.approx(0.017) and host.batches == 10  # the 10 host-bound blocks' median
+    assert 0.014 <= host.low <= host.mean <= host.high <= 0.021  # the 40 ms hiccup is outside the median's interval
+    assert speed_model.host_time(cells[2:]) is None  # no host-bound cell: the host's time is hidden
+    assert speed_model.host_time([(blocks(20, 21), None)]) is None  # no kernel time (a CPU): nothing is known host-bound
+
+
+def test_a_host_bound_cell_takes_the_longer_of_the_families_host_line_and_its_kernels_line():
+    B = speed_model.Block
+    Interval = speed_model.stats.Interval
+    host = (Interval(0.020, 0.019, 0.022, 20), Interval(0.032, 0.030, 0.034, 20))  # pooled, at 2 and 4 layers
+    # the cell's own blocks: timed while the host was slow, their own line would say 60 ms at 8 layers
+    one, two = [B(0.024, 0.001)] * 5, [B(0.036, 0.001)] * 5
+    own = speed_model.at_depth(one, two, 8, 2, depths=(2, 4))
+    step = speed_model.at_depth(one, two, 8, 2, host=host, gpu=(0.005, 0.009), depths=(2, 4))
+    assert own.step_s == pytest.approx(2 * 0.060 + 0.001)
+    assert step.bound == "host" and step.step_s == pytest.approx(2 * (0.020 + 0.006 * 6) + 0.001)
+    assert step.low == pytest.approx(2 * (0.019 + 0.0055 * 6) + 0.001)
+    assert step.high == pytest.approx(2 * (0.022 + 0.006 * 6) + 0.001)
+    # kernels that outgrow the host by 8 layers (8 ms a layer against 6): the kernels' line
+    gpu = speed_model.at_depth(one, two, 8, 2, host=host, gpu=(0.018, 0.034), depths=(2, 4))
+    assert gpu.bound == "gpu" and gpu.step_s == pytest.approx(2 * (0.018 + 0.008 * 6) + 0.001)
+    # GPU-bound on both copies: its own blocks' line, as without the host's figures
+    busy = speed_model.at_depth(one, two, 8, 2, host=host, gpu=(0.023, 0.035), depths=(2, 4))
+    assert busy == own
+    assert speed_model.at_depth(one, two, 8, 2, host=(None, host[1]), gpu=(0.005, 0.009), depths=(2, 4)) == own
+
+
 def test_a_new_shapes_first_call_is_timed_over_its_second():
     ticks = iter([0, 5, 6, 10, 13, 14])  # first call 5 s, second 1 s; then 3 s and 1 s
     model = _Counting()
@@ -235,3 +280,15 @@ def test_a_cell_whose_copy_runs_out_of_memory_is_predicted_out_of_memory_and_its
     assert plan.not_run(preds, capacity_gb=None) == {"b8": "predicted out of memory: " + out["b8"]["over_card"]}
     assert "b8" not in plan.first_wave(preds, None) and "b4" in plan.first_wave(preds, None)  # unpredicted: runs
     assert planning.line(out["b8"], "predicted out of memory: x") == "predicted out of memory: x"
+
+
+def test_the_predictor_takes_host_bound_cells_at_the_familys_host_time(monkeypatch):
+    """The kernels' time each copy profiles decides it: kernels far shorter than a micro-batch's wall time make a
+    cell host-bound, and its step the family's pooled host line; kernels that fill the wall time leave the cell's
+    own line. Off a GPU there is no kernel time, and every cell keeps its own line."""
+    cells = [{"cell": f"b{b}", "family": "f", "config": OmegaConf.to_container(compose(*QUICK, f"batch.size={b}"), resolve=True)}
+             for b in (2, 4)]
+    for kernels, bound in ((1e-9, "host"), (1e3, None), (None, None)):
+        monkeypatch.setattr(speed_model, "gpu_busy_s", lambda *a, **k: kernels)
+        out = predict.predict(cells)
+        assert [r["bound"] for r in out] == [bound, bound] and all(r["real_tokens_per_s"] > 0 for r in out)

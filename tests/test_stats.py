@@ -5,7 +5,7 @@ from statistics import fmean, stdev
 
 import pytest
 
-from src.base.stats import Interval, MIN_EFFECT, batch_means, compare, of_repeats, of_samples, t_quantile
+from src.base.stats import Interval, MIN_EFFECT, batch_means, compare, of_median, of_repeats, of_samples, t_quantile
 
 
 def steps(mean: float, noise: float, n: int, rho: float = 0.8, seed: int = 0) -> list[float]:
@@ -123,3 +123,20 @@ def test_a_win_whose_interval_spans_more_than_2x_claims_only_its_lower_end():
 
     text = Comparison(5.33, 1.08, 26.39).text("bucketed", "longest")
     assert text == "bucketed beats longest by at least x1.08 (measured 5.33x; anywhere in x1.08-x26: too noisy to say by how much)"
+
+
+def test_a_medians_interval_narrows_with_more_samples_and_a_hiccup_moves_only_its_end():
+    assert of_median([3.0]) is None
+    few = of_median([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert (few.mean, few.low, few.high) == (3, 1, 5)  # 5 samples: the smallest and largest (94%)
+    many = of_median([float(x) for x in range(60)])
+    assert (many.low, many.high) == (22, 37)  # the 23rd and 38th of 60, not 0 and 59
+    hiccup = of_median([float(x) for x in range(59)] + [1e6])
+    assert (hiccup.mean, hiccup.low, hiccup.high) == (many.mean, many.low, many.high)
+    # the ranks hold the median of noise at least 15 times in 16: check it over many draws
+    rng = random.Random(1)
+    missed = 0
+    for _ in range(2000):
+        ci = of_median([rng.expovariate(1.0) for _ in range(40)])
+        missed += not ci.low <= math.log(2) <= ci.high  # the exponential's median
+    assert missed / 2000 <= 1 / 16

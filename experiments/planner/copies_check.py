@@ -1,16 +1,21 @@
-"""Do the 1- and 2-layer copies predict the real depth's micro-batch? The copies are timed as the predictor
-times them (src/model/speed_model.py), and a copy of the real depth is timed the same way in the same bare
-loop: what the line through the copies predicts at the real depth against what it measures there. The bare
-loop leaves the Trainer out, so this checks the depth scaling alone. Each copy also times the first call of 3
-batch shapes it has not met (src/model/speed_model.first_call_s): the predictor takes that cost to be the same at
-any depth, and this shows whether it is.
+"""Do the copies predict the real depth's micro-batch? The copies are timed as the predictor times them
+(src/model/speed_model.py), and a copy of the real depth is timed the same way in the same bare loop: what each
+way of reading the copies predicts at the real depth against what that copy measures. The bare loop leaves the
+Trainer out, so this checks the depth scaling alone. Three readings, per cell:
+  line_1_2   the cell's own line through the 1- and 2-layer copies (the predictor before 2026-11-28)
+  own        the cell's own line through the speed copies (speed_model.copy_depths: 2 and 4 layers)
+  predicted  what the predictor takes now: on the speed copies, the longer of the family's pooled host line and
+             the cell's kernels' line where the cell is host-bound (speed_model.at_depth with host and gpu)
+Each copy also times the first call of 3 batch shapes it has not met (src/model/speed_model.first_call_s): the
+predictor takes that cost to be the same at any depth, and this shows whether it is.
 
-    python experiments/planner/copies_check.py OUT.jsonl padding=dynamic batch=4,8,16,32 model=qwen3 model.arch.num_hidden_layers=4
+    python experiments/planner/copies_check.py OUT.jsonl padding=dynamic batch=4,8,16,32 model=qwen3 model.arch.num_hidden_layers=8
 """
 import json
 import sys
 import tempfile
 from pathlib import Path
+from statistics import median
 
 from src.config.compose import compose
 from src.data import prepare
@@ -32,30 +37,43 @@ def main(out: str, overrides: list[str]) -> None:
         preps = [prepare.prepare(cfg, conf, Path(tmp)) for cfg in cfgs]
     conf.update(preps[0].for_model)
     layers = getattr(conf, mm.layers_key(conf))
+    speed_depths = speed_model.copy_depths(layers)
     batches = [typical_batch(cfg, prep) for cfg, prep in zip(cfgs, preps)]
-    timed, first_calls, seen = {}, {}, set()
-    for n in (1, 2, layers):
+    timed, gpu, first_calls, seen = {}, {}, {}, set()
+    depths = sorted({1, 2, *speed_depths, layers})
+    for n in depths:
         model = mm.build_copy(cfgs[0], res, conf, n)
-        for b, cfg, prep, (rows, real) in zip(sizes, cfgs, preps, batches):
-            batch = prep.collator(rows)
+        for b, prep, (rows, real) in zip(sizes, preps, batches):
+            batch = to_device(prep.collator(rows), res.device)
             seen.add(tuple(batch["input_ids"].shape))
-            timed[n, b] = speed_model.time_steps(model, to_device(batch, res.device), res.amp, res.device)
+            timed[n, b] = speed_model.time_steps(model, batch, res.amp, res.device)
+            gpu[n, b] = speed_model.gpu_busy_s(model, batch, res.amp, res.device)
             new = [to_device(x, res.device) for x in new_shape_batches(rows, prep.collator, seen)]
             first_calls[n, b] = speed_model.first_call_s(model, new, res.amp, res.device)
-            print(f"{n} layers, micro-batch {b}: a new shape's first call {[round(x * 1e3, 1) for x in first_calls[n, b]]} ms",
-                  flush=True)
+            wall = median(x.micro_batch for x in timed[n, b])
+            print(f"{n} layers, micro-batch {b}: {wall * 1e3:.1f} ms a micro-batch, kernels "
+                  f"{(gpu[n, b] or 0) * 1e3:.1f} ms; a new shape's first call "
+                  f"{[round(x * 1e3, 1) for x in first_calls[n, b]]} ms", flush=True)
         del model
+    host = tuple(speed_model.host_time([(timed[n, b], gpu[n, b]) for b in sizes]) for n in speed_depths)
+    shallow, deep = speed_depths
     with open(out, "a") as f:
         for b, (rows, real) in zip(sizes, batches):
-            pred = speed_model.at_depth(timed[1, b], timed[2, b], layers, 1)
-            meas = speed_model.at_depth(timed[layers, b], timed[layers, b], layers, 1)  # the real depth's own line
-            row = {"overrides": rest, "batch": int(b), "real_tokens": real, "layers": layers, "predicted_s": pred.step_s,
-                   "low": pred.low, "high": pred.high, "measured_s": meas.step_s, "measured_low": meas.low,
-                   "measured_high": meas.high, "blocks": {n: [vars(x) for x in timed[n, b]] for n in (1, 2, layers)},
-                   "first_call_s": {n: first_calls[n, b] for n in (1, 2, layers)}}
+            line_1_2 = speed_model.at_depth(timed[1, b], timed[2, b], layers, 1)
+            own = speed_model.at_depth(timed[shallow, b], timed[deep, b], layers, 1, depths=speed_depths)
+            pred = speed_model.at_depth(timed[shallow, b], timed[deep, b], layers, 1, host=host,
+                                        gpu=(gpu[shallow, b], gpu[deep, b]), depths=speed_depths)
+            meas = speed_model.at_depth(timed[layers, b], timed[layers, b], layers, 1, depths=(layers, layers))
+            row = {"overrides": rest, "batch": int(b), "real_tokens": real, "layers": layers, "speed_depths": speed_depths,
+                   "line_1_2_s": line_1_2.step_s, "own_s": own.step_s, "predicted_s": pred.step_s, "low": pred.low,
+                   "high": pred.high, "bound": pred.bound, "measured_s": meas.step_s, "measured_low": meas.low,
+                   "measured_high": meas.high, "blocks": {n: [vars(x) for x in timed[n, b]] for n in depths},
+                   "gpu_s": {n: gpu[n, b] for n in depths}, "first_call_s": {n: first_calls[n, b] for n in depths},
+                   "host_s": {n: vars(h) if h else None for n, h in zip(speed_depths, host)}}
             f.write(json.dumps(row) + "\n")
-            print(b, f"predicted {pred.step_s * 1e3:.1f} ms ({pred.low * 1e3:.1f}-{pred.high * 1e3:.1f}), measured "
-                  f"{meas.step_s * 1e3:.1f} ms", flush=True)
+            print(b, f"at {layers} layers: predicted {pred.step_s * 1e3:.1f} ms ({pred.low * 1e3:.1f}-"
+                  f"{pred.high * 1e3:.1f}, {pred.bound}), its own line {own.step_s * 1e3:.1f}, the 1-2 line "
+                  f"{line_1_2.step_s * 1e3:.1f}; measured {meas.step_s * 1e3:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 #   bash experiments/planner/gpu.sh predict fit   # planned only (the probe's cost), then sweep=fit on the same model
 #   bash experiments/planner/gpu.sh shapes        # a new batch shape's first call at 1, 2 and 4 layers (copies_check.py),
 #     with sdpa's default kernels (cuDNN's, where a padding mask is given) and without cuDNN's
+#   bash experiments/planner/gpu.sh check         # the speed copies against the real depth at 8 layers (copies_check.py):
+#     the cell's own 1-2 line, its own 2-4 line, and the predictor's (pooled host, kernels) beside the measured
 #   bash experiments/planner/gpu.sh g4            # G4: the seeds' 24 GB questions by sweep=fit, full-depth QLoRA models
 #     (carry scripts/gpu_wheels.sh --qlora); the brute force to hold them against is
 #     experiments/batch_vs_accum_saturation (gpu.sh claims, and largest: the same sweeps with sweep.plan=all)
@@ -28,6 +30,11 @@ if [ "$what" = g4 ]; then  # bs 8 or 16 for Llama-3.2-3B (QLoRA, fp32 compute, c
       peft.compute_dtype=bfloat16 trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 batch.size=16,32,64,128 \
       batch.effective=128 trainer.max_steps=6 measure.warmup_steps=2 logger=none
   done
+  continue
+elif [ "$what" = check ]; then
+  timeout ${CHECK_TIMEOUT:-200} python3 experiments/planner/copies_check.py "$OUT/copies_check.jsonl" model=qwen3 \
+    model.arch.num_hidden_layers=8 ${CHECK_PADDING:-padding=max_length} batch=2,8,16,32 batch.effective=64 logger=none 2>&1 \
+    | grep -v -i warn | tee -a "$RUN_LOG" | tail -24
   continue
 elif [ "$what" = shapes ]; then
   for kernels in default no_cudnn; do

@@ -17,6 +17,7 @@ import time
 import torch
 
 from ..base import stats
+from ..base.stats import union_seconds
 from . import PHASES
 
 log = logging.getLogger(__name__)
@@ -217,19 +218,6 @@ def machine_load(cuda: bool) -> dict:
         except Exception:  # no NVML: the flag is not raised rather than guessed
             pass
     return out
-
-
-def union_seconds(spans) -> float:
-    """Length of the union of (start_ns, end_ns) intervals: overlapping kernels count once."""
-    busy, cur_start, cur_end = 0, None, None
-    for start, end in sorted(spans):
-        if cur_end is None or start > cur_end:
-            busy += 0 if cur_end is None else cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    busy += 0 if cur_end is None else cur_end - cur_start
-    return busy / 1e9
 
 
 # What a kernel is, from its name (first match wins: flash attention kernels also carry "sm90"). cuBLAS/CUTLASS
