@@ -292,3 +292,30 @@ def test_the_predictor_takes_host_bound_cells_at_the_familys_host_time(monkeypat
         monkeypatch.setattr(speed_model, "gpu_busy_s", lambda *a, **k: kernels)
         out = predict.predict(cells)
         assert [r["bound"] for r in out] == [bound, bound] and all(r["real_tokens_per_s"] > 0 for r in out)
+
+
+def test_every_copy_has_trained_a_step_before_its_memory_is_probed(monkeypatch):
+    """A process's first forward and backward allocates what it keeps for good (cuBLAS's workspace: 32 MiB on an
+    H200); probed unwarmed, the 1-layer copy counted it as activations and the line put a 4-layer model 6% low."""
+    from src.model import memory_model as mm
+
+    events = []
+    for module, name, tag in ((speed_model, "warm_up", "warm"), (speed_model, "time_steps", "warm"),
+                              (mm, "activation_bytes", "probe")):
+        real = getattr(module, name)
+
+        def spy(*a, _real=real, _tag=tag, **k):
+            model = a[2] if _tag == "probe" else a[0]
+            events.append((_tag, id(model)))
+            return _real(*a, **k)
+
+        monkeypatch.setattr(module, name, spy)
+    cells = [{"cell": f"b{b}", "family": "f", "config": OmegaConf.to_container(
+        compose(*QUICK, f"batch.size={b}", "model.arch.num_hidden_layers=4"), resolve=True)} for b in (2, 4)]
+    out = predict.predict(cells)
+    assert all(r["memory_gb"] > 0 for r in out)
+    probed = {m for tag, m in events if tag == "probe"}
+    assert len(probed) == 2  # the 1- and 2-layer copies
+    for m in probed:
+        first = [tag for tag, x in events if x == m]
+        assert first[0] == "warm", first

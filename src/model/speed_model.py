@@ -49,6 +49,13 @@ def _forward_backward(model, inputs: dict, amp: str, device: str) -> None:
     loss.float().backward()
 
 
+def warm_up(model, batch: dict, amp: str, device: str) -> None:
+    """One forward and backward, untimed: what a process allocates once (cuBLAS's workspace, cuDNN's plans) is
+    then in place before anything is measured on the copy."""
+    _forward_backward(model, {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}, amp, device)
+    model.zero_grad(set_to_none=True)
+
+
 def _sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
