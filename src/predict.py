@@ -224,10 +224,13 @@ def predict_family(cells: list[dict]) -> list[dict]:
         per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
         fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
         rate, low, high = step.rate(fig["tokens_per_step"])
+        host_line = speed_model.line(host[0].mean, host[1].mean, layers, speed_depths) if None not in host else None
+        kernels = (speed_model.line(fig["gpu"][shallow], fig["gpu"][deep], layers, speed_depths)
+                   if None not in (fig["gpu"][shallow], fig["gpu"][deep]) else None)
         out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
                     "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
                     "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"), "bound": step.bound,
-                    "why_not": None})
+                    "micro_batch_s": {"host": host_line, "kernels": kernels}, "why_not": None})
     return out
 
 

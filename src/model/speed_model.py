@@ -174,7 +174,7 @@ def copy_depths(layers: int) -> tuple[int, int]:
     return max(1, deep // 2), deep
 
 
-def _line(a: float, b: float, layers: int, depths: tuple[int, int] = (1, 2)) -> float:
+def line(a: float, b: float, layers: int, depths: tuple[int, int] = (1, 2)) -> float:
     """The figure at `layers` layers from the figures a and b of copies of depths[0] and depths[1] layers. A
     deeper copy timed faster than the shallower one is noise at that scale: the layer's cost is then taken as
     zero, not negative."""
@@ -196,17 +196,17 @@ def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int, n
     kernels are chosen once for all its layers): new_shapes_per_step of them on average."""
     if len(one) != len(two) or not one:
         raise ValueError(f"the copies' timings differ in length: {len(one)} and {len(two)} blocks")
-    optimizer = [_line(a.optimizer, b.optimizer, layers, depths) for a, b in zip(one, two)]
+    optimizer = [line(a.optimizer, b.optimizer, layers, depths) for a, b in zip(one, two)]
     if host and None not in host and gpu and None not in gpu and any(
             host_bound(blocks, g) for blocks, g in zip((one, two), gpu)):
-        kernels = _line(gpu[0], gpu[1], layers, depths)
-        low, mid, high = (max(kernels, _line(getattr(host[0], x), getattr(host[1], x), layers, depths))
+        kernels = line(gpu[0], gpu[1], layers, depths)
+        low, mid, high = (max(kernels, line(getattr(host[0], x), getattr(host[1], x), layers, depths))
                           for x in ("low", "mean", "high"))
         opt = stats.of_median(optimizer) or stats.Interval(optimizer[0], optimizer[0], optimizer[0], 1)
         step = StepPrediction(grad_accum * mid + opt.mean, grad_accum * min(low, mid, high) + opt.low,
                               grad_accum * max(low, mid, high) + opt.high, "host" if mid > kernels else "gpu")
     else:
-        steps = [grad_accum * _line(a.micro_batch, b.micro_batch, layers, depths) + o for a, b, o in zip(one, two, optimizer)]
+        steps = [grad_accum * line(a.micro_batch, b.micro_batch, layers, depths) + o for a, b, o in zip(one, two, optimizer)]
         ci = stats.of_median(steps)
         step = StepPrediction(ci.mean, ci.low, ci.high) if ci else StepPrediction(steps[0], steps[0], steps[0])
     if not new_shapes_per_step or not first_calls:
