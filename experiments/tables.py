@@ -881,6 +881,71 @@ def planner_new_shapes() -> str:
                      "2 layers", "4 layers", "4 layers: a micro-batch, steady, ms (median of 5 blocks)"], rows)
 
 
+G18H200 = "planner/results/h200_grid18/"
+
+
+def _by_cell(path: str) -> dict:
+    out = {}
+    for r in _records(path):
+        out.setdefault((r["config"]["padding"]["strategy"], r["config"]["batch"]["size"]), r)
+    return out
+
+
+def planner_h200() -> str:
+    """The 18-cell grid on an H200 with the host/kernels split (one session, one machine): each cell's prediction,
+    what bounds it, the planned sweep's decision and measurement, and plan=all's measurement of every cell."""
+    planned, every = _by_cell(G18H200 + "reports_predict.jsonl"), _by_cell(G18H200 + "reports_all.jsonl")
+    rank = {row: r for row, r in ranks(G18H200 + "summary_all.csv").items()}
+    rows = []
+    for r in _records(G18H200 + "decisions_predict.jsonl"):
+        got = {o.split("=")[0]: o.split("=")[1].strip("'") for o in r["overrides"]}
+        key, p = (got["padding"], int(got["batch"])), r["prediction"]
+        decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
+        cells = []
+        for m in (planned.get(key), every.get(key)):
+            text, fig = _measured(m)
+            cells += [text, f"**{fig['rate'] / p['real_tokens_per_s']:.2f}**; {fig['gb'] / p['memory_gb']:.3f}" if fig else ""]
+        rows.append((key, [key[0], str(key[1]), f"{p['memory_gb']:.2f}", p.get("bound") or "own line",
+                           f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", decision, *cells[:2],
+                           cells[2], rank.get(f"batch={key[1]}, padding={key[0]}", ""), cells[3]]))
+    rows.sort(key=lambda x: x[0])
+    return markdown(["padding", "micro-batch", "predicted GB", "bound",
+                     "predicted real tok/s (range)", "plan=predict: decision", "plan=predict: real tok/s (95%); peak",
+                     "measured / predicted: tok/s; GB", "plan=all: real tok/s (95%); peak", "plan=all rank",
+                     "plan=all / predicted: tok/s; GB"], [r[1] for r in rows])
+
+
+def planner_h200_check() -> str:
+    """copies_check.py at 8 layers on the H200: the three readings of the copies against the 8-layer copy."""
+    rows = []
+    for r in _records(G18H200 + "copies_check.jsonl"):
+        m = r["measured_s"]
+        rows.append([str(r["batch"]), f"{r['gpu_s']['8'] * 1e3:.1f}", f"{m * 1e3:.1f}",
+                     f"{r['line_1_2_s'] * 1e3:.1f} ({r['line_1_2_s'] / m:.2f})", f"{r['own_s'] * 1e3:.1f} ({r['own_s'] / m:.2f})",
+                     f"{r['predicted_s'] * 1e3:.1f} ({r['predicted_s'] / m:.2f}), {r['bound'] or 'own line'}"])
+    return markdown(["micro-batch (max_length)", "8 layers: kernels ms", "8 layers: measured ms (median of 5 blocks)",
+                     "its own 1-2 line (/ measured)", "its own 2-4 line", "the predictor: pooled host, kernels"], rows)
+
+
+def planner_h200_repeats() -> str:
+    """The predictor run 3 more times on the same 18 cells (one call, the families in another order in run b):
+    each family's pooled host line at 4 layers, and the predictions of two host-bound cells."""
+    rows = []
+    for run in "abc":
+        preds = json.loads((HERE / G18H200 / f"repeats/pred_{run}.json").read_text())
+        order = list(dict.fromkeys(p["family"].split("padding=")[1].split()[0] for p in preds))
+        line = {}
+        for p in preds:
+            padding = p["family"].split("padding=")[1].split()[0]
+            size = int(p["cell"].split(",batch=")[1].split(",")[0])
+            line.setdefault(padding, {})[size] = p
+        rows.append([run, ", ".join(order)] + [f"{line[f][2]['micro_batch_s']['host'] * 1e3:.1f}" for f in ("max_length", "dynamic", "grouped")]
+                    + [f"{line['max_length'][s]['real_tokens_per_s']:,.0f}" for s in (4, 8)]
+                    + [f"{line['max_length'][2]['memory_gb']:.2f}"])
+    return markdown(["predictor run", "families in order", "host ms a micro-batch: max_length", "dynamic", "grouped",
+                     "max_length 4: predicted real tok/s", "max_length 8", "max_length 2: predicted GB"], rows)
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -898,6 +963,9 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "planner/call2": (HERE / "planner/README.md", planner_call2),
           "planner/grid18": (HERE / "planner/README.md", planner_grid18),
           "planner/grid18_v2": (HERE / "planner/README.md", planner_grid18_v2),
+          "planner/h200": (HERE / "planner/README.md", planner_h200),
+          "planner/h200_check": (HERE / "planner/README.md", planner_h200_check),
+          "planner/h200_repeats": (HERE / "planner/README.md", planner_h200_repeats),
           "planner/new_shapes": (HERE / "planner/README.md", planner_new_shapes),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
