@@ -167,18 +167,10 @@ def predict_family(cells: list[dict]) -> list[dict]:
         model = mm.build_copy(cfgs[0], res, conf, n)
         if n <= 2:
             weights.append(sum(mm.weights_and_state(model).values()))
-        if n not in speed_depths:  # else time_steps warms it: a first call's one-off allocations left out of the probes
-            # (unwarmed, an H200's first 1-layer probe counted them: 6% low at 2 rows, max_length first in the process)
-            _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, figures[0]["batch"], res.amp, res.device))
+        # one step first: a first call's one-off allocations (cuBLAS's workspace) stay out of the probes, and a
+        # compiled copy is compiled (unwarmed, an H200's first 1-layer probe put a family 6% low at 2 rows)
+        _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, figures[0]["batch"], res.amp, res.device))
         spent["copies"] += clock() - t
-        for fig in figures if n in speed_depths else ():
-            t = clock()
-            batch = to_device(fig["batch"], res.device)
-            fig.setdefault("times", {})[n] = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
-                model, batch, res.amp, res.device))
-            fig.setdefault("gpu", {})[n] = _on_copy(fig, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
-                model, batch, res.amp, res.device))
-            spent["speed"] += clock() - t
         t = clock()
         if n == 1 and any(fig["new_shapes"] for fig in figures):  # the family's cost of a new shape, once
             seen.update(tuple(w["input_ids"].shape) for w in widest)
@@ -190,20 +182,60 @@ def predict_family(cells: list[dict]) -> list[dict]:
             for fig in figures:
                 fig["first_calls"] = first_calls
         spent["new shapes"] += clock() - t
+        t = clock()
         for i, (fig, cfg) in enumerate(zip(figures, cfgs)):
-            t = clock()  # after time_steps: compiled
             if n <= 2 and i not in between:
                 fig.setdefault("acts", []).append(_on_copy(fig, n, "on its widest batch", lambda: mm.activation_bytes(
                     cfg, res, model, widest[i])))
-            spent["memory"] += clock() - t
+        if n == 2:
+            _memory_at_depth(figures, widest, between, weights, layers)
+        spent["memory"] += clock() - t
+        for fig in figures if n in speed_depths else ():
+            if "over_card" in fig or "why_not" in fig or (capacity and fig.get("memory_gb", 0) > capacity):
+                continue  # a cell that won't run is not timed: its micro-batches are the slowest to time
+            t = clock()
+            batch = to_device(fig["batch"], res.device)
+            fig.setdefault("times", {})[n] = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
+                model, batch, res.amp, res.device))
+            fig.setdefault("gpu", {})[n] = _on_copy(fig, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
+                model, batch, res.amp, res.device))
+            spent["speed"] += clock() - t
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
+    timed = [fig for fig in figures if "over_card" not in fig and all(n in fig.get("times", {}) for n in speed_depths)]
     # the host's time per micro-batch is the family's: every host-bound cell's blocks are samples of it
-    host = tuple(speed_model.host_time([(fig["times"][n], fig["gpu"][n]) for fig in figures if "over_card" not in fig])
-                 for n in speed_depths)
+    host = tuple(speed_model.host_time([(fig["times"][n], fig["gpu"][n]) for fig in timed]) for n in speed_depths)
     log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
              ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
+    out = []
+    shallow, deep = speed_depths
+    for cell, cell_cfg, fig in zip(cells, cfgs, figures):
+        said = {"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity}
+        if "over_card" in fig or "why_not" in fig:
+            out.append({**said, "over_card": fig.get("over_card"), "why_not": fig.get("why_not")})
+            continue
+        if not all(n in fig.get("times", {}) for n in speed_depths):  # predicted over the capacity: not timed
+            out.append({**said, "memory_gb": fig["memory_gb"], "real_tokens_per_s": None, "why_not": None})
+            continue
+        step = speed_model.at_depth(fig["times"][shallow], fig["times"][deep], layers, cell_cfg.batch.grad_accum,
+                                    fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"), host=host,
+                                    gpu=(fig["gpu"][shallow], fig["gpu"][deep]), depths=speed_depths)
+        rate, low, high = step.rate(fig["tokens_per_step"])
+        host_line = speed_model.line(host[0].mean, host[1].mean, layers, speed_depths) if None not in host else None
+        kernels = (speed_model.line(fig["gpu"][shallow], fig["gpu"][deep], layers, speed_depths)
+                   if None not in (fig["gpu"][shallow], fig["gpu"][deep]) else None)
+        out.append({**said, "memory_gb": fig["memory_gb"], "step_s": step.step_s, "real_tokens_per_s": rate, "low": low,
+                    "high": high, "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"),
+                    "bound": step.bound, "micro_batch_s": {"host": host_line, "kernels": kernels}, "why_not": None})
+    return out
+
+
+def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, weights: list[float], layers: int) -> None:
+    """Each cell's predicted peak at the real depth (memory_gb), from its probes on the 1- and 2-layer copies or
+    the line between two probed cells (probe_plan)."""
+    from .model import memory_model as mm
+
     rows = [len(w["input_ids"]) for w in widest]
     for i, (lo, hi) in between.items():
         if "over_card" in figures[lo] or "over_card" in figures[hi]:  # said, and the cell runs
@@ -211,27 +243,11 @@ def predict_family(cells: list[dict]) -> list[dict]:
         else:
             figures[i]["acts"] = [mm.interpolate(a, b, rows[lo], rows[hi], rows[i])
                                   for a, b in zip(figures[lo]["acts"], figures[hi]["acts"])]
-    out = []
-    for cell, cell_cfg, fig in zip(cells, cfgs, figures):
-        if "over_card" in fig or "why_not" in fig:
-            out.append({"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity,
-                        "over_card": fig.get("over_card"), "why_not": fig.get("why_not")})
-            continue
-        shallow, deep = speed_depths
-        step = speed_model.at_depth(fig["times"][shallow], fig["times"][deep], layers, cell_cfg.batch.grad_accum,
-                                    fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"), host=host,
-                                    gpu=(fig["gpu"][shallow], fig["gpu"][deep]), depths=speed_depths)
-        per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
-        fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
-        rate, low, high = step.rate(fig["tokens_per_step"])
-        host_line = speed_model.line(host[0].mean, host[1].mean, layers, speed_depths) if None not in host else None
-        kernels = (speed_model.line(fig["gpu"][shallow], fig["gpu"][deep], layers, speed_depths)
-                   if None not in (fig["gpu"][shallow], fig["gpu"][deep]) else None)
-        out.append({"cell": cell["cell"], "family": cell["family"], "memory_gb": (fixed + per_layer * layers + outside) / GB,
-                    "capacity_gb": capacity, "step_s": step.step_s, "real_tokens_per_s": rate, "low": low, "high": high,
-                    "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"), "bound": step.bound,
-                    "micro_batch_s": {"host": host_line, "kernels": kernels}, "why_not": None})
-    return out
+    fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
+    for fig in figures:
+        if "over_card" not in fig and "why_not" not in fig:
+            per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
+            fig["memory_gb"] = (fixed + per_layer * layers + outside) / GB
 
 
 def predict(cells: list[dict]) -> list[dict]:

@@ -319,3 +319,29 @@ def test_every_copy_has_trained_a_step_before_its_memory_is_probed(monkeypatch):
     for m in probed:
         first = [tag for tag, x in events if x == m]
         assert first[0] == "warm", first
+
+
+def test_a_cell_predicted_over_the_capacity_is_not_timed_and_says_so(monkeypatch):
+    """Its memory is known from the 1- and 2-layer copies before its speed would be timed: a cell that can't run is
+    not timed on the speed copies, keeps its predicted memory, and the planned table says why it has no speed."""
+    from src.model import memory_model as mm
+
+    timed = []
+    real = speed_model.time_steps
+    monkeypatch.setattr(speed_model, "time_steps", lambda model, batch, *a, **k: timed.append(len(batch["input_ids"]))
+                        or real(model, batch, *a, **k))
+    cells = [{"cell": f"b{b}", "family": "f", "config": OmegaConf.to_container(
+        compose(*QUICK, f"batch.size={b}", "model.arch.num_hidden_layers=4"), resolve=True)} for b in (2, 8)]
+    free = {r["cell"]: r for r in predict.predict(cells)}
+    cap = (free["b2"]["memory_gb"] + free["b8"]["memory_gb"]) / 2  # b8 over it, b2 under
+    monkeypatch.setattr(mm, "capacity_gb", lambda cfg, device: cap)
+    timed.clear()
+    out = {r["cell"]: r for r in predict.predict(cells)}
+    assert set(timed) == {2} and len(timed) == 2  # b2 on the 2- and 4-layer copies, b8 on neither
+    assert out["b8"]["real_tokens_per_s"] is None and out["b8"]["memory_gb"] == pytest.approx(free["b8"]["memory_gb"])
+    assert out["b2"]["real_tokens_per_s"] > 0
+    from hydra_plugins.trainsweep import plan
+
+    preds = [planning.as_prediction(out[c], size) for c, size in (("b2", 2), ("b8", 8))]
+    said = plan.not_run(preds, cap)
+    assert list(said) == ["b8"] and planning.line(out["b8"], said["b8"]).endswith(f"GB > {cap:.1f} GB")
