@@ -1,15 +1,19 @@
-"""Step time predicted before a run, from the same 1- and 2-layer copies the memory model builds: each copy
-runs a few forwards and backwards at the run's micro-batch shape, then AdamW steps, timed in blocks without a
-sync inside a part, so a host-bound micro-batch is timed as the host sets its pace and a GPU-bound one as the GPU
-does. The 2-layer minus the 1-layer time is one layer, the rest is everything outside the layers; both scale to
-the real depth. Where the host sets the pace, a cell's own line is a poor guide: a block of a few milliseconds
-moves with the host's state, and the line multiplies its error by the depth less one. So each copy also profiles
-its kernels (gpu_busy_s), and a micro-batch whose kernels ran under HOST_BOUND of its wall time is taken as the
-longer of the GPU's time and the host's, the host's pooled over every host-bound cell of the family (host_time):
-launching a micro-batch costs the host about the same at any number of rows. A batch shape the run meets for the first time costs its kernels' first calls at that shape
-(cuDNN attention builds its graphs per shape): the copies time that apart (first_call_s), and the predictor adds
-it for each new shape the run's sampler will bring inside the timed window (src/data/sampling.py). The copies'
-loop does the Trainer's model.train() and batch copy per micro-batch; the rest of the Trainer's host work and the
+"""Step time predicted before a run, from copies of the model with fewer layers, built as the memory model builds
+them: each copy runs a few forwards and backwards at the run's micro-batch shape, then AdamW steps, timed in
+blocks without a sync inside a part, so a host-bound micro-batch is timed as the host sets its pace and a
+GPU-bound one as the GPU does. The speed copies have 2 and 4 layers (copy_depths): their difference over 2 is
+one layer, the rest is everything outside the layers, and both scale to the real depth.
+
+Where the host sets the pace, a cell's own line is a poor guide: a block of a few milliseconds moves with the
+host's state, and the line multiplies its error by the depth. So each copy also profiles the cell's kernels
+(gpu_busy_s). A micro-batch whose kernels ran under HOST_BOUND of its wall time takes the longer of the kernels'
+line and the host's line, the host's pooled over every host-bound cell of the family (host_time): launching a
+micro-batch costs the host about the same at any number of rows.
+
+A batch shape the run meets for the first time costs its kernels' first calls at that shape (cuDNN attention
+builds its graphs per shape): the copies time that apart (first_call_s), and the predictor adds it for each new
+shape the run's sampler will bring inside the timed window (src/data/sampling.py). The copies' loop does the
+Trainer's model.train() and batch copy per micro-batch; the rest of the Trainer's host work and the
 dataloader's the planner calibrates away with one measured cell per family."""
 from __future__ import annotations
 
@@ -142,7 +146,7 @@ def host_time(cells: list[tuple[list[Block], float | None]]) -> stats.Interval |
     """The host's time per micro-batch on one copy: the median of the blocks of every host-bound cell of a
     family, and its interval (stats.of_median). None where no cell is host-bound (its host time is hidden
     behind the kernels), or only one block is. On an H100 the 2-layer copy's blocks of single host-bound
-    cells lay at 14-24 ms, and a line through one cell's figures missed a 4-layer micro-batch by up to 37%."""
+    cells lay at 14-24 ms, and a line through one cell's own figures missed a 4-layer micro-batch by 0.65-1.59x."""
     return stats.of_median([b.micro_batch for blocks, gpu in cells if host_bound(blocks, gpu) for b in blocks])
 
 
@@ -168,8 +172,9 @@ DEEP_COPY = 4  # the deeper copy the speed is timed on: a layer's time read off 
 
 def copy_depths(layers: int) -> tuple[int, int]:
     """The two copies a cell's speed is timed on: 2 and 4 layers (fewer where the model has fewer). On an H100
-    the host's time per micro-batch grew 9 ms from 1 to 2 layers and 6-7 ms a layer from 2 to 4 (Qwen3-4B width,
-    LoRA): the 1- and 2-layer copies' line overshot a 4-layer micro-batch by 6-31%."""
+    the host's time per micro-batch grew about 9 ms from 1 to 2 layers and 6 ms a layer from 2 to 4 (Qwen3-4B
+    width, LoRA): a line through 1 and 2 layers, even pooled over a family's cells, missed a 4-layer micro-batch
+    by 0.90-1.31x."""
     deep = min(layers, DEEP_COPY)
     return max(1, deep // 2), deep
 
@@ -186,8 +191,9 @@ def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int, n
              first_calls: list[float] | None = None, host: tuple | None = None,
              gpu: tuple[float | None, float | None] | None = None, depths: tuple[int, int] = (1, 2)) -> StepPrediction:
     """The optimizer step at `layers` layers from copies of `depths` layers (one, two: their blocks): block i of
-    each copy gives one step, grad_accum micro-batches plus the AdamW step, each a line through the copies. The prediction is the steps' median, its interval their
-    range (stats.of_median: on an H100 some blocks of a host-bound copy took 1.5-2.4x the others).
+    each copy gives one step, grad_accum micro-batches plus the AdamW step, each a line through the copies. The
+    prediction is the steps' median, its interval their range (stats.of_median: on an H100 some blocks of a
+    host-bound copy took 1.5-2.4x the others).
 
     With `gpu` (the cell's kernel time per micro-batch on each copy) and `host` (the family's pooled host time
     on each copy, Intervals from host_time), a cell host-bound on either copy takes at depth the longer of the
@@ -206,7 +212,8 @@ def at_depth(one: list[Block], two: list[Block], layers: int, grad_accum: int, n
         step = StepPrediction(grad_accum * mid + opt.mean, grad_accum * min(low, mid, high) + opt.low,
                               grad_accum * max(low, mid, high) + opt.high, "host" if mid > kernels else "gpu")
     else:
-        steps = [grad_accum * line(a.micro_batch, b.micro_batch, layers, depths) + o for a, b, o in zip(one, two, optimizer)]
+        steps = [grad_accum * line(a.micro_batch, b.micro_batch, layers, depths) + o
+                 for a, b, o in zip(one, two, optimizer)]
         ci = stats.of_median(steps)
         step = StepPrediction(ci.mean, ci.low, ci.high) if ci else StepPrediction(steps[0], steps[0], steps[0])
     if not new_shapes_per_step or not first_calls:
