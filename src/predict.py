@@ -4,7 +4,8 @@ time and real tokens/s, from copies of its model with fewer layers: memory from 
 whole grid, and cells that differ only in their batch settings (a family) share their copies: a grid costs
 three small builds per family plus a few steps per cell. A cell predicted over the capacity is not timed.
 
-    python -m src.predict CELLS.json PREDICTIONS.json   # the launcher runs it; CELLS: [{"cell", "family", "config"}]
+    python -m src.predict CELLS.json PREDICTIONS.json [--memory-only]
+    # the launcher runs it; CELLS: [{"cell", "family", "config"}]; --memory-only for sweep.question=largest
 
 A cell that can't be predicted (a whole-model compile, partial checkpointing, several GPUs, a model the copies
 can't build) gets `why_not` and no figures; the planner runs it. A cell whose copy alone runs out of memory gets
@@ -114,8 +115,9 @@ def _on_copy(fig: dict, layers: int, what: str, probe):
         return None
 
 
-def predict_family(cells: list[dict]) -> list[dict]:
-    """The cells of one family (same model build, other batch settings), predicted on one pair of copies."""
+def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
+    """The cells of one family (same model build, other batch settings), predicted on one set of copies; with
+    memory_only, their memory alone (the 1- and 2-layer copies, no speed timed)."""
     import torch
 
     from .data import prepare, sampling
@@ -161,7 +163,7 @@ def predict_family(cells: list[dict]) -> list[dict]:
         seen.add(tuple(fig["batch"]["input_ids"].shape))
         # the window's own rows where they can be drawn: a typical batch of 2 rows is +-10% off the mean
         fig["tokens_per_step"] = (fig["window"].real_per_micro_batch if fig["window"] else real) * cfg.batch.grad_accum
-    speed_depths = speed_model.copy_depths(layers)
+    speed_depths = () if memory_only else speed_model.copy_depths(layers)
     weights = []
     for n in sorted({1, 2, *speed_depths}):  # memory on the 1- and 2-layer copies, speed on speed_depths
         t = clock()
@@ -173,7 +175,7 @@ def predict_family(cells: list[dict]) -> list[dict]:
         _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, figures[0]["batch"], res.amp, res.device))
         spent["copies"] += clock() - t
         t = clock()
-        if n == 1 and any(fig["new_shapes"] for fig in figures):  # the family's cost of a new shape, once
+        if n == 1 and speed_depths and any(fig["new_shapes"] for fig in figures):  # a new shape's cost, once
             seen.update(tuple(w["input_ids"].shape) for w in widest)
             sample, _ = typical_batch(cfgs[0], preps[0])
             batches = [to_device(b, res.device) for b in new_shape_batches(sample, preps[0].collator, seen)]
@@ -204,21 +206,22 @@ def predict_family(cells: list[dict]) -> list[dict]:
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
-    timed = [fig for fig in figures if "over_card" not in fig and all(n in fig.get("times", {}) for n in speed_depths)]
+    timed = [fig for fig in figures if "over_card" not in fig and speed_depths
+             and all(n in fig.get("times", {}) for n in speed_depths)]
     # the host's time per micro-batch is the family's: every host-bound cell's blocks are samples of it
     host = tuple(speed_model.host_time([(fig["times"][n], fig["gpu"][n]) for fig in timed]) for n in speed_depths)
     log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
              ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
     out = []
-    shallow, deep = speed_depths
     for cell, cell_cfg, fig in zip(cells, cfgs, figures):
         said = {"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity}
         if "over_card" in fig or "why_not" in fig:
             out.append({**said, "over_card": fig.get("over_card"), "why_not": fig.get("why_not")})
             continue
-        if not all(n in fig.get("times", {}) for n in speed_depths):  # predicted over the capacity: not timed
+        if not any(fig is x for x in timed):  # predicted over the capacity, or memory_only: no speed timed
             out.append({**said, "memory_gb": fig["memory_gb"], "real_tokens_per_s": None, "why_not": None})
             continue
+        shallow, deep = speed_depths
         step = speed_model.at_depth(fig["times"][shallow], fig["times"][deep], layers, cell_cfg.batch.grad_accum,
                                     fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"), host=host,
                                     gpu=(fig["gpu"][shallow], fig["gpu"][deep]), depths=speed_depths)
@@ -251,7 +254,7 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
             fig["memory_gb"] = (fixed + per_layer * layers + outside) / GB
 
 
-def predict(cells: list[dict]) -> list[dict]:
+def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
     """Every cell, family by family; a family that fails is said, never dropped."""
     from .config import compose  # noqa: F401  (the resolvers a config left unresolved may name)
     families: dict[str, list[dict]] = {}
@@ -264,7 +267,7 @@ def predict(cells: list[dict]) -> list[dict]:
             families.setdefault(cell["family"], []).append(cell)
     for family, members in families.items():
         try:
-            out += predict_family(members)
+            out += predict_family(members, memory_only)
         except Exception as exc:  # the cells run instead, and say why they weren't predicted
             log.warning("no prediction for %s: %s: %s", family or "the cells", type(exc).__name__, exc)
             out += [{"cell": c["cell"], "family": family, "why_not": f"{type(exc).__name__}: {str(exc)[:200]}"} for c in members]
@@ -275,7 +278,7 @@ def main(argv: list[str]) -> None:
     started = time.perf_counter()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     cells = json.loads(Path(argv[0]).read_text())
-    Path(argv[1]).write_text(json.dumps(predict(cells), indent=1))
+    Path(argv[1]).write_text(json.dumps(predict(cells, memory_only="--memory-only" in argv[2:]), indent=1))
     log.info("the predictor's process: %.1f s in all, its imports of torch and the model code included",
              time.perf_counter() - started)
 

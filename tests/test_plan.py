@@ -160,6 +160,26 @@ def test_the_largest_micro_batch_predicted_to_fit_runs_and_an_oom_hands_it_down(
     assert next_wave(sized, done, 24.0) == []
 
 
+def test_one_question_runs_only_its_own_cells():
+    """sweep.question=largest runs each family's largest predicted fit (and the next down where it ran out of
+    memory), nothing for speed; =fastest runs the leaders but never a cell only to confirm that it fits."""
+    sized = [Prediction(f"bs{n}", "A", 5.0 * n, 1000.0 * n, 900.0 * n, 1100.0 * n, size=n) for n in (1, 2, 4, 8)]
+    slow_big = [Prediction("b1", "B", 2.0, 9000.0, 8900.0, 9100.0, size=1),
+                Prediction("b4", "B", 8.0, 3000.0, 2900.0, 3100.0, size=4)]  # the largest of B is slow
+    memory_only = [Prediction(f"m{n}", "A", 5.0 * n, None, size=n) for n in (1, 2, 4, 8)]  # no speed timed
+    unpredicted = [Prediction("u", "C", None, None, why_not="a whole-model compile")]
+    assert first_wave(sized + slow_big, 24.0, question="largest") == ["bs4", "b4"]
+    assert first_wave(memory_only + unpredicted, 24.0, question="largest") == ["m4", "u"]  # never skipped unsaid
+    assert next_wave(memory_only, [Measured("m4", "oom")], 24.0, question="largest") == ["m2"]
+    assert next_wave(memory_only, [Measured("m4", "oom"), ok("m2", 1.0)], 24.0, question="largest") == []
+    said = decisions(memory_only, [ok("m4", 1.0)], 24.0, question="largest")
+    assert said["m2"] == "not run: predicted to fit (10.0 GB), below the largest that does"
+    assert said["m8"] == "predicted out of memory: 40.0 GB > 24.0 GB"
+    assert "b4" in first_wave(sized + slow_big, 24.0, top=1)  # both questions: the largest of B confirmed
+    assert "b4" not in first_wave(sized + slow_big, 24.0, top=1, question="fastest")
+    assert next_wave(sized, [Measured("bs4", "oom"), ok("bs8", 1.0)], 24.0, question="fastest") == []
+
+
 def test_the_planner_imports_the_way_hydras_plugin_scan_does():
     """Hydra runs each plugin module before putting it in sys.modules: a dataclass with string annotations
     (from __future__ import annotations) fails there."""

@@ -32,6 +32,9 @@ def test_sweep_plan_takes_all_or_predict():
     assert rewrite(["sweep.plan=predict"]) == ["hydra.launcher.plan=predict"]
     with pytest.raises(ConfigError, match="sweep.plan"):
         rewrite(["sweep.plan=some"])
+    assert rewrite(["sweep.question=largest"]) == ["hydra.launcher.question=largest"]
+    with pytest.raises(ConfigError, match="sweep.question.*largest"):
+        rewrite(["sweep.question=biggest"])
 
 
 def test_a_family_is_everything_but_the_batch_settings():
@@ -345,3 +348,20 @@ def test_a_cell_predicted_over_the_capacity_is_not_timed_and_says_so(monkeypatch
     preds = [planning.as_prediction(out[c], size) for c, size in (("b2", 2), ("b8", 8))]
     said = plan.not_run(preds, cap)
     assert list(said) == ["b8"] and planning.line(out["b8"], said["b8"]).endswith(f"GB > {cap:.1f} GB")
+
+
+def test_sweep_question_largest_times_no_speed_and_runs_only_the_largest_that_fits(tmp_path):
+    """The largest micro-batch that fits, asked alone: the predictor times no speed (memory from the 1- and 2-layer
+    copies only), one cell runs, and the cells below it are said to be below it."""
+    proc = cli("-m", "sweep=fit", *QUICK, "batch.size=1,2,4", "sweep.question=largest",
+               "hydra.launcher.predict_on_cpu=true", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    predictions = json.loads((tmp_path / ".plan" / "predictions.json").read_text())
+    assert len(predictions) == 3 and all(p["real_tokens_per_s"] is None and p["memory_gb"] > 0 for p in predictions)
+    said = (tmp_path / ".plan" / "predict.log").read_text()
+    assert re.search(r"speed 0\.0 s", said), said
+    kept = {json.loads((d / "prediction.json").read_text())["config"]["batch"]["size"]: d
+            for d in tmp_path.iterdir() if (d / "prediction.json").exists()}
+    assert sorted(b for b, d in kept.items() if (d / "report.json").exists()) == [4]
+    assert json.loads((kept[2] / "prediction.json").read_text())["decision"].endswith("below the largest that does")
+    assert "the largest micro-batch predicted to fit: bs 4 x ga 16 (ran ok" in (tmp_path / "summary.md").read_text()

@@ -23,10 +23,11 @@ GRID=${GRID:-"batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"}
 for what in "$@"; do
 if [ "$what" = g4 ]; then  # bs 8 or 16 for Llama-3.2-3B (QLoRA, fp32 compute, checkpointing, 24 GB), then the largest
   # micro-batch in 24 GB for SOLAR-10.7B and Polyglot-Ko-12.8B (QLoRA, bf16 compute, checkpointing), each planned
-  SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_g4_llama3b sweep=fit experiment=batch_vs_accum_saturation \
-    batch.size=8,16 batch.effective=16 logger=none trainer.max_steps=30 measure.warmup_steps=5
+  SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_g4_llama3b sweep=fit sweep.question=fastest \
+    experiment=batch_vs_accum_saturation batch.size=8,16 batch.effective=16 logger=none trainer.max_steps=30 \
+    measure.warmup_steps=5
   for model in solar-10.7b polyglot-ko-12.8b; do
-    SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_g4_$model" sweep=fit model=$model peft=qlora precision=bf16 \
+    SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_g4_$model" sweep=fit sweep.question=largest model=$model peft=qlora precision=bf16 \
       peft.compute_dtype=bfloat16 trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 batch.size=16,32,64,128 \
       batch.effective=128 trainer.max_steps=6 measure.warmup_steps=2 logger=none
   done

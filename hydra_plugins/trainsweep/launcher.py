@@ -40,6 +40,7 @@ class IsolatedLauncherConf(LocalQueueConf):
     repeats: int = 1  # sweep.repeats=N: every job N times, in interleaved rounds (A B C A B C)
     plan: str = "all"  # sweep.plan=predict: predict every cell first, run only those that could win (planning.py)
     top: int = 3  # sweep.plan=predict: the predicted leaders the first wave runs
+    question: str = "both"  # sweep.question=largest|fastest: which of sweep=fit's two answers the runs confirm
     predict_on_cpu: bool = False  # predictions are timed on a GPU; on a CPU only for tests of the planner
 
 
@@ -112,10 +113,12 @@ def die_with(pid: int) -> None:
 class IsolatedLauncher(LocalLauncher):
     sweep_pid = None  # set by launch(); travels to each job with this launcher (pickled)
 
-    def __init__(self, repeats: int = 1, plan: str = "all", top: int = 3, predict_on_cpu: bool = False, **params):
+    def __init__(self, repeats: int = 1, plan: str = "all", top: int = 3, predict_on_cpu: bool = False,
+                 question: str = "both", **params):
         super().__init__(**params)
         self.repeats = repeats  # src/config/cli.py refuses anything but a positive integer
         self.plan, self.top, self.predict_on_cpu = plan, top, predict_on_cpu  # cli.py checks plan
+        self.question = question  # and question
 
     def __call__(self, *args, **kwargs):  # in the job's process
         if self.sweep_pid is not None:
@@ -133,6 +136,8 @@ class IsolatedLauncher(LocalLauncher):
 
         with open_dict(self.config):  # a timestamped sweep dir must not be re-resolved in each job's process
             self.config.hydra.sweep.dir = str(self.config.hydra.sweep.dir)
+        if self.plan != "predict" and self.question != "both":
+            log.info(f"sweep.question={self.question} asks the planner, and sweep.plan=all runs every cell")
         if self.plan == "predict":
             planned = planning.run_planned(self, job_overrides, initial_job_idx)
             if planned is not None:

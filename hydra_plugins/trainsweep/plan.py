@@ -5,7 +5,9 @@ the fastest cell of each family (to calibrate that family) and every cell whose 
 leader's, and the largest micro-batch of each family predicted to fit (to confirm it fits). After each wave
 every prediction is scaled by its family's measured/predicted ratio, and any cell that could still beat the
 measured winner runs next, as does the next largest micro-batch where the largest ran out of memory; none
-left means the winner and the largest fit are confirmed. Stdlib only, so importing it costs nothing (and no
+left means the winner and the largest fit are confirmed. A sweep that asks one question (sweep.question) runs
+only that question's cells: `largest` the largest fit of each family (and the next down where it ran out of
+memory), `fastest` all but the largest-fit confirmation. Stdlib only, so importing it costs nothing (and no
 `from __future__ import annotations`: Hydra's plugin scan runs this module before it is in sys.modules,
 where dataclasses cannot resolve string annotations).
 """
@@ -114,9 +116,17 @@ def largest_fits(preds: Iterable[Prediction], measured: Iterable[Measured], capa
     return {family: p.cell for family, p in out.items()}
 
 
-def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int = 3) -> list[str]:
+QUESTIONS = ("both", "largest", "fastest")  # what the runs confirm: sweep.question (src/config/cli.py says each)
+
+
+def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int = 3,
+               question: str = "both") -> list[str]:
+    """The cells to run first. `largest`: each family's largest micro-batch predicted to fit, and any cell without
+    a memory prediction; `fastest`: the leaders, each family's fastest and whatever overlaps the leader; `both`."""
     preds = [p for p in _by_cell(preds).values() if _fits(p, capacity_gb)]
-    largest = set(largest_fits(preds, [], capacity_gb).values())
+    largest = set(largest_fits(preds, [], capacity_gb).values()) if question != "fastest" else set()
+    if question == "largest":
+        return [p.cell for p in preds if p.cell in largest or p.memory_gb is None]
     ordered = _in_order(preds)
     ranked = [p for p in ordered if p.tok_s is not None]
     chosen = {p.cell for p in ranked[:top]} | {p.cell for p in ordered if p.tok_s is None} | largest
@@ -150,10 +160,13 @@ def calibration(preds: Iterable[Prediction], measured: Iterable[Measured]) -> di
 
 
 def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None,
-              top: int = 3) -> list[str]:
+              top: int = 3, question: str = "both") -> list[str]:
     preds, measured = _by_cell(preds), _by_cell(measured)
     waiting = [p for p in preds.values() if p.cell not in measured and _fits(p, capacity_gb)]
-    unconfirmed = set(largest_fits(preds.values(), measured.values(), capacity_gb).values()) - set(measured)
+    unconfirmed = set() if question == "fastest" else \
+        set(largest_fits(preds.values(), measured.values(), capacity_gb).values()) - set(measured)
+    if question == "largest":  # the next largest down where the largest ran out of memory, and nothing else
+        return sorted(unconfirmed)
     winner = _winner(measured)
     if winner is None:  # nothing to compare with yet (all oom or failed): keep going down the predicted order
         return list(dict.fromkeys([p.cell for p in _in_order(waiting)][:top] + sorted(unconfirmed)))
@@ -171,7 +184,8 @@ def _ran(p: Prediction | None, m: Measured) -> str:
     return "ran" if error is None else f"ran: measured {1 + error:.2f}x its prediction"
 
 
-def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None) -> dict[str, str]:
+def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None,
+              question: str = "both") -> dict[str, str]:
     preds, measured = _by_cell(preds), _by_cell(measured)
     winner, factors = _winner(measured), calibration(preds.values(), measured.values())
     out = {}
@@ -181,6 +195,8 @@ def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
             out[cell] = _ran(p, m)
         elif not _fits(p, capacity_gb):
             out[cell] = not_run([p], capacity_gb)[cell]
+        elif question == "largest":
+            out[cell] = f"not run: predicted to fit ({p.memory_gb:.1f} GB), below the largest that does"
         elif p.tok_s is None:
             out[cell] = f"not run: no prediction ({p.why_not or 'no reason given'})"
         elif winner is None:

@@ -27,13 +27,14 @@ def family(overrides) -> str:
     return " ".join(sorted(o for o in overrides if not o.startswith(BATCH_KEYS)))
 
 
-def predict(cells: dict, plan_dir: Path) -> list[dict] | None:
-    """The predictor's answer for every cell, or None (said) where it failed."""
+def predict(cells: dict, plan_dir: Path, memory_only: bool = False) -> list[dict] | None:
+    """The predictor's answer for every cell, or None (said) where it failed. memory_only: no speed is timed."""
     plan_dir.mkdir(parents=True, exist_ok=True)
     (plan_dir / "cells.json").write_text(json.dumps([
         {"cell": key, "family": family(c["overrides"]), "config": c["config"]} for key, c in cells.items()]))
     package = app("config").__name__.split(".")[0]  # src in a checkout, trainsweep installed
     cmd = [sys.executable, "-m", f"{package}.predict", str(plan_dir / "cells.json"), str(plan_dir / "predictions.json")]
+    cmd += ["--memory-only"] if memory_only else []
     with open(plan_dir / "predict.log", "w") as out:
         done = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy())
     if done.returncode != 0:
@@ -98,7 +99,8 @@ def run_planned(launcher, job_overrides, first_idx: int):
             config = OmegaConf.to_container(body, resolve=False)
         cells[job_dir.name] = {"idx": idx, "overrides": list(overrides), "config": config, "dir": job_dir}
     started = time.monotonic()
-    raw = predict(cells, Path(str(launcher.config.hydra.sweep.dir)) / ".plan")
+    question = launcher.question
+    raw = predict(cells, Path(str(launcher.config.hydra.sweep.dir)) / ".plan", memory_only=question == "largest")
     if raw is None:
         return None
     raw = {r["cell"]: r for r in raw}
@@ -110,16 +112,16 @@ def run_planned(launcher, job_overrides, first_idx: int):
     for key, c in cells.items():
         log.info(f"\t{' '.join(c['overrides'])}: {line(raw[key], skipped.get(key, ''))}")
     results, returns = [], []
-    wave = plan.first_wave(preds, capacity, launcher.top)
+    wave = plan.first_wave(preds, capacity, launcher.top, question)
     while wave:
         for key in wave:
             c = cells[key]
             returns += launcher.run_job(c["idx"], c["overrides"])
             results.append(measured(key, c["dir"]))
-        wave = plan.next_wave(preds, results, capacity)
-    decisions = plan.decisions(preds, results, capacity)
+        wave = plan.next_wave(preds, results, capacity, launcher.top, question)
+    decisions = plan.decisions(preds, results, capacity, question)
     ran = {m.cell for m in results}
-    largest = plan.largest_fits(preds, results, capacity)
+    largest = plan.largest_fits(preds, results, capacity) if question != "fastest" else {}
     for fam, key in largest.items():
         confirmed = "ran ok" if any(m.cell == key and m.status == "ok" for m in results) else decisions[key]
         log.info(f"sweep.plan=predict: largest micro-batch predicted to fit{' (' + fam + ')' if fam else ''}: "

@@ -135,10 +135,16 @@ RENAMED = {("padding", "bucketed"): "padding=grouped (length-grouped sampling; p
                                     "and no faster than basic on pre-tokenised rows)"}
 
 
+QUESTIONS = {"both": "the largest micro-batch that fits and the fastest split, the default",
+             "largest": "only the largest that fits: one run a family, no speed timed",
+             "fastest": "only the fastest split"}
+
+
 def rewrite(args: list[str]) -> list[str]:
     """Keys as a user types them, as Hydra needs them:
     - `sweep.repeats=3` -> `hydra.launcher.repeats=3` (`sweep` is the group of saved sweeps; the launcher
-      runs the repeats, under any sweeper a preset picks); `sweep.plan=predict|all` likewise;
+      runs the repeats, under any sweeper a preset picks); `sweep.plan=predict|all` and
+      `sweep.question=both|largest|fastest` likewise;
     - `batch.effective=64` -> `batch.grad_accum=${grad_accum_for:64,${batch.size}}` (each job's grad_accum from its
       own micro-batch: `-m batch=4,8,16 batch.effective=64` compares splits of one effective batch);
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
@@ -164,6 +170,11 @@ def rewrite(args: list[str]) -> list[str]:
             if value not in ("all", "predict"):
                 raise ConfigError("sweep.plan", value, "must be all (run every cell) or predict (predict every cell, run those that could win)")
             arg = f"hydra.launcher.plan={value}"
+        elif key == "sweep.question":
+            if value not in QUESTIONS:
+                raise ConfigError("sweep.question", value,
+                                  "must be " + ", ".join(f"{k} ({v})" for k, v in QUESTIONS.items()))
+            arg = f"hydra.launcher.question={value}"
         elif eq and key in HF_NAMES:
             arg = f"{HF_NAMES[key]}={value}"
         elif eq and key.startswith("trainer.args."):
