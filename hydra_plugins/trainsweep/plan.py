@@ -116,9 +116,6 @@ def largest_fits(preds: Iterable[Prediction], measured: Iterable[Measured], capa
     return {family: p.cell for family, p in out.items()}
 
 
-QUESTIONS = ("both", "largest", "fastest")  # what the runs confirm: sweep.question (src/config/cli.py says each)
-
-
 def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int = 3,
                question: str = "both") -> list[str]:
     """The cells to run first. `largest`: each family's largest micro-batch predicted to fit, and any cell without
