@@ -895,7 +895,7 @@ def planner_h200() -> str:
     """The 18-cell grid on an H200 with the host/kernels split (one session, one machine): each cell's prediction,
     what bounds it, the planned sweep's decision and measurement, and plan=all's measurement of every cell."""
     planned, every = _by_cell(G18H200 + "reports_predict.jsonl"), _by_cell(G18H200 + "reports_all.jsonl")
-    rank = {row: r for row, r in ranks(G18H200 + "summary_all.csv").items()}
+    rank = ranks(G18H200 + "summary_all.csv")
     rows = []
     for r in _records(G18H200 + "decisions_predict.jsonl"):
         got = {o.split("=")[0]: o.split("=")[1].strip("'") for o in r["overrides"]}

@@ -210,6 +210,7 @@ def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
              and all(n in fig.get("times", {}) for n in speed_depths)]
     # the host's time per micro-batch is the family's: every host-bound cell's blocks are samples of it
     host = tuple(speed_model.host_time([(fig["times"][n], fig["gpu"][n]) for fig in timed]) for n in speed_depths)
+    host_line = speed_model.line(host[0].mean, host[1].mean, layers, speed_depths) if host and None not in host else None
     log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
              ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
     out = []
@@ -226,7 +227,6 @@ def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
                                     fig["new_shapes"] / max(1, fig["timed_steps"]), fig.get("first_calls"), host=host,
                                     gpu=(fig["gpu"][shallow], fig["gpu"][deep]), depths=speed_depths)
         rate, low, high = step.rate(fig["tokens_per_step"])
-        host_line = speed_model.line(host[0].mean, host[1].mean, layers, speed_depths) if None not in host else None
         kernels = (speed_model.line(fig["gpu"][shallow], fig["gpu"][deep], layers, speed_depths)
                    if None not in (fig["gpu"][shallow], fig["gpu"][deep]) else None)
         out.append({**said, "memory_gb": fig["memory_gb"], "step_s": step.step_s, "real_tokens_per_s": rate, "low": low,
