@@ -8,9 +8,11 @@
 #     with sdpa's default kernels (cuDNN's, where a padding mask is given) and without cuDNN's
 #   bash experiments/planner/gpu.sh check         # the speed copies against the real depth at 8 layers (copies_check.py):
 #     the cell's own 1-2 line, its own 2-4 line, and the predictor's (pooled host, kernels) beside the measured
-#   bash experiments/planner/gpu.sh g4            # G4: the seeds' 24 GB questions by sweep=fit, full-depth QLoRA models
-#     (carry scripts/gpu_wheels.sh --qlora); the brute force to hold them against is
-#     experiments/batch_vs_accum_saturation (gpu.sh claims, and largest: the same sweeps with sweep.plan=all)
+#   bash experiments/planner/gpu.sh g4_largest    # G4: the largest micro-batch of SOLAR-10.7B and Polyglot-Ko-12.8B
+#     (QLoRA, bf16 compute, checkpointing, 16-128 under 24 GB, full depth) by sweep=fit sweep.question=largest, then
+#     the brute force: the same grid with sweep.plan=all (G4_PLANS="predict all" by default; G4_MODELS=a,b)
+#   bash experiments/planner/gpu.sh g4_fastest    # G4: Llama-3.2-3B bs 8 x ga 2 against bs 16 (QLoRA, fp32 compute,
+#     checkpointing, 24 GB) by sweep.question=fastest, then sweep.plan=all. Both g4s: carry scripts/gpu_wheels.sh --qlora
 # Each job's report goes to $OUT/reports.jsonl as it ends; the sweep's summary.md and plots, the predictions
 # (.plan/predictions.json) and each cell's prediction.json come back with it.
 set -uo pipefail
@@ -20,16 +22,32 @@ COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_fina
   trainer.max_steps=26 measure.warmup_steps=3 gpu.memory_cap_gb=10"
 # GRID=... for another grid, e.g. G1's 16-24 cells: GRID="batch=2,4,8,16,32,64 batch.effective=64 padding=max_length,dynamic,grouped"
 GRID=${GRID:-"batch=4,8,16,32,64 batch.effective=64 padding=max_length,dynamic"}
+keep() {  # SWEEP_LABEL: its predictions, the predictor's log, each cell's decision, the planner's lines, its summary
+  local dir=$RUNS/$1 d
+  cp "$dir/.plan/predictions.json" "$OUT/predictions_$1.json" 2>/dev/null
+  cp "$dir/.plan/predict.log" "$OUT/predict_$1.log" 2>/dev/null  # where the prediction's own time went
+  for d in "$dir"/*/; do [ -f "$d/prediction.json" ] && python3 -c "
+import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({'job': sys.argv[2], **p, 'config': None}))" "$d/prediction.json" "$(basename "$d")"; done > "$OUT/decisions_$1.jsonl"
+  grep -E "sweep.plan|cells ran|#[0-9]+ :|sweep wall time" "$RUN_LOG" | tail -60 > "$OUT/planner_lines_$1.txt"
+  mv "$OUT/summary.md" "$OUT/summary_$1.md" 2>/dev/null; mv "$OUT/summary.csv" "$OUT/summary_$1.csv" 2>/dev/null
+  for d in "$OUT"/*.png; do [ -f "$d" ] && mv "$d" "${d%.png}_$1.png"; done
+}
 for what in "$@"; do
-if [ "$what" = g4 ]; then  # bs 8 or 16 for Llama-3.2-3B (QLoRA, fp32 compute, checkpointing, 24 GB), then the largest
-  # micro-batch in 24 GB for SOLAR-10.7B and Polyglot-Ko-12.8B (QLoRA, bf16 compute, checkpointing), each planned
-  SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep plan_g4_llama3b sweep=fit sweep.question=fastest \
-    experiment=batch_vs_accum_saturation batch.size=8,16 batch.effective=16 logger=none trainer.max_steps=30 \
-    measure.warmup_steps=5
-  for model in solar-10.7b polyglot-ko-12.8b; do
-    SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_g4_$model" sweep=fit sweep.question=largest model=$model peft=qlora precision=bf16 \
-      peft.compute_dtype=bfloat16 trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 batch.size=16,32,64,128 \
-      batch.effective=128 trainer.max_steps=6 measure.warmup_steps=2 logger=none
+if [ "$what" = g4_largest ] || [ "$what" = g4_fastest ]; then  # full-depth QLoRA models: nothing of COMMON's
+  if [ "$what" = g4_largest ]; then models=${G4_MODELS:-solar-10.7b,polyglot-ko-12.8b}
+    args="sweep=fit sweep.question=largest model=$models peft=qlora precision=bf16 peft.compute_dtype=bfloat16
+      trainer.gradient_checkpointing=true gpu.memory_cap_gb=24 batch.size=16,32,64,128 batch.effective=128
+      trainer.max_steps=6 measure.warmup_steps=2 logger=none"
+    name="g4_largest_${models//,/_}"
+  else
+    args="sweep=fit sweep.question=fastest experiment=batch_vs_accum_saturation batch.size=8,16 batch.effective=16
+      logger=none trainer.max_steps=30 measure.warmup_steps=5"
+    name=g4_fastest_llama3.2-3b
+  fi
+  for plan in ${G4_PLANS:-predict all}; do
+    REPORTS=$OUT/reports_${name}_$plan.jsonl COMMON="" SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} \
+      sweep "${name}_$plan" $args sweep.plan=$plan
+    keep "${name}_$plan"
   done
   continue
 elif [ "$what" = check ]; then
@@ -50,13 +68,9 @@ elif [ "$what" = fit ]; then  # the two questions (largest micro-batch under the
 else
   SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} sweep "plan_$what" $GRID sweep.plan=$what
 fi
-dir=$RUNS/plan_$what
-cp "$dir/.plan/predictions.json" "$OUT/predictions_$what.json" 2>/dev/null
-cp "$dir/.plan/predict.log" "$OUT/predict_$what.log" 2>/dev/null  # where the prediction's own time went
-for d in "$dir"/*/; do [ -f "$d/prediction.json" ] && python3 -c "
-import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({'job': sys.argv[2], **p, 'config': None}))" "$d/prediction.json" "$(basename "$d")"; done > "$OUT/decisions_$what.jsonl"
-grep -E "sweep.plan|cells ran|#[0-9]+ :" "$RUN_LOG" | tail -40 > "$OUT/planner_lines_$what.txt"
-mv "$OUT/summary.md" "$OUT/summary_$what.md" 2>/dev/null; mv "$OUT/summary.csv" "$OUT/summary_$what.csv" 2>/dev/null
+keep "plan_$what"
 done
 # one file back with everything (a device call returns only a few files)
-tar czf "$OUT/planner_call.tgz" -C "$OUT" --exclude planner_call.tgz . 2>/dev/null
+tgz="planner_$(IFS=_; echo "$*").tgz"  # one per invocation: a device call may hold several
+tar czf "$OUT/$tgz" -C "$OUT" --exclude "*.tgz" --exclude planner.log . 2>/dev/null && \
+  find "$OUT" -type f ! -name "*.tgz" ! -name planner.log -delete
