@@ -89,6 +89,20 @@ def test_the_largest_fit_of_each_family_is_named_by_its_job_when_there_are_sever
     assert "padding=max_length: bs 32 x ga 2 (ran ok, predicted 7.7 GB)" in line
 
 
+def test_cells_below_the_largest_fit_are_counted_as_smaller_not_slower(tmp_path):
+    """sweep.question=largest times no speed: the cells it leaves out are smaller than the largest predicted to
+    fit, and the plan line says so instead of calling them slower (an H200 summary of SOLAR-10.7B did)."""
+    _write(tmp_path, "bs64", _report(64, 2, 4700, ci=0.02), {**_prediction(64, 2, None, "ran", memory=16.9),
+                                                             "largest_fit": True})
+    for size, memory in ((16, 8.4), (32, 11.3)):
+        _write(tmp_path, f"bs{size}", prediction=_prediction(
+            size, 128 // size, None, f"not run: predicted to fit ({memory} GB), below the largest that does", memory))
+    _write(tmp_path, "bs128", prediction=_prediction(128, 1, None, "predicted out of memory: 28.1 GB > 24.0 GB", 28.1))
+    line = next(x for x in summary.write(tmp_path).splitlines() if x.startswith("- planned:"))
+    assert line.startswith("- planned: 1 of 4 cells ran; 1 predicted out of memory; 0 predicted slower (not run); "
+                           "2 smaller than the largest predicted to fit (not run); the largest micro-batch")
+
+
 def test_a_cell_planned_to_run_without_a_report_is_warned_of_not_shown_as_predicted(planned):
     _write(planned, "bs64_ga1", prediction=_prediction(64, 1, 1000, "ran"))
     md = summary.write(planned)

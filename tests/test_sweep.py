@@ -110,6 +110,17 @@ def test_recommendation_names_the_fastest_fitting_config_and_the_best_split():
     assert list(df["status"]) == ["ok", "ok", "ok", "oom"] and list(df["rank"]) == [1, 2, 3, 4]
 
 
+def test_an_effective_batch_group_of_two_models_names_each_job_not_only_its_split():
+    """Two models at one effective batch: 'bs 64 x ga 2 beats bs 32 x ga 4' would hide that they are two models."""
+    reports = [_report("solar", 64, 2, 4700), _report("polyglot", 32, 4, 3600)]
+    for r, model in zip(reports, ("solar-10.7b", "polyglot-ko-12.8b")):
+        r["overrides"].append(f"model={model}")
+    line = next(x for x in summary.recommend(summary.table(reports)) if x.startswith("for effective batch 128:"))
+    assert "model=solar-10.7b" in line and "model=polyglot-ko-12.8b" in line
+    same = summary.table([_report("a", 64, 2, 4700), _report("b", 32, 4, 3600)])
+    assert "bs 64 x ga 2 beats bs 32 x ga 4" in next(x for x in summary.recommend(same) if x.startswith("for effective"))
+
+
 def test_token_budget_jobs_have_no_effective_batch_of_rows_and_are_not_grouped_by_one():
     """A packed job's batch.size is unused (its packs hold as many rows as fit the budget): no 'for effective
     batch 8' line may pair it with a padded job of bs 8 x ga 1."""

@@ -30,7 +30,7 @@ keep() {  # SWEEP_LABEL: its predictions, the predictor's log, each cell's decis
 import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({'job': sys.argv[2], **p, 'config': None}))" "$d/prediction.json" "$(basename "$d")"; done > "$OUT/decisions_$1.jsonl"
   grep -E "sweep.plan|cells ran|#[0-9]+ :|sweep wall time" "$RUN_LOG" | tail -60 > "$OUT/planner_lines_$1.txt"
   mv "$OUT/summary.md" "$OUT/summary_$1.md" 2>/dev/null; mv "$OUT/summary.csv" "$OUT/summary_$1.csv" 2>/dev/null
-  for d in "$OUT"/*.png; do [ -f "$d" ] && mv "$d" "${d%.png}_$1.png"; done
+  for d in "$dir"/*.png; do [ -f "$OUT/${d##*/}" ] && mv "$OUT/${d##*/}" "$OUT/$(basename "$d" .png)_$1.png"; done
 }
 for what in "$@"; do
 if [ "$what" = g4_largest ] || [ "$what" = g4_fastest ]; then  # full-depth QLoRA models: nothing of COMMON's
@@ -72,5 +72,5 @@ keep "plan_$what"
 done
 # one file back with everything (a device call returns only a few files)
 tgz="planner_$(IFS=_; echo "$*").tgz"  # one per invocation: a device call may hold several
-tar czf "$OUT/$tgz" -C "$OUT" --exclude "*.tgz" --exclude planner.log . 2>/dev/null && \
-  find "$OUT" -type f ! -name "*.tgz" ! -name planner.log -delete
+tar czf "/tmp/$tgz" -C "$OUT" --exclude "*.tgz" --exclude planner.log . 2>/dev/null  # outside $OUT: a tar of the
+mv "/tmp/$tgz" "$OUT/" && find "$OUT" -type f ! -name "*.tgz" ! -name planner.log -delete  # folder it writes fails

@@ -43,6 +43,7 @@ def load_reports(sweep: Path) -> list[dict]:
 
 
 PREDICTED = ("predicted", "predicted_oom")  # a planned sweep's cells that did not run: no measurement
+SMALLER = "not run: predicted to fit"  # the planner's decision for a cell below the largest fit (plan.decisions)
 
 
 def with_predictions(sweep: Path, reports: list[dict]) -> list[dict]:
@@ -261,8 +262,8 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
         if len(group) < 2:
             continue
         first = group.iloc[0]
-        # jobs of one batch shape that differ elsewhere (padding, a ladder rung) are named by their overrides
-        name = _label if not group.duplicated(["batch", "grad_accum"]).any() else (lambda r: r["job"])
+        # jobs that differ elsewhere (padding, a ladder rung, the model) are named by their overrides
+        name = _label if not group.duplicated(["batch", "grad_accum"]).any() and _one_family(group) else (lambda r: r["job"])
         versus = "; ".join(comparison(first, o).text(name(first), name(o)) for _, o in group.iloc[1:].iterrows())
         lines.append(f"for effective batch {eff:g}: {versus}")  # 8, not 8.0 (a token budget's NaN floats the column)
     if baseline:
@@ -274,6 +275,12 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
     if not failed.empty:
         lines.append("did not finish: " + ", ".join(f"{r['job']} ({r['status']})" for _, r in failed.iterrows()))
     return lines
+
+
+def _one_family(group: pd.DataFrame) -> bool:
+    """Whether the jobs' names differ only in their batch settings (a job is named by its overrides)."""
+    rest = {", ".join(p for p in str(job).split(", ") if not p.startswith("batch")) for job in group["job"]}
+    return len(rest) <= 1
 
 
 def _what_would_decide(df: pd.DataFrame) -> str:
@@ -329,9 +336,12 @@ def planned(df: pd.DataFrame) -> str | None:
     """'planned: N of M cells ran; K predicted out of memory; J predicted slower (not run)', for a planned sweep."""
     if "decision" not in df:
         return None
-    oom, slower = (int((df["status"] == s).sum()) for s in ("predicted_oom", "predicted"))
-    line = (f"planned: {len(df) - oom - slower} of {len(df)} cells ran; {oom} predicted out of memory; "
-            f"{slower} predicted slower (not run)")
+    oom, not_run = (int((df["status"] == s).sum()) for s in ("predicted_oom", "predicted"))
+    # sweep.question=largest times no speed: its cells below the largest fit were not run for being smaller
+    smaller = int(((df["status"] == "predicted") & df["decision"].fillna("").str.startswith(SMALLER)).sum())
+    line = (f"planned: {len(df) - oom - not_run} of {len(df)} cells ran; {oom} predicted out of memory; "
+            f"{not_run - smaller} predicted slower (not run)"
+            + (f"; {smaller} smaller than the largest predicted to fit (not run)" if smaller else ""))
     largest = df[df["largest_fit"].fillna(False).astype(bool)] if "largest_fit" in df else df.iloc[:0]
     # one per family: where there are several, each is named by its job (the settings that set it apart)
     fits = [f"{row['job'] + ': ' if len(largest) > 1 else ''}{_label(row)} ({'ran ok' if row['status'] == 'ok' else row['status']}, "
