@@ -132,6 +132,16 @@ def test_the_throughput_plot_draws_predicted_only_cells_hollow_and_not_the_predi
     assert [p.get_width() for p in hollow_bars.patches] == [900] and not hollow_bars.patches[0].get_fill()
 
 
+def test_the_memory_plot_draws_the_cells_not_run_hollow_at_their_predicted_memory(planned):
+    df = summary.table(summary.load_reports(planned))
+    ax = plots.figures(df)["memory_vs_batch"].axes[0]
+    hollow = [c for c in ax.collections if len(c.get_offsets()) and not c.get_facecolors().any()]
+    points = sorted(tuple(xy) for c in hollow for xy in c.get_offsets().tolist())
+    # bs 1 (no predicted rate, a predicted memory), bs 2 predicted slower, bs 32 predicted out of memory
+    assert points == [(1, 10.0), (2, 10.0), (32, 27.2)]
+    assert "predicted, not run" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
 def test_a_sweep_without_predictions_gets_no_prediction_columns_or_plan_line(tmp_path):
     for size, accum, rate in [(4, 4, 1200), (8, 2, 1560)]:
         _write(tmp_path, f"bs{size}_ga{accum}", _report(size, accum, rate))

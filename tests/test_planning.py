@@ -364,4 +364,8 @@ def test_sweep_question_largest_times_no_speed_and_runs_only_the_largest_that_fi
             for d in tmp_path.iterdir() if (d / "prediction.json").exists()}
     assert sorted(b for b, d in kept.items() if (d / "report.json").exists()) == [4]
     assert json.loads((kept[2] / "prediction.json").read_text())["decision"].endswith("below the largest that does")
-    assert "the largest micro-batch predicted to fit: bs 4 x ga 16 (ran ok" in (tmp_path / "summary.md").read_text()
+    summary_md = (tmp_path / "summary.md").read_text()
+    assert "the largest micro-batch predicted to fit: bs 4 x ga 16 (ran ok" in summary_md
+    assert "0 predicted slower (not run); 2 smaller than the largest predicted to fit (not run)" in summary_md
+    table = [x for x in (proc.stdout + proc.stderr).splitlines() if re.search(r"batch\.size=[124] .*: [\d.]+ GB", x)]
+    assert len(table) == 3 and not any(x.endswith("; ") or x.endswith(";") for x in table), table  # no empty decision

@@ -168,6 +168,9 @@ def memory_figure(df: pd.DataFrame, where: str):
     col = "peak_reserved_gb" if _column(df, "peak_reserved_gb").notna().any() else "peak_rss_gb"
     mem, saturated = _column(df, col), _column(df, "saturated", text=True)
     measured, predicted = _column(df, "peak_alloc_gb"), _column(df, "predicted_alloc_gb")
+    # a planned sweep's cells that did not run: the planner's prediction, hollow (sweep.question=largest's answer)
+    not_run = df["status"].isin(("predicted", "predicted_oom")) & _column(df, "predicted_memory_gb").notna()
+    predicted = predicted.where(~not_run, _column(df, "predicted_memory_gb"))
     fig, ax = _figure(8.5, 4.2)
     shown = df[(mem.notna() | predicted.notna()) & df["batch"].notna()]
     for i, (name, sub) in enumerate(_series(shown)):
@@ -181,10 +184,15 @@ def memory_figure(df: pd.DataFrame, where: str):
         ax.plot(ran["batch"], measured[ran.index], marker=".", color=colour, linewidth=0.8)
         guessed = sub[predicted[sub.index].notna()]
         ax.plot(guessed["batch"], predicted[guessed.index], linestyle=":", marker="+", color=colour)
+        hollow = sub[not_run[sub.index]]
+        ax.scatter(hollow["batch"], predicted[hollow.index], marker="o", s=40, facecolors="none", edgecolors=colour,
+                   zorder=3)
     if measured.notna().any():  # style keys: the series' colours say which jobs, these say which number
         ax.plot([], [], marker=".", color="black", linewidth=0.8, label="allocated, measured")
     if predicted.notna().any():
         ax.plot([], [], linestyle=":", marker="+", color="black", label="allocated, predicted before step 1")
+    if not_run.any():
+        ax.scatter([], [], marker="o", s=40, facecolors="none", edgecolors="black", label="predicted, not run")
     capacity = _column(df, "capacity_gb").dropna()
     if not capacity.empty:
         ax.axhline(capacity.iloc[0], color="gray", linestyle="--", label=f"capacity {capacity.iloc[0]:.0f} GB")
