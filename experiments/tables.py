@@ -946,6 +946,94 @@ def planner_h200_repeats() -> str:
                      "max_length 4: predicted real tok/s", "max_length 8", "max_length 2: predicted GB"], rows)
 
 
+G4 = "planner/results/h200_g4/"
+_JOB = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[HYDRA\] \t#(\d+) : (.*)$")
+_WALL = re.compile(r"^(\S+): exit (\d+), sweep wall time (\d+) s$")
+
+
+def _sweeps(*logs: str) -> dict[str, dict]:
+    """Each sweep of G4's device calls (gpu.sh's planner.log): its wall time as gpu.sh timed it, whether it was cut
+    (exit 124), and each job that ran to the end: its seconds from its start line to its status line. A job cut
+    with its sweep has no status line, and a job finished in an earlier call is 'skipped': neither is counted."""
+    from datetime import datetime
+    out, jobs, started = {}, {}, {}
+    for log in logs:
+        for line in (HERE / log).read_text().splitlines():
+            if m := _WALL.match(line):
+                label = m[1]
+                done = out.setdefault(label, {"wall_s": [], "cut": [], "jobs": {}})
+                done["wall_s"].append(int(m[3]))
+                done["cut"].append(m[2] == "124")
+                done["jobs"].update(jobs)
+                jobs, started = {}, {}
+            elif m := _JOB.match(line):
+                at, text = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), m[3]
+                opened = next((t for t in started if text.startswith(t + ": ")), None)
+                if opened is not None:
+                    if not text.endswith("skipped"):
+                        jobs[opened] = (at - started.pop(opened)).total_seconds()
+                elif not text.endswith("skipped"):
+                    started[text] = at
+    return out
+
+
+def _g4_reports(path: str) -> dict[tuple[str, int], dict]:
+    return {(r["config"]["model"]["name"], r["config"]["batch"]["size"]): r for r in _records(G4 + path)}
+
+
+def planner_g4() -> str:
+    """G4's cells (one H200, three calls on one machine): the planner's prediction and decision, and what each
+    plan measured: status, peak allocated GB and its ratio to the prediction, real tok/s."""
+    predicted = {r["job"]: r for q in ("largest", "fastest") for r in _records(G4 + f"decisions_{q}.jsonl")}
+    rows = []
+    for q in ("largest", "fastest"):
+        planned, every = _g4_reports(f"reports_{q}_predict.jsonl"), _g4_reports(f"reports_{q}_all.jsonl")
+        for (model, size), r in sorted(every.items()):
+            p = predicted[r["label"]]["prediction"]
+            cells = []
+            for m in (planned.get((model, size)), r):
+                if m is None:
+                    cells += ["", ""]
+                elif m["status"] != "ok":
+                    cells += [m["status"], ""]
+                else:
+                    th, peak = m["throughput"], m["memory_gb"]["peak_allocated"]
+                    low = th.get("real_tokens_per_s_low")
+                    cells += [f"{peak:.2f} ({peak / p['memory_gb']:.3f})",
+                              f"{th['real_tokens_per_s']:,.0f}" + (f" ({low:,.0f}-{th['real_tokens_per_s_high']:,.0f})" if low else "")]
+            rate = (f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f}), {p['bound'] or 'own line'}"
+                    if p.get("real_tokens_per_s") else "not timed")
+            decision = predicted[r["label"]]["decision"]
+            rows.append([q, model, f"{size} x {r['config']['batch']['grad_accum']}", f"{p['memory_gb']:.2f}", rate,
+                         decision.split(" (")[0].split(":")[0] if decision.startswith("predicted out") else decision.split(":")[0]
+                         if decision.startswith("ran") else "not run: smaller", *cells])
+    return markdown(["question", "model", "micro-batch x ga", "predicted GB", "predicted real tok/s (range), bound",
+                     "plan=predict: decision", "plan=predict: peak GB (/ predicted)", "real tok/s (95%)",
+                     "plan=all: peak GB (/ predicted)", "real tok/s (95%)"], rows)
+
+
+def planner_g4_times() -> str:
+    """G4's wall times: the planned sweep as gpu.sh timed it against the brute force's jobs (the same grid with
+    sweep.plan=all; the largest one ran as two sweeps, one of them cut and resumed in the next call: its finished
+    jobs' own seconds plus one sweep's start, the wall time less the jobs of its sweep that ran whole in one call)."""
+    sweeps = _sweeps(G4 + "call1_planner.log", G4 + "call2_planner.log", G4 + "call3_planner.log")
+    rows = []
+    for q, planned_label, all_labels in (
+            ("largest", "g4_largest_solar-10.7b_polyglot-ko-12.8b_predict",
+             ("g4_largest_solar-10.7b_all", "g4_largest_polyglot-ko-12.8b_all")),
+            ("fastest", "g4_fastest_llama3.2-3b_predict", ("g4_fastest_llama3.2-3b_all",))):
+        plan = sweeps[planned_label]
+        jobs = [s for label in all_labels for s in sweeps[label]["jobs"].values()]
+        whole = [label for label in all_labels if sweeps[label]["cut"] == [False]]  # ran in one call, uncut
+        start = fmean(sweeps[label]["wall_s"][0] - sum(sweeps[label]["jobs"].values()) for label in whole)
+        brute = sum(jobs) + start
+        predictor = float(re.search(r"process: ([\d.]+) s", (HERE / G4 / f"predict_{q}.log").read_text())[1])
+        rows.append([q, f"{len(plan['jobs'])} of {len(jobs)}", f"{plan['wall_s'][0]} (predictor {predictor:.0f})",
+                     f"{sum(jobs):.0f} + {start:.0f}", f"**{plan['wall_s'][0] / brute:.2f}**"])
+    return markdown(["question", "cells run", "plan=predict: wall s", "plan=all: jobs' s + a sweep's start",
+                     "planned / all"], rows)
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -967,6 +1055,8 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "planner/h200_check": (HERE / "planner/README.md", planner_h200_check),
           "planner/h200_repeats": (HERE / "planner/README.md", planner_h200_repeats),
           "planner/new_shapes": (HERE / "planner/README.md", planner_new_shapes),
+          "planner/g4": (HERE / "planner/README.md", planner_g4),
+          "planner/g4_times": (HERE / "planner/README.md", planner_g4_times),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
                                                                              ("classifier8", "classifier32"))),

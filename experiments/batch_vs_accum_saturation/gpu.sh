@@ -13,7 +13,7 @@
 # then bs 8 and 16 in bf16 compute without it (30 steps each; `python -m src.report` makes the summary).
 # `largest [MODEL]`: SOLAR-10.7B and Polyglot-Ko-12.8B shapes (or the one named), QLoRA (bf16 compute) +
 # checkpointing under the 24 GB cap, every micro-batch run (sweep=fit with sweep.plan=all: the brute force that
-# experiments/planner's `g4` holds the planned sweep against): 16-128 at the account-tax rows (~211 tokens), 4-32 at
+# experiments/planner's `g4_largest` holds the planned sweep against): 16-128 at the account-tax rows (~211 tokens), 4-32 at
 # ~1,800-token rows. 6 steps a job: memory is the question. Each job's report holds the memory model's prediction
 # beside the measured peak. (The results in README.md came from a search that stopped at the first failed size.)
 # `depth`: Polyglot-Ko-12.8B QLoRA (bf16 compute, checkpointing, bs 16, ~211-token rows) cut to 1, 2, 4, 8 and
