@@ -180,6 +180,20 @@ def test_one_question_runs_only_its_own_cells():
     assert next_wave(sized, [Measured("bs4", "oom"), ok("bs8", 1.0)], 24.0, question="fastest") == []
 
 
+def test_fastest_asked_alone_runs_the_leader_and_what_overlaps_it_not_the_top_3():
+    """Llama-3.2-3B on an H200 (call 8): bs 16 predicted 5,998 (4,695-6,483), bs 8 x ga 2 3,002 (2,353-3,243). Both
+    ran under the top 3 of a 2-cell grid; asked for the fastest alone, bs 8 x ga 2 can't reach the leader's low."""
+    llama = [Prediction("b16", "A", 5.9, 5998.0, 4695.0, 6483.0, size=16),
+             Prediction("b8x2", "A", 4.6, 3002.0, 2353.0, 3243.0, size=8)]
+    assert first_wave(llama, 24.0, question="fastest") == ["b16"]
+    assert first_wave(llama, 24.0) == ["b16", "b8x2"]  # both questions: the top 3
+    # bs 16 measured 1.10x its prediction: bs 8 x ga 2 calibrated the same reaches 3,567, under 6,081
+    assert next_wave(llama, [ok("b16", 6597.0, 6081.0, 7207.0)], 24.0, question="fastest") == []
+    close = llama[:1] + [Prediction("b8x2", "A", 4.6, 5500.0, 4800.0, 6000.0, size=8)]  # overlaps the leader: runs
+    assert first_wave(close, 24.0, question="fastest") == ["b16", "b8x2"]
+    assert first_wave(llama, 24.0, top=3, question="fastest") == ["b16", "b8x2"]  # hydra.launcher.top overrides
+
+
 def test_the_planner_imports_the_way_hydras_plugin_scan_does():
     """Hydra runs each plugin module before putting it in sys.modules: a dataclass with string annotations
     (from __future__ import annotations) fails there."""

@@ -17,7 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn, JobStatus
@@ -39,7 +39,7 @@ class IsolatedLauncherConf(LocalQueueConf):
     tasks_per_node: int = "${distributed.nproc_per_job}"  # type: ignore  # >1: each job one DDP/FSDP run of N processes
     repeats: int = 1  # sweep.repeats=N: every job N times, in interleaved rounds (A B C A B C)
     plan: str = "all"  # sweep.plan=predict: predict every cell first, run only those that could win (planning.py)
-    top: int = 3  # sweep.plan=predict: the predicted leaders the first wave runs
+    top: Optional[int] = None  # sweep.plan=predict: the predicted leaders the first wave runs (None: 3; 1 for fastest)
     question: str = "both"  # sweep.question=largest|fastest: which of sweep=fit's two answers the runs confirm
     predict_on_cpu: bool = False  # predictions are timed on a GPU; on a CPU only for tests of the planner
 
@@ -113,7 +113,7 @@ def die_with(pid: int) -> None:
 class IsolatedLauncher(LocalLauncher):
     sweep_pid = None  # set by launch(); travels to each job with this launcher (pickled)
 
-    def __init__(self, repeats: int = 1, plan: str = "all", top: int = 3, predict_on_cpu: bool = False,
+    def __init__(self, repeats: int = 1, plan: str = "all", top: int | None = None, predict_on_cpu: bool = False,
                  question: str = "both", **params):
         super().__init__(**params)
         self.repeats = repeats  # src/config/cli.py refuses anything but a positive integer

@@ -7,7 +7,8 @@ every prediction is scaled by its family's measured/predicted ratio, and any cel
 measured winner runs next, as does the next largest micro-batch where the largest ran out of memory; none
 left means the winner and the largest fit are confirmed. A sweep that asks one question (sweep.question) runs
 only that question's cells: `largest` the largest fit of each family (and the next down where it ran out of
-memory), `fastest` all but the largest-fit confirmation. Stdlib only, so importing it costs nothing (and no
+memory), `fastest` all but the largest-fit confirmation, and of the leaders only the first (the fewest runs
+that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs nothing (and no
 `from __future__ import annotations`: Hydra's plugin scan runs this module before it is in sys.modules,
 where dataclasses cannot resolve string annotations).
 """
@@ -116,10 +117,18 @@ def largest_fits(preds: Iterable[Prediction], measured: Iterable[Measured], capa
     return {family: p.cell for family, p in out.items()}
 
 
-def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int = 3,
+def leaders(top: int | None, question: str) -> int:
+    """How many predicted leaders the first wave runs: `top` where given, else 3, or 1 for `fastest` asked alone,
+    which is confirmed by the fewest runs: the leader, each family's fastest and whatever overlaps the leader;
+    after them the calibrated order runs anything that could still win (next_wave)."""
+    return top if top is not None else 1 if question == "fastest" else 3
+
+
+def first_wave(preds: Iterable[Prediction], capacity_gb: float | None, top: int | None = None,
                question: str = "both") -> list[str]:
     """The cells to run first. `largest`: each family's largest micro-batch predicted to fit, and any cell without
     a memory prediction; `fastest`: the leaders, each family's fastest and whatever overlaps the leader; `both`."""
+    top = leaders(top, question)
     preds = [p for p in _by_cell(preds).values() if _fits(p, capacity_gb)]
     largest = set(largest_fits(preds, [], capacity_gb).values()) if question != "fastest" else set()
     if question == "largest":
@@ -157,7 +166,8 @@ def calibration(preds: Iterable[Prediction], measured: Iterable[Measured]) -> di
 
 
 def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None,
-              top: int = 3, question: str = "both") -> list[str]:
+              top: int | None = None, question: str = "both") -> list[str]:
+    top = leaders(top, question)
     preds, measured = _by_cell(preds), _by_cell(measured)
     waiting = [p for p in preds.values() if p.cell not in measured and _fits(p, capacity_gb)]
     unconfirmed = set() if question == "fastest" else \
