@@ -981,13 +981,22 @@ def _g4_reports(path: str) -> dict[tuple[str, int], dict]:
     return {(r["config"]["model"]["name"], r["config"]["batch"]["size"]): r for r in _records(G4 + path)}
 
 
+# G4's sweeps: (the question as the table names it, its files' name, the calls' logs, the planned sweep's label,
+# plan=all's labels). Calls 1-3 ran on one machine, call 4 on a later one.
+G4_SWEEPS = (("largest", "largest", ("call1_planner.log", "call2_planner.log"),
+              "g4_largest_solar-10.7b_polyglot-ko-12.8b_predict", ("g4_largest_solar-10.7b_all", "g4_largest_polyglot-ko-12.8b_all")),
+             ("fastest (top 3)", "fastest", ("call3_planner.log",), "g4_fastest_llama3.2-3b_predict", ("g4_fastest_llama3.2-3b_all",)),
+             ("fastest (leader)", "fastest_leader", ("call4_planner.log",), "g4_fastest_llama3.2-3b_predict",
+              ("g4_fastest_llama3.2-3b_all",)))
+
+
 def planner_g4() -> str:
-    """G4's cells (one H200, three calls on one machine): the planner's prediction and decision, and what each
-    plan measured: status, peak allocated GB and its ratio to the prediction, real tok/s."""
-    predicted = {r["job"]: r for q in ("largest", "fastest") for r in _records(G4 + f"decisions_{q}.jsonl")}
+    """G4's cells: the planner's prediction and decision, and what each plan measured: status, peak allocated GB and
+    its ratio to the prediction, real tok/s (and its ratio to the prediction, where speed was predicted)."""
     rows = []
-    for q in ("largest", "fastest"):
-        planned, every = _g4_reports(f"reports_{q}_predict.jsonl"), _g4_reports(f"reports_{q}_all.jsonl")
+    for question, name, *_ in G4_SWEEPS:
+        predicted = {r["job"]: r for r in _records(G4 + f"decisions_{name}.jsonl")}
+        planned, every = _g4_reports(f"reports_{name}_predict.jsonl"), _g4_reports(f"reports_{name}_all.jsonl")
         for (model, size), r in sorted(every.items()):
             p = predicted[r["label"]]["prediction"]
             cells = []
@@ -998,39 +1007,39 @@ def planner_g4() -> str:
                     cells += [m["status"], ""]
                 else:
                     th, peak = m["throughput"], m["memory_gb"]["peak_allocated"]
-                    low = th.get("real_tokens_per_s_low")
+                    low, rate = th.get("real_tokens_per_s_low"), th["real_tokens_per_s"]
                     cells += [f"{peak:.2f} ({peak / p['memory_gb']:.3f})",
-                              f"{th['real_tokens_per_s']:,.0f}" + (f" ({low:,.0f}-{th['real_tokens_per_s_high']:,.0f})" if low else "")]
+                              f"{rate:,.0f}" + (f" ({low:,.0f}-{th['real_tokens_per_s_high']:,.0f})" if low else "")
+                              + (f"; **{rate / p['real_tokens_per_s']:.2f}**" if p.get("real_tokens_per_s") else "")]
             rate = (f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f}), {p['bound'] or 'own line'}"
                     if p.get("real_tokens_per_s") else "not timed")
             decision = predicted[r["label"]]["decision"]
-            rows.append([q, model, f"{size} x {r['config']['batch']['grad_accum']}", f"{p['memory_gb']:.2f}", rate,
-                         decision.split(" (")[0].split(":")[0] if decision.startswith("predicted out") else decision.split(":")[0]
-                         if decision.startswith("ran") else "not run: smaller", *cells])
+            said = ("ran" if decision.startswith("ran") else "predicted out of memory" if decision.startswith("predicted")
+                    else "not run: smaller" if "below the largest" in decision else "not run: slower")
+            rows.append([question, model, f"{size} x {r['config']['batch']['grad_accum']}", f"{p['memory_gb']:.2f}", rate,
+                         said, *cells])
     return markdown(["question", "model", "micro-batch x ga", "predicted GB", "predicted real tok/s (range), bound",
-                     "plan=predict: decision", "plan=predict: peak GB (/ predicted)", "real tok/s (95%)",
-                     "plan=all: peak GB (/ predicted)", "real tok/s (95%)"], rows)
+                     "plan=predict: decision", "plan=predict: peak GB (/ predicted)", "real tok/s (95%); / predicted",
+                     "plan=all: peak GB (/ predicted)", "real tok/s (95%); / predicted"], rows)
 
 
 def planner_g4_times() -> str:
     """G4's wall times: the planned sweep as gpu.sh timed it against the brute force's jobs (the same grid with
-    sweep.plan=all; the largest one ran as two sweeps, one of them cut and resumed in the next call: its finished
-    jobs' own seconds plus one sweep's start, the wall time less the jobs of its sweep that ran whole in one call)."""
-    sweeps = _sweeps(G4 + "call1_planner.log", G4 + "call2_planner.log", G4 + "call3_planner.log")
+    sweep.plan=all in the same calls; the largest one ran as two sweeps, one of them cut and resumed in the next
+    call: its finished jobs' own seconds plus one sweep's start, the wall time less the jobs of its sweep that ran
+    whole in one call)."""
     rows = []
-    for q, planned_label, all_labels in (
-            ("largest", "g4_largest_solar-10.7b_polyglot-ko-12.8b_predict",
-             ("g4_largest_solar-10.7b_all", "g4_largest_polyglot-ko-12.8b_all")),
-            ("fastest", "g4_fastest_llama3.2-3b_predict", ("g4_fastest_llama3.2-3b_all",))):
+    for question, name, logs, planned_label, all_labels in G4_SWEEPS:
+        sweeps = _sweeps(*(G4 + log for log in logs))
         plan = sweeps[planned_label]
-        jobs = [s for label in all_labels for s in sweeps[label]["jobs"].values()]
+        jobs = [t for label in all_labels for t in sweeps[label]["jobs"].values()]
         whole = [label for label in all_labels if sweeps[label]["cut"] == [False]]  # ran in one call, uncut
         start = fmean(sweeps[label]["wall_s"][0] - sum(sweeps[label]["jobs"].values()) for label in whole)
-        brute = sum(jobs) + start
-        predictor = float(re.search(r"process: ([\d.]+) s", (HERE / G4 / f"predict_{q}.log").read_text())[1])
-        rows.append([q, f"{len(plan['jobs'])} of {len(jobs)}", f"{plan['wall_s'][0]} (predictor {predictor:.0f})",
-                     f"{sum(jobs):.0f} + {start:.0f}", f"**{plan['wall_s'][0] / brute:.2f}**"])
-    return markdown(["question", "cells run", "plan=predict: wall s", "plan=all: jobs' s + a sweep's start",
+        predictor = float(re.search(r"process: ([\d.]+) s", (HERE / G4 / f"predict_{name}.log").read_text())[1])
+        rows.append([question, ", ".join(log.split("_")[0].replace("call", "") for log in logs),
+                     f"{len(plan['jobs'])} of {len(jobs)}", f"{plan['wall_s'][0]} (predictor {predictor:.0f})",
+                     f"{sum(jobs):.0f} + {start:.0f}", f"**{plan['wall_s'][0] / (sum(jobs) + start):.2f}**"])
+    return markdown(["question", "call", "cells run", "plan=predict: wall s", "plan=all: jobs' s + a sweep's start",
                      "planned / all"], rows)
 
 
