@@ -40,7 +40,8 @@ if [ "$what" = g4_largest ] || [ "$what" = g4_fastest ]; then  # full-depth QLoR
       trainer.max_steps=6 measure.warmup_steps=2 logger=none"
     name="g4_largest_${models//,/_}"
   else
-    args="sweep=fit sweep.question=fastest experiment=batch_vs_accum_saturation batch.size=8,16 batch.effective=16
+    # G4_BATCHES="batch.size=1,2,4,8,16,32,64 batch.effective=64" for sweep=fit's own grid (more cells to skip)
+    args="sweep=fit sweep.question=fastest experiment=batch_vs_accum_saturation ${G4_BATCHES:-batch.size=8,16 batch.effective=16}
       logger=none trainer.max_steps=30 measure.warmup_steps=5"
     name=g4_fastest_llama3.2-3b
   fi
