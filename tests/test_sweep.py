@@ -195,6 +195,20 @@ def test_sweep_presets_compose(preset):
     assert cfg.measure.stop_when_stable is True
 
 
+def test_the_batch_presets_plan_and_the_others_run_every_cell():
+    """sweep.plan=predict is the default of the saved sweeps whose cells share a model build (the batch axes), where
+    the planner can leave cells out; a preset whose every cell is a family of its own (padding, precision, ...)
+    would run them all anyway, with the predictor's process on top."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    plans = {}
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        for p in sorted((CONF / "sweep").glob("*.yaml")):
+            plans[p.stem] = hydra_compose("config", overrides=[f"sweep={p.stem}"], return_hydra_config=True).hydra.launcher.plan
+    assert {name for name, plan in plans.items() if plan == "predict"} == {"batch_vs_accum", "fit"}
+    assert set(plans.values()) == {"predict", "all"}
+
+
 def test_slurm_launcher_composes():
     from hydra import compose as hydra_compose, initialize_config_dir
 
