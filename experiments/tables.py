@@ -20,6 +20,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from statistics import fmean
 from pathlib import Path
@@ -947,7 +948,7 @@ def planner_h200_repeats() -> str:
 
 
 G4 = "planner/results/h200_g4/"
-_JOB = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[HYDRA\] \t#(\d+) : (.*)$")
+_JOB = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[HYDRA\] \t#\d+ : (.*)$")
 _WALL = re.compile(r"^(\S+): exit (\d+), sweep wall time (\d+) s$")
 
 
@@ -955,7 +956,6 @@ def _sweeps(*logs: str) -> dict[str, dict]:
     """Each sweep of G4's device calls (gpu.sh's planner.log): its wall time as gpu.sh timed it, whether it was cut
     (exit 124), and each job that ran to the end: its seconds from its start line to its status line. A job cut
     with its sweep has no status line, and a job finished in an earlier call is 'skipped': neither is counted."""
-    from datetime import datetime
     out, jobs, started = {}, {}, {}
     for log in logs:
         for line in (HERE / log).read_text().splitlines():
@@ -967,7 +967,7 @@ def _sweeps(*logs: str) -> dict[str, dict]:
                 done["jobs"].update(jobs)
                 jobs, started = {}, {}
             elif m := _JOB.match(line):
-                at, text = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), m[3]
+                at, text = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), m[2]
                 opened = next((t for t in started if text.startswith(t + ": ")), None)
                 if opened is not None:
                     if not text.endswith("skipped"):
