@@ -145,7 +145,8 @@ def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
     figures = [{} for _ in cells]
     t = clock()
     for fig, cfg, prep in zip(figures, cfgs, preps):  # the run's timed window: its real tokens, its new shapes
-        warmup, last = timed_window(cfg, res.device)
+        warmup, last = timed_window(cfg.measure.warmup_steps, cfg.trainer.max_steps, cfg.measure.profile_steps,
+                                    res.device == "cuda")
         lengths = [int(x) for x in prep.train["length"]] if "length" in prep.train.column_names else []
         fig["window"] = sampling.window(lengths, prep.collator, cfg.padding.strategy, cfg.batch.size,
                                         cfg.batch.grad_accum, warmup, last, cfg.data.seed)

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from src.measure.meter import Measure, TokenCounter, window_tokens
-from src.measure.timing import BusyProfiler, Clock, PHASES, StepTimer, StopRule, Window, union_seconds
+from src.measure.timing import BusyProfiler, Clock, PHASES, StepTimer, StopRule, Window
+from src.base.stats import union_seconds
 from src.measure.hooks import TrainerHooks
 
 

@@ -73,7 +73,7 @@ def line(raw: dict, decision: str) -> str:
         return f"no prediction ({raw['why_not']})"
     if raw.get("over_card"):
         return decision
-    if raw.get("real_tokens_per_s") is None:  # predicted over the capacity: its speed was not timed
+    if raw.get("real_tokens_per_s") is None:  # not timed: predicted over the capacity, or sweep.question=largest
         return f"{raw['memory_gb']:.1f} GB" + (f"; {decision}" if decision else "")
     # decision: plan.not_run's line for a cell predicted out of memory, else empty
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "

@@ -96,12 +96,11 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def timed_window(cfg, device: str) -> tuple[int, int]:
-    """The optimizer steps a run of this config times (its first and last are warmup+1 and last): after
-    measure.warmup_steps, up to the profiled tail, which only a GPU run profiles. Measure opens this window;
-    the predictor draws it before the run (src/predict.py)."""
-    me = cfg.measure
-    return me.warmup_steps, cfg.trainer.max_steps - (me.profile_steps if device == "cuda" else 0)
+def timed_window(warmup: int, max_steps: int, profile_steps: int, cuda: bool) -> tuple[int, int]:
+    """The optimizer steps a run times (its first and last are warmup+1 and last): after the warm-up, up to the
+    profiled tail, which only a GPU run profiles. Measure opens this window; the predictor draws it before the
+    run (src/predict.py)."""
+    return warmup, max_steps - (profile_steps if cuda else 0)
 
 
 class Measure(TrainerCallback):
@@ -113,7 +112,8 @@ class Measure(TrainerCallback):
         self.counter, self.cuda = counter, device == "cuda"
         self.profile_steps = profile_steps if self.cuda else 0
         self.timer = StepTimer(Clock(self.cuda))
-        self.window = Window(counter, self.cuda, warmup, last=max_steps - self.profile_steps)
+        warmup, last = timed_window(warmup, max_steps, profile_steps, self.cuda)
+        self.window = Window(counter, self.cuda, warmup, last=last)
         self.profiler = BusyProfiler(host_ops)
         self.stop = StopRule(stop_rel_error, min_steps) if stop_rel_error else None  # None: time until max_steps
         self.phase_times = {"train_begin": None, "train_end": None}

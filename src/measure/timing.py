@@ -17,7 +17,6 @@ import time
 import torch
 
 from ..base import stats
-from ..base.stats import union_seconds
 from . import PHASES
 
 log = logging.getLogger(__name__)
@@ -253,7 +252,7 @@ def kernel_shares(kernels: list[tuple[int, int, str, str]], wall: float) -> tupl
     """The share of `wall` seconds each kind of kernel ran, and each attention implementation, from (start ns,
     end ns, kind, name) rows; overlapping kernels of one kind count once."""
     def share(rows):
-        return union_seconds([(s, e) for s, e, *_ in rows]) / wall
+        return stats.union_seconds([(s, e) for s, e, *_ in rows]) / wall
 
     kinds = {kind: share([r for r in kernels if r[2] == kind]) for kind, _ in (*KERNEL_KINDS, ("other", ()))}
     attention = [r for r in kernels if r[2] == "attention"]
@@ -298,7 +297,7 @@ class BusyProfiler:
         self._prof = None
         if kernels is None or wall <= 0:
             return
-        self.fraction = min(1.0, union_seconds([(s, e) for s, e, _, _ in kernels]) / wall)
+        self.fraction = min(1.0, stats.union_seconds([(s, e) for s, e, _, _ in kernels]) / wall)
         self.kinds, self.attention = kernel_shares(kernels, wall)
 
     def _host_ops(self, steps: int, top: int = 25) -> list[dict] | None:
