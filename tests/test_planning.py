@@ -69,8 +69,9 @@ def test_a_run_pays_each_new_shapes_first_call_on_top_of_the_copies_line():
     assert speed_model.at_depth(one, two, 4, 2, new_shapes_per_step=0.5, first_calls=None) == plain  # not timed
 
 
-def test_the_speed_copies_are_2_and_4_layers_and_the_line_runs_through_their_depths():
-    assert [speed_model.copy_depths(n) for n in (36, 4, 3, 2, 1)] == [(2, 4), (2, 4), (1, 3), (1, 2), (1, 1)]
+def test_the_speed_copies_are_2_and_4_layers_4_and_8_for_a_deep_model_and_the_line_runs_through_their_depths():
+    assert [speed_model.copy_depths(n) for n in (36, 16, 15, 4, 3, 2, 1)] == [
+        (4, 8), (4, 8), (2, 4), (2, 4), (1, 3), (1, 2), (1, 1)]
     B = speed_model.Block
     one, two = [B(0.020, 0.001)] * 5, [B(0.032, 0.002)] * 5  # 2 and 4 layers: 6 ms a layer, 8 ms outside
     step = speed_model.at_depth(one, two, layers=36, grad_accum=1, depths=(2, 4))

@@ -7,12 +7,14 @@
 #   bash experiments/planner/gpu.sh shapes        # a new batch shape's first call at 1, 2 and 4 layers (copies_check.py),
 #     with sdpa's default kernels (cuDNN's, where a padding mask is given) and without cuDNN's
 #   bash experiments/planner/gpu.sh check         # the speed copies against the real depth at 8 layers (copies_check.py):
-#     the cell's own 1-2 line, its own 2-4 line, and the predictor's (pooled host, kernels) beside the measured
+#     the cell's own 1-2 line, its own 2-4 line, and the predictor's (pooled host, kernels) beside the measured;
+#     CHECK_ARGS="experiment=batch_vs_accum_saturation batch=8,16" for Llama-3.2-3B QLoRA at its 28 layers
 #   bash experiments/planner/gpu.sh g4_largest    # G4: the largest micro-batch of SOLAR-10.7B and Polyglot-Ko-12.8B
 #     (QLoRA, bf16 compute, checkpointing, 16-128 under 24 GB, full depth) by sweep=fit sweep.question=largest, then
 #     the brute force: the same grid with sweep.plan=all (G4_PLANS="predict all" by default; G4_MODELS=a,b)
 #   bash experiments/planner/gpu.sh g4_fastest    # G4: Llama-3.2-3B bs 8 x ga 2 against bs 16 (QLoRA, fp32 compute,
-#     checkpointing, 24 GB) by sweep.question=fastest, then sweep.plan=all. Both g4s: carry scripts/gpu_wheels.sh --qlora
+#     checkpointing, 24 GB) by sweep.question=fastest, then sweep.plan=all (G4_BATCHES: another grid; G4_STEPS: its
+#     steps, "trainer.max_steps=30 measure.warmup_steps=5" by default). Both g4s: carry scripts/gpu_wheels.sh --qlora
 # Each job's report goes to $OUT/reports.jsonl as it ends; the sweep's summary.md and plots, the predictions
 # (.plan/predictions.json) and each cell's prediction.json come back with it.
 set -uo pipefail
@@ -40,10 +42,12 @@ if [ "$what" = g4_largest ] || [ "$what" = g4_fastest ]; then  # full-depth QLoR
       trainer.max_steps=6 measure.warmup_steps=2 logger=none"
     name="g4_largest_${models//,/_}"
   else
-    # G4_BATCHES="batch.size=1,2,4,8,16,32,64 batch.effective=64" for sweep=fit's own grid (more cells to skip)
-    args="sweep=fit sweep.question=fastest experiment=batch_vs_accum_saturation ${G4_BATCHES:-batch.size=8,16 batch.effective=16}
-      logger=none trainer.max_steps=30 measure.warmup_steps=5"
+    # G4_BATCHES="batch.size=1,2,4,8,16 batch.effective=16": every split of the 16 rows (more cells to skip)
+    batches=${G4_BATCHES:-batch.size=8,16 batch.effective=16}
+    args="sweep=fit sweep.question=fastest experiment=batch_vs_accum_saturation $batches
+      logger=none ${G4_STEPS:-trainer.max_steps=30 measure.warmup_steps=5}"
     name=g4_fastest_llama3.2-3b
+    [ -n "${G4_BATCHES:-}" ] && name=${name}_$(echo "$batches" | cut -d' ' -f1 | tr -cd '0-9,' | tr , _)
   fi
   for plan in ${G4_PLANS:-predict all}; do
     REPORTS=$OUT/reports_${name}_$plan.jsonl COMMON="" SWEEP_TIMEOUT=${PLAN_TIMEOUT:-290} \
@@ -52,8 +56,8 @@ if [ "$what" = g4_largest ] || [ "$what" = g4_fastest ]; then  # full-depth QLoR
   done
   continue
 elif [ "$what" = check ]; then
-  timeout ${CHECK_TIMEOUT:-200} python3 experiments/planner/copies_check.py "$OUT/copies_check.jsonl" model=qwen3 \
-    model.arch.num_hidden_layers=8 ${CHECK_PADDING:-padding=max_length} batch=2,8,16,32 batch.effective=64 logger=none 2>&1 \
+  timeout ${CHECK_TIMEOUT:-200} python3 experiments/planner/copies_check.py "$OUT/copies_check.jsonl" logger=none \
+    ${CHECK_ARGS:-model=qwen3 model.arch.num_hidden_layers=8 padding=max_length batch=2,8,16,32 batch.effective=64} 2>&1 \
     | grep -v -i warn | tee -a "$RUN_LOG" | tail -24
   continue
 elif [ "$what" = shapes ]; then
@@ -72,6 +76,6 @@ fi
 keep "plan_$what"
 done
 # one file back with everything (a device call returns only a few files)
-tgz="planner_$(IFS=_; echo "$*").tgz"  # one per invocation: a device call may hold several
+tgz="planner_$(IFS=_; echo "$*")_$(date +%H%M%S).tgz"  # one per invocation: a device call may hold several
 tar czf "/tmp/$tgz" -C "$OUT" --exclude "*.tgz" --exclude planner.log . 2>/dev/null  # outside $OUT: a tar of the
 mv "/tmp/$tgz" "$OUT/" && find "$OUT" -type f ! -name "*.tgz" ! -name planner.log -delete  # folder it writes fails

@@ -1,8 +1,9 @@
 """Step time predicted before a run, from copies of the model with fewer layers, built as the memory model builds
 them: each copy runs a few forwards and backwards at the run's micro-batch shape, then AdamW steps, timed in
 blocks without a sync inside a part, so a host-bound micro-batch is timed as the host sets its pace and a
-GPU-bound one as the GPU does. The speed copies have 2 and 4 layers (copy_depths): their difference over 2 is
-one layer, the rest is everything outside the layers, and both scale to the real depth.
+GPU-bound one as the GPU does. The speed copies have 2 and 4 layers, 4 and 8 for a deep model (copy_depths):
+their difference over 2 or 4 is one layer, the rest is everything outside the layers, and both scale to the
+real depth.
 
 Where the host sets the pace, a cell's own line is a poor guide: a block of a few milliseconds moves with the
 host's state, and the line multiplies its error by the depth. So each copy also profiles the cell's kernels
@@ -168,13 +169,18 @@ def first_call_s(model, batches: list[dict], amp: str, device: str, clock=time.p
 
 
 DEEP_COPY = 4  # the deeper copy the speed is timed on: a layer's time read off 2 layers' difference, not 1
+DEEP_MODEL = 16  # from this depth on the copies have 4 and 8 layers: the host's time per layer falls with depth
 
 
 def copy_depths(layers: int) -> tuple[int, int]:
-    """The two copies a cell's speed is timed on: 2 and 4 layers (fewer where the model has fewer). On an H100
-    the host's time per micro-batch grew about 9 ms from 1 to 2 layers and 6 ms a layer from 2 to 4 (Qwen3-4B
-    width, LoRA): a line through 1 and 2 layers, even pooled over a family's cells, missed a 4-layer micro-batch
-    by 0.90-1.31x."""
+    """The two copies a cell's speed is timed on: 2 and 4 layers (fewer where the model has fewer), 4 and 8 for
+    a model of DEEP_MODEL layers or more. On an H100 the host's time per micro-batch grew about 9 ms from 1 to 2
+    layers and 6 ms a layer from 2 to 4 (Qwen3-4B width, LoRA): a line through 1 and 2 layers, even pooled over a
+    family's cells, missed a 4-layer micro-batch by 0.90-1.31x. On an H200 it grew 8.9 ms a layer from 2 to 4 and
+    6-7 ms from 4 to 8, so at 28 layers the 2-4 line overshoots: Llama-3.2-3B's host-bound runs (QLoRA) all came
+    in at 0.99-1.23x the rate it predicted."""
+    if layers >= DEEP_MODEL:
+        return DEEP_COPY, 2 * DEEP_COPY
     deep = min(layers, DEEP_COPY)
     return max(1, deep // 2), deep
 
