@@ -4,6 +4,10 @@ time and real tokens/s, from copies of its model with fewer layers: memory from 
 whole grid, and cells that differ only in their batch settings (a family) share their copies: a grid costs
 three small builds per family plus a few steps per cell. A cell predicted over the capacity is not timed.
 
+Every family is timed before any kernel is profiled: torch's profiler leaves CUPTI hooked into every later kernel
+launch (Kineto doesn't tear it down unless TEARDOWN_CUPTI=1), and a host-bound micro-batch timed after a profile
+pays for it. So the speed copies are built again at the end, for their kernels alone.
+
     python -m src.predict CELLS.json PREDICTIONS.json [--memory-only]
     # the launcher runs it; CELLS: [{"cell", "family", "config"}]; --memory-only for sweep.question=largest
 
@@ -115,9 +119,10 @@ def _on_copy(fig: dict, layers: int, what: str, probe):
         return None
 
 
-def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
-    """The cells of one family (same model build, other batch settings), predicted on one set of copies; with
-    memory_only, their memory alone (the 1- and 2-layer copies, no speed timed)."""
+def time_family(cells: list[dict], memory_only: bool = False) -> dict:
+    """The cells of one family (same model build, other batch settings) measured on one set of copies: each cell's
+    memory, and its micro-batch timed on the speed copies (with memory_only, memory alone: the 1- and 2-layer
+    copies, no speed timed). What family_predictions needs, once profile_kernels has added the kernels' time."""
     import torch
 
     from .data import prepare, sampling
@@ -128,7 +133,7 @@ def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
     from .model import memory_model as mm
     from .model import speed_model
 
-    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "new shapes": 0.0, "memory": 0.0}  # where the prediction's own time goes
+    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "new shapes": 0.0, "memory": 0.0, "kernels": 0.0}  # where the prediction's own time goes
     clock = time.perf_counter
     cfgs = [OmegaConf.create(c["config"]) for c in cells]
     t = clock()
@@ -201,19 +206,56 @@ def predict_family(cells: list[dict], memory_only: bool = False) -> list[dict]:
             batch = to_device(fig["batch"], res.device)
             fig.setdefault("times", {})[n] = _on_copy(fig, n, "timing its micro-batch", lambda: speed_model.time_steps(
                 model, batch, res.amp, res.device))
-            fig.setdefault("gpu", {})[n] = _on_copy(fig, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
-                model, batch, res.amp, res.device))
+            fig.setdefault("gpu", {})[n] = None  # profile_kernels' figure, after every family is timed
             spent["speed"] += clock() - t
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
     timed = [fig for fig in figures if "over_card" not in fig and speed_depths
              and all(n in fig.get("times", {}) for n in speed_depths)]
+    return {"cells": cells, "cfgs": cfgs, "figures": figures, "timed": timed, "layers": layers, "res": res, "conf": conf,
+            "capacity": capacity, "speed_depths": speed_depths, "spent": spent}
+
+
+def profile_kernels(family: dict) -> None:
+    """Each timed cell's kernel time per micro-batch on each speed copy (speed_model.gpu_busy_s), the copies built
+    again and warmed as time_family built them: called once every family is timed, as a profile slows every
+    kernel launch after it. Off a GPU gpu_busy_s has no figure, and every cell keeps its own line."""
+    import torch
+
+    from .data.collate import to_device
+    from .model import memory_model as mm
+    from .model import speed_model
+
+    res, timed = family["res"], family["timed"]
+    if not timed:
+        return
+    t = time.perf_counter()
+    for n in family["speed_depths"]:
+        model = mm.build_copy(family["cfgs"][0], res, family["conf"], n)
+        _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, timed[0]["batch"], res.amp, res.device))
+        for fig in timed:
+            batch = to_device(fig["batch"], res.device)
+            fig["gpu"][n] = _on_copy({}, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
+                model, batch, res.amp, res.device))  # out of memory here: no kernel time, the cell's own line
+        del model
+        if res.device == "cuda":
+            torch.cuda.empty_cache()
+    family["spent"]["kernels"] += time.perf_counter() - t
+
+
+def family_predictions(family: dict) -> list[dict]:
+    """The family's cells predicted at the real depth: memory, step time and real tokens/s with their intervals,
+    the family's pooled host time where a cell is host-bound."""
+    from .model import speed_model
+
+    cells, cfgs, figures, timed = family["cells"], family["cfgs"], family["figures"], family["timed"]
+    layers, speed_depths, capacity = family["layers"], family["speed_depths"], family["capacity"]
     # the host's time per micro-batch is the family's: every host-bound cell's blocks are samples of it
     host = tuple(speed_model.host_time([(fig["times"][n], fig["gpu"][n]) for fig in timed]) for n in speed_depths)
     host_line = speed_model.line(host[0].mean, host[1].mean, layers, speed_depths) if host and None not in host else None
     log.info("%s: %d cells predicted in %s", cells[0]["family"] or "the cells", len(cells),
-             ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
+             ", ".join(f"{k} {v:.1f} s" for k, v in family["spent"].items()))
     out = []
     for cell, cell_cfg, fig in zip(cells, cfgs, figures):
         said = {"cell": cell["cell"], "family": cell["family"], "capacity_gb": capacity}
@@ -266,13 +308,24 @@ def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
             out.append({"cell": cell["cell"], "family": cell["family"], "why_not": reason})
         else:
             families.setdefault(cell["family"], []).append(cell)
+    timed = {}
     for family, members in families.items():
         try:
-            out += predict_family(members, memory_only)
+            timed[family] = time_family(members, memory_only)
         except Exception as exc:  # the cells run instead, and say why they weren't predicted
-            log.warning("no prediction for %s: %s: %s", family or "the cells", type(exc).__name__, exc)
-            out += [{"cell": c["cell"], "family": family, "why_not": f"{type(exc).__name__}: {str(exc)[:200]}"} for c in members]
+            out += _not_predicted(family, members, exc)
+    for family, measured in timed.items():  # every family timed before any profile (the module's docstring)
+        try:
+            profile_kernels(measured)
+            out += family_predictions(measured)
+        except Exception as exc:
+            out += _not_predicted(family, measured["cells"], exc)
     return out
+
+
+def _not_predicted(family: str, members: list[dict], exc: Exception) -> list[dict]:
+    log.warning("no prediction for %s: %s: %s", family or "the cells", type(exc).__name__, exc)
+    return [{"cell": c["cell"], "family": family, "why_not": f"{type(exc).__name__}: {str(exc)[:200]}"} for c in members]
 
 
 def main(argv: list[str]) -> None:

@@ -298,6 +298,34 @@ def test_the_predictor_takes_host_bound_cells_at_the_familys_host_time(monkeypat
         assert [r["bound"] for r in out] == [bound, bound] and all(r["real_tokens_per_s"] > 0 for r in out)
 
 
+def test_every_family_is_timed_before_any_kernel_is_profiled(monkeypatch):
+    """torch's profiler leaves CUPTI hooked into every later kernel launch: a micro-batch timed after a profile is
+    timed slow. So no family's micro-batch is timed after any profile, and every timed cell still gets its kernels'
+    figure on both speed copies (here kernels far shorter than the micro-batch: host-bound)."""
+    events = []
+    real_time = speed_model.time_steps
+
+    def time_steps(*a, **k):
+        events.append("time")
+        return real_time(*a, **k)
+
+    def gpu_busy_s(model, *a, **k):
+        events.append(("kernels", sum(1 for _ in model.modules())))
+        return 1e-9
+
+    monkeypatch.setattr(speed_model, "time_steps", time_steps)
+    monkeypatch.setattr(speed_model, "gpu_busy_s", gpu_busy_s)
+    cells = [{"cell": f"{padding}{b}", "family": padding, "config": OmegaConf.to_container(
+        compose(*QUICK, f"batch.size={b}", f"padding={padding}"), resolve=True)}
+        for padding in ("max_length", "dynamic") for b in (2, 4)]
+    out = predict.predict(cells)
+    assert events.count("time") == 8  # 2 families x 2 cells x 2 speed copies
+    assert events.index(next(e for e in events if e != "time")) == 8  # every profile after the last timing
+    profiled = [e for e in events if e != "time"]
+    assert len(profiled) == 8 and len({size for _, size in profiled}) == 2  # each cell on the 1- and 2-layer copies
+    assert [r["bound"] for r in out] == ["host"] * 4
+
+
 def test_every_copy_has_trained_a_step_before_its_memory_is_probed(monkeypatch):
     """A process's first forward and backward allocates what it keeps for good (cuBLAS's workspace: 32 MiB on an
     H200); probed unwarmed, the 1-layer copy counted it as activations and the line put a 4-layer model 6% low."""

@@ -9,7 +9,9 @@ Trainer out, so this checks the depth scaling alone. Three readings, per cell:
              the cell's kernels' line where the cell is host-bound (speed_model.at_depth with host and gpu)
   lines      both readings (own, predicted) on each pair of copies the model is deep enough for: 2-4 and 4-8
 Each copy also times the first call of 3 batch shapes it has not met (src/model/speed_model.first_call_s): the
-predictor takes that cost to be the same at any depth, and this shows whether it is.
+predictor takes that cost to be the same at any depth, and this shows whether it is. Kernels are profiled after
+every depth is timed (a profile slows every later launch: profiler_after.py); the checks of calls 4-9 in the
+README profiled each cell right after timing it.
 
     python experiments/planner/copies_check.py OUT.jsonl padding=dynamic batch=4,8,16,32 model=qwen3 model.arch.num_hidden_layers=8
     python experiments/planner/copies_check.py OUT.jsonl experiment=batch_vs_accum_saturation batch=8,16  # 28 layers
@@ -30,6 +32,10 @@ from src.model import speed_model
 from src.predict import new_shape_batches, typical_batch
 
 
+def prep_batch(prep, rows: list, device: str) -> dict:
+    return to_device(prep.collator(rows), device)
+
+
 def main(out: str, overrides: list[str]) -> None:
     sizes = next(o for o in overrides if o.startswith("batch=")).split("=")[1].split(",")
     rest = [o for o in overrides if not o.startswith("batch=")]
@@ -45,15 +51,21 @@ def main(out: str, overrides: list[str]) -> None:
     timed, gpu, first_calls, seen = {}, {}, {}, set()
     pairs = [(a, b) for a, b in ((2, 4), (4, 8)) if b <= layers]
     depths = sorted({1, 2, *speed_depths, *(n for pair in pairs for n in pair), layers})
-    for n in depths:
+    for n in depths:  # every depth timed before any kernel is profiled, as the predictor does (src/predict.py)
         model = mm.build_copy(cfgs[0], res, conf, n)
+        speed_model.warm_up(model, prep_batch(preps[0], batches[0][0], res.device), res.amp, res.device)
         for b, prep, (rows, real) in zip(sizes, preps, batches):
-            batch = to_device(prep.collator(rows), res.device)
+            batch = prep_batch(prep, rows, res.device)
             seen.add(tuple(batch["input_ids"].shape))
             timed[n, b] = speed_model.time_steps(model, batch, res.amp, res.device)
-            gpu[n, b] = speed_model.gpu_busy_s(model, batch, res.amp, res.device)
             new = [to_device(x, res.device) for x in new_shape_batches(rows, prep.collator, seen)]
             first_calls[n, b] = speed_model.first_call_s(model, new, res.amp, res.device)
+        del model
+    for n in depths:
+        model = mm.build_copy(cfgs[0], res, conf, n)
+        speed_model.warm_up(model, prep_batch(preps[0], batches[0][0], res.device), res.amp, res.device)
+        for b, prep, (rows, real) in zip(sizes, preps, batches):
+            gpu[n, b] = speed_model.gpu_busy_s(model, prep_batch(prep, rows, res.device), res.amp, res.device)
             wall = median(x.micro_batch for x in timed[n, b])
             print(f"{n} layers, micro-batch {b}: {wall * 1e3:.1f} ms a micro-batch, kernels "
                   f"{(gpu[n, b] or 0) * 1e3:.1f} ms; a new shape's first call "

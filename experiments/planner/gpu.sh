@@ -9,6 +9,9 @@
 #   bash experiments/planner/gpu.sh check         # the speed copies against the real depth at 8 layers (copies_check.py):
 #     the cell's own 1-2 line, its own 2-4 line, and the predictor's (pooled host, kernels) beside the measured;
 #     CHECK_ARGS="experiment=batch_vs_accum_saturation batch=8,16" for Llama-3.2-3B QLoRA at its 28 layers
+#   bash experiments/planner/gpu.sh profiler      # does a profile slow the launches after it (profiler_after.py)? Llama-3.2-3B
+#     QLoRA's 8-layer copy at micro-batch 8 (PROFILER_ARGS), timed before and after one profile, then again with
+#     TEARDOWN_CUPTI=1
 #   bash experiments/planner/gpu.sh g4_largest    # G4: the largest micro-batch of SOLAR-10.7B and Polyglot-Ko-12.8B
 #     (QLoRA, bf16 compute, checkpointing, 16-128 under 24 GB, full depth) by sweep=fit sweep.question=largest, then
 #     the brute force: the same grid with sweep.plan=all (G4_PLANS="predict all" by default; G4_MODELS=a,b)
@@ -59,6 +62,12 @@ elif [ "$what" = check ]; then
   timeout ${CHECK_TIMEOUT:-200} python3 experiments/planner/copies_check.py "$OUT/copies_check.jsonl" logger=none \
     ${CHECK_ARGS:-model=qwen3 model.arch.num_hidden_layers=8 padding=max_length batch=2,8,16,32 batch.effective=64} 2>&1 \
     | grep -v -i warn | tee -a "$RUN_LOG" | tail -24
+  continue
+elif [ "$what" = profiler ]; then
+  for teardown in "" TEARDOWN_CUPTI=1; do  # unset, then set
+    env $teardown timeout 150 python3 experiments/planner/profiler_after.py "$OUT/profiler_after.jsonl" \
+      ${PROFILER_ARGS:-8 experiment=batch_vs_accum_saturation batch=8} logger=none 2>&1 | grep -v -i warn | tee -a "$RUN_LOG" | tail -6
+  done
   continue
 elif [ "$what" = shapes ]; then
   for kernels in default no_cudnn; do
