@@ -952,19 +952,16 @@ _JOB = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[HYDRA\] \t#\d+ : 
 _WALL = re.compile(r"^(\S+): exit (\d+), sweep wall time (\d+) s$")
 
 
-def _sweeps(*logs: str) -> dict[str, dict]:
-    """Each sweep of G4's device calls (gpu.sh's planner.log): its wall time as gpu.sh timed it, whether it was cut
-    (exit 124), and each job that ran to the end: its seconds from its start line to its status line. A job cut
-    with its sweep has no status line, and a job finished in an earlier call is 'skipped': neither is counted."""
+def _sweeps(*logs: str) -> dict[str, list[dict]]:
+    """Each sweep of G4's device calls (gpu.sh's planner.log), every time it ran: its wall time as gpu.sh timed it,
+    whether it was cut (exit 124), and each job that ran to the end: its seconds from its start line to its status
+    line. A job cut with its sweep has no status line, and a job finished in an earlier call is 'skipped': neither
+    is counted."""
     out, jobs, started = {}, {}, {}
     for log in logs:
         for line in (HERE / log).read_text().splitlines():
             if m := _WALL.match(line):
-                label = m[1]
-                done = out.setdefault(label, {"wall_s": [], "cut": [], "jobs": {}})
-                done["wall_s"].append(int(m[3]))
-                done["cut"].append(m[2] == "124")
-                done["jobs"].update(jobs)
+                out.setdefault(m[1], []).append({"wall_s": int(m[3]), "cut": m[2] == "124", "jobs": jobs})
                 jobs, started = {}, {}
             elif m := _JOB.match(line):
                 at, text = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), m[2]
@@ -978,25 +975,31 @@ def _sweeps(*logs: str) -> dict[str, dict]:
 
 
 def _g4_reports(path: str) -> dict[tuple[str, int], dict]:
-    return {(r["config"]["model"]["name"], r["config"]["batch"]["size"]): r for r in _records(G4 + path)}
+    return {(r["config"]["model"]["name"], r["config"]["batch"]["size"]): r for r in _records(path)}
 
 
-# G4's sweeps: (the question as the table names it, its files' name, the calls' logs, the planned sweep's label,
-# plan=all's labels). Calls 1-3 ran on one machine, call 4 on a later one.
-G4_SWEEPS = (("largest", "largest", ("call1_planner.log", "call2_planner.log"),
+# G4's sweeps: (their folder, the question as the table names it, its files' name, the calls' logs, the planned
+# sweep's label, plan=all's labels). Calls 1-3 ran on one machine, call 4 on a later one.
+G4_SWEEPS = ((G4, "largest", "largest", ("call1_planner.log", "call2_planner.log"),
               "g4_largest_solar-10.7b_polyglot-ko-12.8b_predict", ("g4_largest_solar-10.7b_all", "g4_largest_polyglot-ko-12.8b_all")),
-             ("fastest (top 3)", "fastest", ("call3_planner.log",), "g4_fastest_llama3.2-3b_predict", ("g4_fastest_llama3.2-3b_all",)),
-             ("fastest (leader)", "fastest_leader", ("call4_planner.log",), "g4_fastest_llama3.2-3b_predict",
+             (G4, "fastest (top 3)", "fastest", ("call3_planner.log",), "g4_fastest_llama3.2-3b_predict", ("g4_fastest_llama3.2-3b_all",)),
+             (G4, "fastest (leader)", "fastest_leader", ("call4_planner.log",), "g4_fastest_llama3.2-3b_predict",
               ("g4_fastest_llama3.2-3b_all",)))
+FASTEST5 = "planner/results/h200_fastest5/"
+# Call 9, the fastest of 5 splits: calls 1 and 2 on one machine; call 3, the predictor timing every family before
+# any profile, on another, where plan=all ran 3 of the 5 cells (logs None: no times row).
+FASTEST5_SWEEPS = ((FASTEST5, "calls 1-2: profiled between timings", "fastest5", ("call1_planner.log", "call2_planner.log"),
+                    "g4_fastest_llama3.2-3b_1_2_4_8_16_predict", ("g4_fastest_llama3.2-3b_1_2_4_8_16_all",)),
+                   (FASTEST5, "call 3: timed before profiling", "fastest5_fixed", None, None, None))
 
 
-def planner_g4() -> str:
+def planner_g4(sweeps=G4_SWEEPS) -> str:
     """G4's cells: the planner's prediction and decision, and what each plan measured: status, peak allocated GB and
     its ratio to the prediction, real tok/s (and its ratio to the prediction, where speed was predicted)."""
     rows = []
-    for question, name, *_ in G4_SWEEPS:
-        predicted = {r["job"]: r for r in _records(G4 + f"decisions_{name}.jsonl")}
-        planned, every = _g4_reports(f"reports_{name}_predict.jsonl"), _g4_reports(f"reports_{name}_all.jsonl")
+    for folder, question, name, *_ in sweeps:
+        predicted = {r["job"]: r for r in _records(folder + f"decisions_{name}.jsonl")}
+        planned, every = (_g4_reports(folder + f"reports_{name}_{plan}.jsonl") for plan in ("predict", "all"))
         for (model, size), r in sorted(every.items()):
             p = predicted[r["label"]]["prediction"]
             cells = []
@@ -1023,22 +1026,26 @@ def planner_g4() -> str:
                      "plan=all: peak GB (/ predicted)", "real tok/s (95%); / predicted"], rows)
 
 
-def planner_g4_times() -> str:
+def planner_g4_times(sweeps=G4_SWEEPS) -> str:
     """G4's wall times: the planned sweep as gpu.sh timed it against the brute force's jobs (the same grid with
-    sweep.plan=all in the same calls; the largest one ran as two sweeps, one of them cut and resumed in the next
-    call: its finished jobs' own seconds plus one sweep's start, the wall time less the jobs of its sweep that ran
-    whole in one call)."""
+    sweep.plan=all in the same calls, some of it cut and resumed in the next call): its finished jobs' own seconds
+    plus one sweep's start."""
     rows = []
-    for question, name, logs, planned_label, all_labels in G4_SWEEPS:
-        sweeps = _sweeps(*(G4 + log for log in logs))
-        plan = sweeps[planned_label]
-        jobs = [t for label in all_labels for t in sweeps[label]["jobs"].values()]
-        whole = [label for label in all_labels if sweeps[label]["cut"] == [False]]  # ran in one call, uncut
-        start = fmean(sweeps[label]["wall_s"][0] - sum(sweeps[label]["jobs"].values()) for label in whole)
-        predictor = float(re.search(r"process: ([\d.]+) s", (HERE / G4 / f"predict_{name}.log").read_text())[1])
+    for folder, question, name, logs, planned_label, all_labels in sweeps:
+        if logs is None:  # plan=all did not run every cell on that machine
+            continue
+        sweeps = _sweeps(*(folder + log for log in logs))
+        plan = sweeps[planned_label][0]
+        runs = [run for label in all_labels for run in sweeps[label]]
+        jobs = [t for run in runs for t in run["jobs"].values()]
+        # a sweep's own start (launcher, job dirs): the wall time of a sweep that ran whole in one call less its
+        # jobs; where every sweep was cut once, the resumed run's (its skipped jobs cost a fraction of a second)
+        whole = [sweeps[label][0] for label in all_labels if len(sweeps[label]) == 1 and not sweeps[label][0]["cut"]]
+        start = fmean(run["wall_s"] - sum(run["jobs"].values()) for run in whole or [r for r in runs if not r["cut"]])
+        predictor = float(re.search(r"process: ([\d.]+) s", (HERE / folder / f"predict_{name}.log").read_text())[1])
         rows.append([question, ", ".join(log.split("_")[0].replace("call", "") for log in logs),
-                     f"{len(plan['jobs'])} of {len(jobs)}", f"{plan['wall_s'][0]} (predictor {predictor:.0f})",
-                     f"{sum(jobs):.0f} + {start:.0f}", f"**{plan['wall_s'][0] / (sum(jobs) + start):.2f}**"])
+                     f"{len(plan['jobs'])} of {len(jobs)}", f"{plan['wall_s']} (predictor {predictor:.0f})",
+                     f"{sum(jobs):.0f} + {start:.0f}", f"**{plan['wall_s'] / (sum(jobs) + start):.2f}**"])
     return markdown(["question", "call", "cells run", "plan=predict: wall s", "plan=all: jobs' s + a sweep's start",
                      "planned / all"], rows)
 
@@ -1066,6 +1073,8 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "planner/new_shapes": (HERE / "planner/README.md", planner_new_shapes),
           "planner/g4": (HERE / "planner/README.md", planner_g4),
           "planner/g4_times": (HERE / "planner/README.md", planner_g4_times),
+          "planner/fastest5": (HERE / "planner/README.md", lambda: planner_g4(FASTEST5_SWEEPS)),
+          "planner/fastest5_times": (HERE / "planner/README.md", lambda: planner_g4_times(FASTEST5_SWEEPS)),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
                                                                              ("classifier8", "classifier32"))),
