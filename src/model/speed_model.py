@@ -7,7 +7,8 @@ real depth.
 
 Where the host sets the pace, a cell's own line is a poor guide: a block of a few milliseconds moves with the
 host's state, and the line multiplies its error by the depth. So each copy also profiles the cell's kernels
-(gpu_busy_s). A micro-batch whose kernels ran under HOST_BOUND of its wall time takes the longer of the kernels'
+(gpu_busy_s), after every timing: a profile leaves CUPTI slowing each later launch (1.46x on a host-bound
+micro-batch of Llama-3.2-3B QLoRA on an H200). A micro-batch whose kernels ran under HOST_BOUND of its wall time takes the longer of the kernels'
 line and the host's line, the host's pooled over every host-bound cell of the family (host_time): launching a
 micro-batch costs the host about the same at any number of rows.
 
@@ -176,9 +177,9 @@ def copy_depths(layers: int) -> tuple[int, int]:
     """The two copies a cell's speed is timed on: 2 and 4 layers (fewer where the model has fewer), 4 and 8 for
     a model of DEEP_MODEL layers or more. On an H100 the host's time per micro-batch grew about 9 ms from 1 to 2
     layers and 6 ms a layer from 2 to 4 (Qwen3-4B width, LoRA): a line through 1 and 2 layers, even pooled over a
-    family's cells, missed a 4-layer micro-batch by 0.90-1.31x. On an H200 it grew 8.9 ms a layer from 2 to 4 and
-    6-7 ms from 4 to 8, so at 28 layers the 2-4 line overshoots: Llama-3.2-3B's host-bound runs (QLoRA) all came
-    in at 0.99-1.23x the rate it predicted."""
+    family's cells, missed a 4-layer micro-batch by 0.90-1.31x. On an H200 the host's time per layer falls with
+    depth (Llama-3.2-3B QLoRA at 8 rows: 19.4, 15.6 and 12.1 ms a layer from 2 to 4, 4 to 8 and 8 to 28 layers):
+    at 28 layers the 4-8 line overshot the real depth's micro-batch by 1.19x, the 2-4 line by 1.43x."""
     if layers >= DEEP_MODEL:
         return DEEP_COPY, 2 * DEEP_COPY
     deep = min(layers, DEEP_COPY)
