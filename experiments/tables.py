@@ -1034,13 +1034,13 @@ def planner_g4_times(sweeps=G4_SWEEPS) -> str:
     for folder, question, name, logs, planned_label, all_labels in sweeps:
         if logs is None:  # plan=all did not run every cell on that machine
             continue
-        sweeps = _sweeps(*(folder + log for log in logs))
-        plan = sweeps[planned_label][0]
-        runs = [run for label in all_labels for run in sweeps[label]]
+        logged = _sweeps(*(folder + log for log in logs))
+        plan = logged[planned_label][0]
+        runs = [run for label in all_labels for run in logged[label]]
         jobs = [t for run in runs for t in run["jobs"].values()]
         # a sweep's own start (launcher, job dirs): the wall time of a sweep that ran whole in one call less its
         # jobs; where every sweep was cut once, the resumed run's (its skipped jobs cost a fraction of a second)
-        whole = [sweeps[label][0] for label in all_labels if len(sweeps[label]) == 1 and not sweeps[label][0]["cut"]]
+        whole = [logged[label][0] for label in all_labels if len(logged[label]) == 1 and not logged[label][0]["cut"]]
         start = fmean(run["wall_s"] - sum(run["jobs"].values()) for run in whole or [r for r in runs if not r["cut"]])
         predictor = float(re.search(r"process: ([\d.]+) s", (HERE / folder / f"predict_{name}.log").read_text())[1])
         rows.append([question, ", ".join(log.split("_")[0].replace("call", "") for log in logs),

@@ -133,7 +133,8 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
     from .model import memory_model as mm
     from .model import speed_model
 
-    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "new shapes": 0.0, "memory": 0.0, "kernels": 0.0}  # where the prediction's own time goes
+    # where the prediction's own time goes
+    spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "new shapes": 0.0, "memory": 0.0, "kernels": 0.0}
     clock = time.perf_counter
     cfgs = [OmegaConf.create(c["config"]) for c in cells]
     t = clock()
@@ -213,8 +214,8 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
             torch.cuda.empty_cache()  # the next copy's figures start from what the run would have
     timed = [fig for fig in figures if "over_card" not in fig and speed_depths
              and all(n in fig.get("times", {}) for n in speed_depths)]
-    return {"cells": cells, "cfgs": cfgs, "figures": figures, "timed": timed, "layers": layers, "res": res, "conf": conf,
-            "capacity": capacity, "speed_depths": speed_depths, "spent": spent}
+    return {"cells": cells, "cfgs": cfgs, "figures": figures, "timed": timed, "layers": layers, "res": res,
+            "conf": conf, "capacity": capacity, "speed_depths": speed_depths, "spent": spent}
 
 
 def profile_kernels(family: dict) -> None:
@@ -325,7 +326,8 @@ def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
 
 def _not_predicted(family: str, members: list[dict], exc: Exception) -> list[dict]:
     log.warning("no prediction for %s: %s: %s", family or "the cells", type(exc).__name__, exc)
-    return [{"cell": c["cell"], "family": family, "why_not": f"{type(exc).__name__}: {str(exc)[:200]}"} for c in members]
+    why = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return [{"cell": c["cell"], "family": family, "why_not": why} for c in members]
 
 
 def main(argv: list[str]) -> None:

@@ -79,10 +79,11 @@ def main(out: str, overrides: list[str]) -> None:
             own = speed_model.at_depth(timed[shallow, b], timed[deep, b], layers, 1, depths=speed_depths)
             pred = speed_model.at_depth(timed[shallow, b], timed[deep, b], layers, 1, host=(host[shallow], host[deep]),
                                         gpu=(gpu[shallow, b], gpu[deep, b]), depths=speed_depths)
-            lines = {f"{x}-{y}": {"own_s": speed_model.at_depth(timed[x, b], timed[y, b], layers, 1, depths=(x, y)).step_s,
-                                  "predicted_s": speed_model.at_depth(timed[x, b], timed[y, b], layers, 1, host=(host[x], host[y]),
-                                                                      gpu=(gpu[x, b], gpu[y, b]), depths=(x, y)).step_s}
-                     for x, y in pairs}
+            lines = {f"{x}-{y}": {
+                "own_s": speed_model.at_depth(timed[x, b], timed[y, b], layers, 1, depths=(x, y)).step_s,
+                "predicted_s": speed_model.at_depth(timed[x, b], timed[y, b], layers, 1, host=(host[x], host[y]),
+                                                    gpu=(gpu[x, b], gpu[y, b]), depths=(x, y)).step_s}
+                for x, y in pairs}
             meas = speed_model.at_depth(timed[layers, b], timed[layers, b], layers, 1, depths=(layers, layers))
             row = {"overrides": rest, "batch": int(b), "real_tokens": real, "layers": layers, "speed_depths": speed_depths,
                    "line_1_2_s": line_1_2.step_s, "own_s": own.step_s, "predicted_s": pred.step_s, "low": pred.low,
@@ -93,8 +94,9 @@ def main(out: str, overrides: list[str]) -> None:
             f.write(json.dumps(row) + "\n")
             print(b, f"at {layers} layers: predicted {pred.step_s * 1e3:.1f} ms ({pred.low * 1e3:.1f}-"
                   f"{pred.high * 1e3:.1f}, {pred.bound}), its own line {own.step_s * 1e3:.1f}, the 1-2 line "
-                  f"{line_1_2.step_s * 1e3:.1f}; " + ", ".join(f"{k} line {v['own_s'] * 1e3:.1f}, pooled {v['predicted_s'] * 1e3:.1f}"
-                                                       for k, v in lines.items()) + f"; measured {meas.step_s * 1e3:.1f} ms", flush=True)
+                  f"{line_1_2.step_s * 1e3:.1f}; "
+                  + ", ".join(f"{k} line {v['own_s'] * 1e3:.1f}, pooled {v['predicted_s'] * 1e3:.1f}" for k, v in lines.items())
+                  + f"; measured {meas.step_s * 1e3:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -48,8 +48,8 @@ def main(out: str, layers: int, overrides: list[str]) -> None:
               f"({min(blocks) * 1e3:.1f}-{max(blocks) * 1e3:.1f})", flush=True)
     before = [t["median_s"] for t in timings if t["when"] == "before"]
     after = [t["median_s"] for t in timings if t["when"] == "after"]
-    row = {"overrides": overrides, "layers": layers, "batch": cfg.batch.size, "teardown_cupti": os.environ.get("TEARDOWN_CUPTI"),
-           "kernels_s": kernels, "timings": timings, "after_over_before": median(after) / median(before),
+    row = {"overrides": overrides, "layers": layers, "batch": cfg.batch.size,
+           "teardown_cupti": os.environ.get("TEARDOWN_CUPTI"), "kernels_s": kernels, "timings": timings, "after_over_before": median(after) / median(before),
            "before_spread": max(before) / min(before)}
     print(f"after / before: {row['after_over_before']:.3f} (the two before: {row['before_spread']:.3f} apart); "
           f"kernels {(kernels or 0) * 1e3:.1f} ms", flush=True)

@@ -29,6 +29,11 @@ from src.predict import typical_batch
 from src.train import trainer as train
 
 
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 class StepClock(TrainerCallback):
     """Each optimizer step's end, synced: an experiment's clock, not a run's."""
 
@@ -36,8 +41,7 @@ class StepClock(TrainerCallback):
         self.ends = []
 
     def on_step_end(self, args, state, control, **kwargs):
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+        sync()
         self.ends.append(time.perf_counter())
 
 
@@ -58,7 +62,8 @@ def main(out: str, overrides: list[str]) -> None:
                                                  train_dataset=prep.for_trainer, data_collator=prep.collator,
                                                  callbacks=[clock])
     if cfg.trainer.gradient_checkpointing:  # as Trainer.train() turns it on
-        trainer.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
+        trainer.model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
     trainer.current_gradient_accumulation_steps = 1
     on_device = {k: v.to(res.device) if torch.is_tensor(v) else v for k, v in batch.items()}
     speed_model.warm_up(copy, on_device, res.amp, res.device)
@@ -66,20 +71,20 @@ def main(out: str, overrides: list[str]) -> None:
 
     def step_loop(n: int = 12) -> float:
         trainer.training_step(trainer.model, dict(batch))  # untimed: the first after the others
-        speed_model._sync(res.device)
+        sync()
         t = time.perf_counter()
         for _ in range(n):
             trainer.training_step(trainer.model, dict(batch))
-        speed_model._sync(res.device)
+        sync()
         trainer.model.zero_grad(set_to_none=True)
         return (time.perf_counter() - t) / n
 
     timings = []
     for round_ in range(2):
-        row = {"round": round_,
-               "copy": median(b.micro_batch for b in speed_model.time_steps(copy, batch, res.amp, res.device)),
-               "run_model": median(b.micro_batch for b in speed_model.time_steps(trainer.model, batch, res.amp, res.device)),
-               "step": step_loop()}
+        row = {"round": round_}
+        for name, m in (("copy", copy), ("run_model", trainer.model)):
+            row[name] = median(b.micro_batch for b in speed_model.time_steps(m, batch, res.amp, res.device))
+        row["step"] = step_loop()
         timings.append(row)
         print(", ".join(f"{k} {v * 1e3:.1f} ms" if k != "round" else f"round {v}" for k, v in row.items()), flush=True)
     del copy

@@ -8,15 +8,16 @@ real depth.
 Where the host sets the pace, a cell's own line is a poor guide: a block of a few milliseconds moves with the
 host's state, and the line multiplies its error by the depth. So each copy also profiles the cell's kernels
 (gpu_busy_s), after every timing: a profile leaves CUPTI slowing each later launch (1.46x on a host-bound
-micro-batch of Llama-3.2-3B QLoRA on an H200). A micro-batch whose kernels ran under HOST_BOUND of its wall time takes the longer of the kernels'
-line and the host's line, the host's pooled over every host-bound cell of the family (host_time): launching a
-micro-batch costs the host about the same at any number of rows.
+micro-batch of Llama-3.2-3B QLoRA on an H200). A micro-batch whose kernels ran under HOST_BOUND of its wall time
+takes the longer of the kernels' line and the host's line, the host's pooled over every host-bound cell of the
+family (host_time): launching a micro-batch costs the host about the same at any number of rows.
 
 A batch shape the run meets for the first time costs its kernels' first calls at that shape (cuDNN attention
 builds its graphs per shape): the copies time that apart (first_call_s), and the predictor adds it for each new
 shape the run's sampler will bring inside the timed window (src/data/sampling.py). The copies' loop does the
 Trainer's model.train() and batch copy per micro-batch; the rest of the Trainer's host work and the
-dataloader's the planner calibrates away with one measured cell per family."""
+dataloader's the planner calibrates away with one measured cell per family (in one process on an H200, the
+Trainer's training_step and train() took what the copies' loop took, within the host's drift)."""
 from __future__ import annotations
 
 import math
@@ -179,7 +180,8 @@ def copy_depths(layers: int) -> tuple[int, int]:
     layers and 6 ms a layer from 2 to 4 (Qwen3-4B width, LoRA): a line through 1 and 2 layers, even pooled over a
     family's cells, missed a 4-layer micro-batch by 0.90-1.31x. On an H200 the host's time per layer falls with
     depth (Llama-3.2-3B QLoRA at 8 rows: 19.4, 15.6 and 12.1 ms a layer from 2 to 4, 4 to 8 and 8 to 28 layers):
-    at 28 layers the 4-8 line overshot the real depth's micro-batch by 1.19x, the 2-4 line by 1.43x."""
+    at 28 layers the 4-8 line overshot the real depth's micro-batch by 1.19x, the 2-4 line by 1.43x (one reading
+    each, in a process whose host drifted up to 1.20x)."""
     if layers >= DEEP_MODEL:
         return DEEP_COPY, 2 * DEEP_COPY
     deep = min(layers, DEEP_COPY)
