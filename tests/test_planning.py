@@ -398,3 +398,44 @@ def test_sweep_question_largest_times_no_speed_and_runs_only_the_largest_that_fi
     assert "0 predicted slower (not run); 2 smaller than the largest predicted to fit (not run)" in summary_md
     table = [x for x in (proc.stdout + proc.stderr).splitlines() if re.search(r"batch\.size=[124] .*: [\d.]+ GB", x)]
     assert len(table) == 3 and not any(x.endswith("; ") or x.endswith(";") for x in table), table  # no empty decision
+
+
+def _experiment(script: str, tmp_path, *args: str) -> list[dict]:
+    """An experiments/planner script run as its README runs it, on a tiny model: the rows it wrote."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, str(root / "experiments/planner" / script), str(out), *args],
+                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_the_depth_check_reads_the_2_4_and_4_8_lines_beside_the_real_depth(tmp_path):
+    """copies_check.py at 8 layers: both pairs of copies read at the real depth, beside the 8-layer copy itself."""
+    rows = _experiment("copies_check.py", tmp_path, "model=tiny", "model.arch.num_hidden_layers=8", "batch=2,4", "logger=none")
+    assert [r["batch"] for r in rows] == [2, 4]
+    for r in rows:
+        assert set(r["lines"]) == {"2-4", "4-8"} and set(r["blocks"]) == {"1", "2", "4", "8"}
+        assert all(v["own_s"] > 0 and v["predicted_s"] > 0 for v in r["lines"].values()) and r["measured_s"] > 0
+
+
+def test_the_profile_check_times_twice_before_and_twice_after_one_profile(tmp_path):
+    (row,) = _experiment("profiler_after.py", tmp_path, "2", "model=tiny", "batch=4", "logger=none")
+    assert [t["when"] for t in row["timings"]] == ["before", "before", "after", "after"]
+    assert row["kernels_s"] is None  # no kernels off a GPU
+    after = sorted(t["median_s"] for t in row["timings"] if t["when"] == "after")
+    before = sorted(t["median_s"] for t in row["timings"] if t["when"] == "before")
+    assert row["after_over_before"] == pytest.approx((after[0] + after[1]) / (before[0] + before[1]))
+
+
+def test_the_trainer_gap_check_times_four_ways_in_one_process(tmp_path):
+    (row,) = _experiment("trainer_gap.py", tmp_path, "model=tiny", "batch=4", "logger=none")
+    assert [set(r) for r in row["rounds"]] == [{"round", "copy", "run_model", "step"}] * 2
+    assert all(r[k] > 0 for r in row["rounds"] for k in ("copy", "run_model", "step"))
+    assert len(row["train_steps_s"]) == 10 and row["train_s"] > 0  # steps 5-14 of Trainer.train()
