@@ -10,8 +10,8 @@ Trainer out, so this checks the depth scaling alone. Three readings, per cell:
   lines      both readings (own, predicted) on each pair of copies the model is deep enough for: 2-4 and 4-8
 Each copy also times the first call of 3 batch shapes it has not met (src/model/speed_model.first_call_s): the
 predictor takes that cost to be the same at any depth, and this shows whether it is. Kernels are profiled after
-every depth is timed (a profile slows every later launch: profiler_after.py); the checks of calls 4-9 in the
-README profiled each cell right after timing it.
+every depth is timed (a profile slows every later launch: profiler_after.py); the checks before call 9's third
+profiled each cell right after timing it.
 
     python experiments/planner/copies_check.py OUT.jsonl padding=dynamic batch=4,8,16,32 model=qwen3 model.arch.num_hidden_layers=8
     python experiments/planner/copies_check.py OUT.jsonl experiment=batch_vs_accum_saturation batch=8,16  # 28 layers
