@@ -181,7 +181,7 @@ def copy_depths(layers: int) -> tuple[int, int]:
     family's cells, missed a 4-layer micro-batch by 0.90-1.31x. On an H200 the host's time per layer falls with
     depth (Llama-3.2-3B QLoRA at 8 rows: 19.4, 15.6 and 12.1 ms a layer from 2 to 4, 4 to 8 and 8 to 28 layers):
     at 28 layers the 4-8 line overshot the real depth's micro-batch by 1.19x, the 2-4 line by 1.43x (one reading
-    each, in a process whose host drifted up to 1.20x)."""
+    each; the host drifts up to 1.20x within a process)."""
     if layers >= DEEP_MODEL:
         return DEEP_COPY, 2 * DEEP_COPY
     deep = min(layers, DEEP_COPY)
