@@ -14,6 +14,7 @@
 #     TEARDOWN_CUPTI=1
 #   bash experiments/planner/gpu.sh gap           # the copies' loop, the run's model, the Trainer's training_step and
 #     Trainer.train() in one process (trainer_gap.py): Llama-3.2-3B QLoRA at 28 layers, micro-batch 8 (GAP_ARGS)
+#   bash experiments/planner/gpu.sh vcpu          # the host CPU's drift on every vCPU, alone and all at once (vcpu_drift.py)
 #   bash experiments/planner/gpu.sh g4_largest    # G4: the largest micro-batch of SOLAR-10.7B and Polyglot-Ko-12.8B
 #     (QLoRA, bf16 compute, checkpointing, 16-128 under 24 GB, full depth) by sweep=fit sweep.question=largest, then
 #     the brute force: the same grid with sweep.plan=all (G4_PLANS="predict all" by default; G4_MODELS=a,b)
@@ -70,6 +71,9 @@ elif [ "$what" = profiler ]; then
     env $teardown timeout 150 python3 experiments/planner/profiler_after.py "$OUT/profiler_after.jsonl" \
       ${PROFILER_ARGS:-8 experiment=batch_vs_accum_saturation batch=8} logger=none 2>&1 | grep -v -i warn | tee -a "$RUN_LOG" | tail -6
   done
+  continue
+elif [ "$what" = vcpu ]; then
+  timeout 120 python3 experiments/planner/vcpu_drift.py "$OUT/vcpu_drift.jsonl" ${VCPU_ARGS:-2 20} 2>&1 | tee -a "$RUN_LOG" | tail -20
   continue
 elif [ "$what" = gap ]; then
   timeout ${GAP_TIMEOUT:-240} python3 experiments/planner/trainer_gap.py "$OUT/trainer_gap.jsonl" logger=none \

@@ -1,0 +1,68 @@
+"""Is the host's drift the machine's, or ours? host_drift.py found a fixed piece of pure-Python work taking 9 ms in
+some seconds and 16 ms in others on one vCPU of an H200 machine, with no GPU in it. This times the same work on
+every vCPU, pinned, in two phases, and writes one JSON line a timing:
+
+- alone: one vCPU at a time, the others idle (what a run's main thread meets when nothing else of ours runs);
+- together: every vCPU at once (as a run with busy dataloader workers, or another job, would load them).
+
+If the slow phases come at the same moments on every vCPU, the machine's clock sets them; if each vCPU has its own,
+and loading our other vCPUs doesn't make them more common, something outside this machine does (another tenant on
+the same physical core). Either way: outside what a run can choose, unless `together` is slower than `alone`.
+
+    python experiments/planner/vcpu_drift.py OUT.jsonl [SECONDS_ALONE_PER_VCPU] [SECONDS_TOGETHER]
+"""
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def python_work_s(n: int = 200_000) -> float:
+    t = time.perf_counter()
+    sum(i * i for i in range(n))
+    return time.perf_counter() - t
+
+
+def siblings(cpu: int) -> str:
+    path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+    return path.read_text().strip() if path.exists() else "?"
+
+
+def _worker(cpu: int, start: float, seconds: float, phase: str, queue) -> None:
+    os.sched_setaffinity(0, {cpu})
+    rows = []
+    while time.time() - start < seconds:
+        rows.append({"phase": phase, "cpu": cpu, "t": round(time.time() - start, 3), "ms": python_work_s() * 1e3})
+    queue.put(rows)
+
+
+def _run(cpus: list[int], seconds: float, phase: str) -> list[dict]:
+    queue = mp.get_context("fork").Queue()
+    start = time.time()
+    procs = [mp.get_context("fork").Process(target=_worker, args=(c, start, seconds, phase, queue)) for c in cpus]
+    for p in procs:
+        p.start()
+    rows = [r for _ in procs for r in queue.get()]
+    for p in procs:
+        p.join()
+    return rows
+
+
+def main(out: str, alone_s: float = 2.0, together_s: float = 20.0) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    with open(out, "a") as f:
+        f.write(json.dumps({"cpus": cpus, "siblings": {c: siblings(c) for c in cpus}}) + "\n")
+        for phase, groups, seconds in (("alone", [[c] for c in cpus], alone_s), ("together", [cpus], together_s)):
+            for group in groups:
+                rows = _run(group, seconds, phase)
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+                f.flush()
+                ms = sorted(r["ms"] for r in rows)
+                print(f"{phase} on {len(group)} vCPU(s) from {group[0]}: {len(ms)} timings, median {ms[len(ms) // 2]:.1f} ms,"
+                      f" 10th-90th {ms[len(ms) // 10]:.1f}-{ms[9 * len(ms) // 10]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], *map(float, sys.argv[2:]))
