@@ -15,6 +15,8 @@
 #   bash experiments/planner/gpu.sh gap           # the copies' loop, the run's model, the Trainer's training_step and
 #     Trainer.train() in one process (trainer_gap.py): Llama-3.2-3B QLoRA at 28 layers, micro-batch 8 (GAP_ARGS)
 #   bash experiments/planner/gpu.sh vcpu          # the host CPU's drift on every vCPU, alone and all at once (vcpu_drift.py)
+#   bash experiments/planner/gpu.sh pin           # each vCPU's speed over 30 s at light load (vcpu_drift.py sparse), then
+#     host_drift.py's host-bound micro-batch on the vCPU that was fastest, on the slowest, and unpinned (PIN_SECONDS)
 #   bash experiments/planner/gpu.sh g4_largest    # G4: the largest micro-batch of SOLAR-10.7B and Polyglot-Ko-12.8B
 #     (QLoRA, bf16 compute, checkpointing, 16-128 under 24 GB, full depth) by sweep=fit sweep.question=largest, then
 #     the brute force: the same grid with sweep.plan=all (G4_PLANS="predict all" by default; G4_MODELS=a,b)
@@ -74,6 +76,26 @@ elif [ "$what" = profiler ]; then
   continue
 elif [ "$what" = vcpu ]; then
   timeout 120 python3 experiments/planner/vcpu_drift.py "$OUT/vcpu_drift.jsonl" ${VCPU_ARGS:-2 20} 2>&1 | tee -a "$RUN_LOG" | tail -20
+  continue
+elif [ "$what" = pin ]; then
+  timeout 90 python3 experiments/planner/vcpu_drift.py "$OUT/vcpu_sparse.jsonl" 0 0 30 2>&1 | tee -a "$RUN_LOG" | tail -3
+  read -r fast slow < <(python3 -c "
+import json, sys
+share = [json.loads(l) for l in open(sys.argv[1]) if 'slow_share' in l][-1]['slow_share']
+order = sorted(share, key=lambda c: (share[c], int(c)))
+print(order[0], order[-1])" "$OUT/vcpu_sparse.jsonl")
+  for pin in "fast:$fast" "slow:$slow" "none:"; do
+    cpu=${pin#*:}; how=""; [ -n "$cpu" ] && how="taskset -c $cpu"
+    timeout 120 $how python3 experiments/planner/host_drift.py "$OUT/pinned_${pin%%:*}.jsonl" ${PIN_SECONDS:-30} \
+      model=qwen3 model.arch.num_hidden_layers=4 padding=max_length batch=2 logger=none 2>&1 | grep -v -i warn | tail -2
+    echo "pinned ${pin%%:*} (vCPU ${cpu:-any}): $(python3 -c "
+import json, sys
+ms = sorted(json.loads(l)['micro_batch_ms'] for l in open(sys.argv[1]))
+py = sorted(json.loads(l)['python_work_ms'] for l in open(sys.argv[1]))
+q = lambda xs, f: xs[int(f * (len(xs) - 1))]
+print(f'{len(ms)} blocks: micro-batch median {q(ms, .5):.1f} ms, 10th-90th {q(ms, .1):.1f}-{q(ms, .9):.1f}; '
+      f'python work {q(py, .5):.1f} ({q(py, .1):.1f}-{q(py, .9):.1f})')" "$OUT/pinned_${pin%%:*}.jsonl")" | tee -a "$RUN_LOG"
+  done
   continue
 elif [ "$what" = gap ]; then
   timeout ${GAP_TIMEOUT:-240} python3 experiments/planner/trainer_gap.py "$OUT/trainer_gap.jsonl" logger=none \
