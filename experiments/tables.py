@@ -16,13 +16,14 @@ One concern, however long: the README tables, one small builder per table with i
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import re
 import sys
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from statistics import fmean
+from statistics import correlation, fmean, median
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -974,8 +975,9 @@ def _sweeps(*logs: str) -> dict[str, list[dict]]:
     return out
 
 
-def _g4_reports(path: str) -> dict[tuple[str, int], dict]:
-    return {(r["config"]["model"]["name"], r["config"]["batch"]["size"]): r for r in _records(path)}
+def _g4_reports(path: str) -> dict[tuple[str, int, int], dict]:
+    return {(r["config"]["model"]["name"], r["config"]["batch"]["size"], r["config"]["batch"]["grad_accum"]): r
+            for r in _records(path)}
 
 
 # G4's sweeps: (their folder, the question as the table names it, its files' name, the calls' logs, the planned
@@ -992,6 +994,12 @@ FASTEST5_SWEEPS = ((FASTEST5, "calls 1-2: profiled between timings", "fastest5",
                     "g4_fastest_llama3.2-3b_1_2_4_8_16_predict", ("g4_fastest_llama3.2-3b_1_2_4_8_16_all",)),
                    (FASTEST5, "call 3: timed before profiling", "fastest5_fixed", None, None, None))
 
+PRESET = "planner/results/h200_preset/"
+# Call 10: the saved batch_vs_accum sweep's own grid, planned (call 1) and every cell (cut in call 1, finished in
+# call 2 on the same machine)
+PRESET_SWEEPS = ((PRESET, "sweep=batch_vs_accum", "preset", ("call1_planner.log", "call2_planner.log"), "plan_predict",
+                  ("plan_all",)),)
+
 
 def planner_g4(sweeps=G4_SWEEPS) -> str:
     """G4's cells: the planner's prediction and decision, and what each plan measured: status, peak allocated GB and
@@ -1000,10 +1008,10 @@ def planner_g4(sweeps=G4_SWEEPS) -> str:
     for folder, question, name, *_ in sweeps:
         predicted = {r["job"]: r for r in _records(folder + f"decisions_{name}.jsonl")}
         planned, every = (_g4_reports(folder + f"reports_{name}_{plan}.jsonl") for plan in ("predict", "all"))
-        for (model, size), r in sorted(every.items()):
+        for (model, size, accum), r in sorted(every.items()):
             p = predicted[r["label"]]["prediction"]
             cells = []
-            for m in (planned.get((model, size)), r):
+            for m in (planned.get((model, size, accum)), r):
                 if m is None:
                     cells += ["", ""]
                 elif m["status"] != "ok":
@@ -1019,7 +1027,7 @@ def planner_g4(sweeps=G4_SWEEPS) -> str:
             decision = predicted[r["label"]]["decision"]
             said = ("ran" if decision.startswith("ran") else "predicted out of memory" if decision.startswith("predicted")
                     else "not run: smaller" if "below the largest" in decision else "not run: slower")
-            rows.append([question, model, f"{size} x {r['config']['batch']['grad_accum']}", f"{p['memory_gb']:.2f}", rate,
+            rows.append([question, model, f"{size} x {accum}", f"{p['memory_gb']:.2f}", rate,
                          said, *cells])
     return markdown(["question", "model", "micro-batch x ga", "predicted GB", "predicted real tok/s (range), bound",
                      "plan=predict: decision", "plan=predict: peak GB (/ predicted)", "real tok/s (95%); / predicted",
@@ -1050,6 +1058,67 @@ def planner_g4_times(sweeps=G4_SWEEPS) -> str:
                      "planned / all"], rows)
 
 
+
+VCPU = PRESET + "vcpu/"
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[int(q * (len(xs) - 1))]
+
+
+def planner_vcpu() -> str:
+    """vcpu_drift.py: the same pure-Python work timed on each vCPU alone, on all 16 at once, and on all 16 at light
+    load; a timing is slow above 1.3x the 10th percentile of the alone phase (the fast mode). The vCPUs' slow
+    states are compared over 0.5 s windows of the together phase: their median pairwise correlation."""
+    with gzip.open(HERE / VCPU / "vcpu_drift.jsonl.gz", "rt") as f:
+        call1 = [json.loads(line) for line in f][1:]
+    sparse = [r for r in _records(VCPU + "vcpu_sparse.jsonl") if "ms" in r]
+    fast = _quantile([r["ms"] for r in call1 if r["phase"] == "alone"], 0.1)
+    rows = []
+    for call, phase, how, data in (("1", "alone", "one vCPU at a time, 2 s each, the others idle", call1),
+                                   ("1", "together", "all 16 busy at once, 20 s", call1),
+                                   ("3", "sparse", "all 16 at once, one timing each per 0.2 s, 30 s", sparse)):
+        got = [r for r in data if r["phase"] == phase]
+        ms = [r["ms"] for r in got]
+        per_cpu = {c: [r["ms"] > 1.3 * fast for r in got if r["cpu"] == c] for c in {r["cpu"] for r in got}}
+        shares = [sum(v) / len(v) for v in per_cpu.values()]
+        corr = ""
+        if phase == "together":
+            windows = {}
+            for r in got:
+                windows.setdefault(int(r["t"] / 0.5), {}).setdefault(r["cpu"], []).append(r["ms"] > 1.3 * fast)
+            series = {c: [fmean(w[c]) if c in w else None for w in windows.values()] for c in per_cpu}
+            pairs = []
+            for a in series:
+                for b in series:
+                    both = [(x, y) for x, y in zip(series[a], series[b]) if None not in (x, y)]
+                    if a < b and len({x for x, _ in both}) > 1 and len({y for _, y in both}) > 1:
+                        pairs.append(correlation(*zip(*both)))
+            corr = f"{median(pairs):.2f} ({min(pairs):.2f} to {max(pairs):.2f})"
+        rows.append([call, phase, how, f"{len(ms):,}", f"{median(ms):.1f}",
+                     f"{_quantile(ms, 0.1):.1f}-{_quantile(ms, 0.9):.1f}",
+                     f"{sum(r['ms'] > 1.3 * fast for r in got) / len(got):.2f}",
+                     f"{min(shares):.2f}-{max(shares):.2f}", corr])
+    return markdown(["call", "phase", "how", "timings", "median ms", "10th-90th ms",
+                     f"share slow (> {1.3 * fast:.1f} ms)", "its range over vCPUs", "vCPUs' slow states: correlation"],
+                    rows)
+
+
+def planner_pinned() -> str:
+    """host_drift.py's host-bound micro-batch (max_length, 2 rows, 4 layers) for 30 s, pinned with taskset to the
+    vCPU the sparse phase found least often slow, to the one most often slow, and not pinned."""
+    rows = []
+    for pin in ("fast", "slow", "none"):
+        got = _records(VCPU + f"pinned_{pin}.jsonl")
+        ms, py = [r["micro_batch_ms"] for r in got], [r["python_work_ms"] for r in got]
+        rows.append([pin, ", ".join(str(c) for c in sorted({r["core"] for r in got})), str(len(got)),
+                     f"{median(ms):.1f} ({_quantile(ms, 0.1):.1f}-{_quantile(ms, 0.9):.1f})",
+                     f"{median(py):.1f} ({_quantile(py, 0.1):.1f}-{_quantile(py, 0.9):.1f})", f"{correlation(ms, py):.2f}"])
+    return markdown(["pinned to", "vCPU it ran on", "blocks of 10", "micro-batch ms: median (10th-90th)",
+                     "pure-Python work ms", "correlation"], rows)
+
+
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call2": (HERE / "speed/README.md", speed_call2),
           "speed/call3": (HERE / "speed/README.md", speed_call3),
@@ -1075,6 +1144,10 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "planner/g4_times": (HERE / "planner/README.md", planner_g4_times),
           "planner/fastest5": (HERE / "planner/README.md", lambda: planner_g4(FASTEST5_SWEEPS)),
           "planner/fastest5_times": (HERE / "planner/README.md", lambda: planner_g4_times(FASTEST5_SWEEPS)),
+          "planner/preset": (HERE / "planner/README.md", lambda: planner_g4(PRESET_SWEEPS)),
+          "planner/preset_times": (HERE / "planner/README.md", lambda: planner_g4_times(PRESET_SWEEPS)),
+          "planner/vcpu": (HERE / "planner/README.md", planner_vcpu),
+          "planner/pinned": (HERE / "planner/README.md", planner_pinned),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft),
           "speedup/full": (HERE / "speedup/README.md", lambda: speedup_runs("speedup/results/h100_full_classifiers.jsonl",
                                                                              ("classifier8", "classifier32"))),

@@ -439,3 +439,20 @@ def test_the_trainer_gap_check_times_four_ways_in_one_process(tmp_path):
     assert [set(r) for r in row["rounds"]] == [{"round", "copy", "run_model", "step"}] * 2
     assert all(r[k] > 0 for r in row["rounds"] for k in ("copy", "run_model", "step"))
     assert len(row["train_steps_s"]) == 10 and row["train_s"] > 0  # steps 5-14 of Trainer.train()
+
+
+def test_the_vcpu_check_times_each_vcpu_pinned_alone_together_and_at_light_load(tmp_path):
+    import os
+
+    cpus = sorted(os.sched_getaffinity(0))
+    header, *rows = _experiment("vcpu_drift.py", tmp_path, "0.2", "0.3", "0.5")
+    assert header["cpus"] == cpus and set(map(int, header["siblings"])) == set(cpus)
+    timings = [r for r in rows if "ms" in r]
+    assert all(r["ran_on"] == r["cpu"] and r["ms"] > 0 for r in timings)  # each timing ran on the vCPU it names
+    for phase in ("alone", "together", "sparse"):
+        assert {r["cpu"] for r in timings if r["phase"] == phase} == set(cpus)
+    for cpu in cpus:  # at light load a vCPU times once per SPARSE_EVERY_S, idle between
+        ts = [r["t"] for r in timings if r["phase"] == "sparse" and r["cpu"] == cpu]
+        assert len(ts) <= 0.5 / 0.2 + 1 and all(b - a >= 0.19 for a, b in zip(ts, ts[1:]))
+    (share,) = [r["slow_share"] for r in rows if "slow_share" in r]
+    assert set(map(int, share)) == set(cpus) and all(0 <= v <= 1 for v in share.values())

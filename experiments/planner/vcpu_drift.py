@@ -27,6 +27,11 @@ def python_work_s(n: int = 200_000) -> float:
     return time.perf_counter() - t
 
 
+def ran_on() -> int:
+    """The vCPU this process last ran on (/proc/self/stat's 39th field)."""
+    return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[36])
+
+
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2]
 
@@ -44,7 +49,8 @@ def _worker(cpu: int, start: float, seconds: float, phase: str, queue) -> None:
     rows = []
     while time.time() - start < seconds:
         t = time.time()
-        rows.append({"phase": phase, "cpu": cpu, "t": round(t - start, 3), "ms": python_work_s() * 1e3})
+        rows.append({"phase": phase, "cpu": cpu, "t": round(t - start, 3), "ms": python_work_s() * 1e3,
+                     "ran_on": ran_on()})
         if phase == "sparse":
             time.sleep(max(0.0, SPARSE_EVERY_S - (time.time() - t)))
     queue.put(rows)
