@@ -1068,17 +1068,24 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 def planner_vcpu() -> str:
-    """vcpu_drift.py: the same pure-Python work timed on each vCPU alone, on all 16 at once, and on all 16 at light
-    load; a timing is slow above 1.3x the 10th percentile of the alone phase (the fast mode). The vCPUs' slow
+    """vcpu_drift.py: the same pure-Python work timed on each vCPU alone, on all at once, and on all at light load,
+    on one-GPU machines (calls 1 and 3) and a two-GPU one (call 4, 32 vCPUs); a timing is slow above 1.3x the 10th
+    percentile of call 1's alone phase (the fast mode). The vCPUs' slow
     states are compared over 0.5 s windows of the together phase: their median pairwise correlation."""
-    with gzip.open(HERE / VCPU / "vcpu_drift.jsonl.gz", "rt") as f:
-        call1 = [json.loads(line) for line in f][1:]
+    def gzipped(path: str) -> list[dict]:
+        with gzip.open(HERE / path, "rt") as f:
+            return [r for r in map(json.loads, f) if "ms" in r]
+
+    call1, x2 = gzipped(VCPU + "vcpu_drift.jsonl.gz"), gzipped(VCPU + "x2/vcpu_drift.jsonl.gz")
     sparse = [r for r in _records(VCPU + "vcpu_sparse.jsonl") if "ms" in r]
     fast = _quantile([r["ms"] for r in call1 if r["phase"] == "alone"], 0.1)
     rows = []
     for call, phase, how, data in (("1", "alone", "one vCPU at a time, 2 s each, the others idle", call1),
                                    ("1", "together", "all 16 busy at once, 20 s", call1),
-                                   ("3", "sparse", "all 16 at once, one timing each per 0.2 s, 30 s", sparse)):
+                                   ("3", "sparse", "all 16 at once, one timing each per 0.2 s, 30 s", sparse),
+                                   ("4 (2 GPUs)", "alone", "one vCPU at a time, 1 s each", x2),
+                                   ("4 (2 GPUs)", "together", "all 32 busy at once, 15 s", x2),
+                                   ("4 (2 GPUs)", "sparse", "all 32, one timing each per 0.2 s, 15 s", x2)):
         got = [r for r in data if r["phase"] == phase]
         ms = [r["ms"] for r in got]
         per_cpu = {c: [r["ms"] > 1.3 * fast for r in got if r["cpu"] == c] for c in {r["cpu"] for r in got}}
