@@ -201,3 +201,33 @@ def test_the_planner_imports_the_way_hydras_plugin_scan_does():
             "m = u.module_from_spec(s); s.loader.exec_module(m); print(m.Prediction('a', 'f', 1.0, 2.0).tok_s)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "2.0", out.stderr
+
+
+# Call 10 on an H200 (sweep=batch_vs_accum, 4-layer Qwen3-4B under a 10 GB cap): the predictions of the 8 cells
+# that fit, and the first wave's measurements. Micro-batch 32 saturated memory (10.0 of 10 GB reserved).
+PRESET = [P(f"{bs}x{ga}", "F", tok, low, high, memory_gb=gb) for bs, ga, tok, low, high, gb in (
+    (4, 1, 11_829, 11_336, 12_697, 2.29), (4, 2, 17_866, 16_814, 19_292, 2.29),
+    (8, 1, 30_883, 29_320, 33_264, 3.06), (8, 2, 39_038, 36_626, 42_219, 3.06),
+    (16, 1, 54_900, 52_399, 57_120, 4.60), (16, 2, 78_873, 70_933, 81_199, 4.60),
+    (32, 1, 89_524, 88_514, 90_844, 7.68), (32, 2, 104_737, 104_557, 105_155, 7.68))]
+PRESET_FIRST = [Measured("32x2", "ok", 109_111, 96_163, 123_605, saturated=True),
+                Measured("32x1", "ok", 109_708, 94_947, 125_945, saturated=True),
+                Measured("16x2", "ok", 78_575, 52_941, 112_963)]
+
+
+def test_a_winner_that_saturated_memory_has_the_fastest_unsaturated_cell_confirmed_too():
+    """The summary names the fastest cell that did not saturate memory where the fastest did: 16 x 1's calibrated
+    interval (up to ~61.9k) reaches 16 x 2's measured low (52.9k), so it runs; under plan=all the two tied."""
+    assert first_wave(PRESET, 10.0) == ["32x2", "32x1", "16x2"]
+    assert next_wave(PRESET, PRESET_FIRST, 10.0) == ["16x1"]
+    unsaturated = [Measured(m.cell, m.status, m.tok_s, m.low, m.high) for m in PRESET_FIRST]
+    assert next_wave(PRESET, unsaturated, 10.0) == []  # the rule only where the winner saturated
+    said = decisions(PRESET, PRESET_FIRST, 10.0)
+    assert "the fastest unsaturated one's 78,575 (52,941-112,963)" in said["8x2"] and "< the winner's" in said["8x2"]
+    # 16 x 1 measured as plan=all measured it: no other cell can reach 16 x 2's low, and the sweep stops
+    assert next_wave(PRESET, PRESET_FIRST + [Measured("16x1", "ok", 60_286, 36_639, 124_540)], 10.0) == []
+
+
+def test_with_every_measured_cell_saturated_the_fastest_predicted_below_their_memory_runs_next():
+    first = [m for m in PRESET_FIRST if m.saturated]
+    assert next_wave(PRESET, first, 10.0) == ["16x2"]  # 4.60 GB predicted, under 32's 7.68: the fastest such

@@ -456,3 +456,20 @@ def test_the_vcpu_check_times_each_vcpu_pinned_alone_together_and_at_light_load(
         assert len(ts) <= 0.5 / 0.2 + 1 and all(b - a >= 0.19 for a, b in zip(ts, ts[1:]))
     (share,) = [r["slow_share"] for r in rows if "slow_share" in r]
     assert set(map(int, share)) == set(cpus) and all(0 <= v <= 1 for v in share.values())
+
+
+def test_a_measured_cell_carries_whether_it_saturated_memory(tmp_path):
+    """From call 10's reports on an H200: micro-batch 32 reserved 9.9 of 10 GB (saturated), 16 x 2 7.7 GB."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments/planner/results/h200_preset/reports_preset_predict.jsonl"
+    got = []
+    for i, line in enumerate(path.read_text().splitlines()):
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "report.json").write_text(line)
+        got.append(planning.measured(str(i), tmp_path / str(i)))
+    assert [(m.status, m.saturated) for m in got] == [("ok", True), ("ok", True), ("ok", False)]
+    assert [round(m.tok_s) for m in got] == [109_111, 109_708, 78_575]
+    (tmp_path / "oom").mkdir()
+    (tmp_path / "oom" / "report.json").write_text(json.dumps({"status": "oom"}))
+    assert planning.measured("oom", tmp_path / "oom") == planning.plan.Measured("oom", "oom")  # no verdict: unsaturated

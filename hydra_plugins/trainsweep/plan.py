@@ -5,7 +5,9 @@ the fastest cell of each family (to calibrate that family) and every cell whose 
 leader's, and the largest micro-batch of each family predicted to fit (to confirm it fits). After each wave
 every prediction is scaled by its family's measured/predicted ratio, and any cell that could still beat the
 measured winner runs next, as does the next largest micro-batch where the largest ran out of memory; none
-left means the winner and the largest fit are confirmed. A sweep that asks one question (sweep.question) runs
+left means the winner and the largest fit are confirmed. Where the winner saturated memory, the summary's
+answer is the fastest cell that did not, so the cells predicted to use less memory than every saturated one are
+weighed against that cell too (the fastest of them runs where none has yet). A sweep that asks one question (sweep.question) runs
 only that question's cells: `largest` the largest fit of each family (and the next down where it ran out of
 memory), `fastest` all but the largest-fit confirmation, and of the leaders only the first (the fewest runs
 that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs nothing (and no
@@ -55,6 +57,7 @@ class Measured:
     tok_s: float | None = None
     low: float | None = None
     high: float | None = None
+    saturated: bool = False      # memory saturated (reserved near the cap, allocator retries): one batch from OOM
 
     def __post_init__(self):
         _check_rate(self.cell, self.tok_s, self.low, self.high)
@@ -86,9 +89,17 @@ def _in_order(preds: Iterable[Prediction], factors: dict[str, float] | None = No
     return ranked + [p for p in preds if p.tok_s is None]
 
 
-def _winner(measured: dict[str, Measured]) -> Measured | None:
-    ok = [m for m in measured.values() if m.status == "ok" and m.tok_s is not None]
+def _winner(measured: dict[str, Measured], unsaturated: bool = False) -> Measured | None:
+    ok = [m for m in measured.values() if m.status == "ok" and m.tok_s is not None and not (unsaturated and m.saturated)]
     return max(ok, key=lambda m: m.tok_s, default=None)
+
+
+def _under_saturation(preds: dict[str, Prediction], measured: dict[str, Measured]) -> list[Prediction]:
+    """The cells predicted to use less memory than every cell that saturated memory when it ran: the ones that
+    may not saturate it. The summary's answer is the fastest of those where the fastest of all saturated."""
+    line = min((preds[m.cell].memory_gb for m in measured.values()
+                if m.saturated and m.cell in preds and preds[m.cell].memory_gb is not None), default=None)
+    return [] if line is None else [p for p in preds.values() if p.memory_gb is not None and p.memory_gb < line]
 
 
 def _rate(x: Prediction | Measured, factor: float = 1.0) -> str:
@@ -178,8 +189,17 @@ def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
     if winner is None:  # nothing to compare with yet (all oom or failed): keep going down the predicted order
         return list(dict.fromkeys([p.cell for p in _in_order(waiting)][:top] + sorted(unconfirmed)))
     factors = calibration(preds.values(), measured.values())
-    could_win = [p for p in waiting
-                 if p.tok_s is None or _bounds(p, factors.get(p.family, 1.0))[2] >= _bounds(winner)[1]]
+
+    def reaches(p: Prediction, target: Measured) -> bool:
+        return _bounds(p, factors.get(p.family, 1.0))[2] >= _bounds(target)[1]
+
+    could_win = [p for p in waiting if p.tok_s is None or reaches(p, winner)]
+    if winner.saturated:  # the summary then names the fastest that did not saturate memory: confirm it too
+        under = {p.cell for p in _under_saturation(preds, measured)}
+        candidates = [p for p in _in_order(waiting, factors) if p.cell in under and p.tok_s is not None]
+        fit = _winner(measured, unsaturated=True)
+        could_win += candidates[:1] if fit is None else [p for p in candidates if reaches(p, fit)]
+    could_win = list({p.cell: p for p in could_win}.values())
     return [p.cell for p in _in_order(could_win, factors)] + sorted(unconfirmed - {p.cell for p in could_win})
 
 
@@ -195,6 +215,8 @@ def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
               question: str = "both") -> dict[str, str]:
     preds, measured = _by_cell(preds), _by_cell(measured)
     winner, factors = _winner(measured), calibration(preds.values(), measured.values())
+    fit = _winner(measured, unsaturated=True) if winner is not None and winner.saturated else None
+    under = {p.cell for p in _under_saturation(preds, measured)} if fit is not None else set()
     out = {}
     for cell in {**preds, **measured}:
         p, m = preds.get(cell), measured.get(cell)
@@ -214,4 +236,8 @@ def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
             verdict = "<" if below else "could still reach"
             out[cell] = (f"not run: predicted {_rate(p)} real tok/s, calibrated {_rate(p, factor)} "
                          f"{verdict} the winner's {_rate(winner)}")
+            if cell in under:  # the winner saturated memory: this cell was weighed against the fastest that didn't
+                below = _bounds(p, factor)[2] < _bounds(fit)[1]
+                out[cell] += (f", {'<' if below else 'could still reach'} the fastest unsaturated one's "
+                              f"{_rate(fit)}")
     return out

@@ -65,7 +65,9 @@ def measured(key: str, job_dir: Path) -> plan.Measured:
     th = rep.throughput
     rate = th.real_tokens_per_s if th and rep.status == "ok" else None
     low, high = (th.real_tokens_per_s_low, th.real_tokens_per_s_high) if rate and th.real_tokens_per_s_low else (None, None)
-    return plan.Measured(key, rep.status, rate or None, low, high)
+    verdict = rep.get("verdict")
+    saturated = bool(verdict and verdict.saturated)  # the summary ranks such a cell apart
+    return plan.Measured(key, rep.status, rate or None, low, high, saturated)
 
 
 def line(raw: dict, decision: str) -> str:
