@@ -22,16 +22,7 @@ from src.model import build as models
 from src.model import memory_model as mm
 from src.model import speed_model
 from src.predict import typical_batch
-
-
-def python_work_s(n: int = 200_000) -> float:
-    t = time.perf_counter()
-    sum(i * i for i in range(n))
-    return time.perf_counter() - t
-
-
-def core() -> int:
-    return int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[36])
+from vcpu_drift import python_work_s, ran_on  # this folder: the script's own directory is on sys.path
 
 
 def main(out: str, seconds: float, overrides: list[str]) -> None:
@@ -55,7 +46,7 @@ def main(out: str, seconds: float, overrides: list[str]) -> None:
             block = speed_model.time_steps(model, batch, res.amp, res.device, blocks=1, steps=10)[0]
             f.write(json.dumps({"t": round(time.perf_counter() - start, 2), "micro_batch_ms": block.micro_batch * 1e3,
                                 "sm_mhz": pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_SM),
-                                "python_work_ms": python_work_s() * 1e3, "core": core(),
+                                "python_work_ms": python_work_s() * 1e3, "core": ran_on(),
                                 "load": os.getloadavg()[0]}) + "\n")
             f.flush()
 
