@@ -1058,7 +1058,6 @@ def planner_g4_times(sweeps=G4_SWEEPS) -> str:
                      "planned / all"], rows)
 
 
-
 VCPU = PRESET + "vcpu/"
 
 
@@ -1070,8 +1069,8 @@ def _quantile(xs: list[float], q: float) -> float:
 def planner_vcpu() -> str:
     """vcpu_drift.py: the same pure-Python work timed on each vCPU alone, on all at once, and on all at light load,
     on one-GPU machines (calls 1 and 3) and a two-GPU one (call 4, 32 vCPUs); a timing is slow above 1.3x the 10th
-    percentile of call 1's alone phase (the fast mode). The vCPUs' slow
-    states are compared over 0.5 s windows of the together phase: their median pairwise correlation."""
+    percentile of call 1's alone phase (the fast mode). The vCPUs' slow states are compared over 0.5 s windows of
+    the together phase: their median pairwise correlation."""
     def gzipped(path: str) -> list[dict]:
         with gzip.open(HERE / path, "rt") as f:
             return [r for r in map(json.loads, f) if "ms" in r]

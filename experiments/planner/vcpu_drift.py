@@ -1,6 +1,6 @@
 """Is the host's drift the machine's, or ours? host_drift.py found a fixed piece of pure-Python work taking 9 ms in
 some seconds and 16 ms in others on one vCPU of an H200 machine, with no GPU in it. This times the same work on
-every vCPU, pinned, in two phases, and writes one JSON line a timing:
+every vCPU, pinned, in three phases, and writes one JSON line a timing:
 
 - alone: one vCPU at a time, the others idle (what a run's main thread meets when nothing else of ours runs);
 - together: every vCPU at once (as a run with busy dataloader workers, or another job, would load them);
@@ -8,8 +8,8 @@ every vCPU, pinned, in two phases, and writes one JSON line a timing:
   the same seconds, with our own load light (is some vCPU fast all along, so that pinning a run to it pays?).
 
 If the slow phases come at the same moments on every vCPU, the machine's clock sets them; if each vCPU has its own,
-and loading our other vCPUs doesn't make them more common, something outside this machine does (another tenant on
-the same physical core). Either way: outside what a run can choose, unless `together` is slower than `alone`.
+something outside this machine does (another tenant on the same physical core). Either way it is outside what a
+run can choose; where `together` is slower than `alone`, our own load adds to it.
 
     python experiments/planner/vcpu_drift.py OUT.jsonl [SECONDS_ALONE_PER_VCPU] [SECONDS_TOGETHER] [SECONDS_SPARSE]
 """

@@ -6,11 +6,11 @@ leader's, and the largest micro-batch of each family predicted to fit (to confir
 every prediction is scaled by its family's measured/predicted ratio, and any cell that could still beat the
 measured winner runs next, as does the next largest micro-batch where the largest ran out of memory; none
 left means the winner and the largest fit are confirmed. Where the winner saturated memory, the summary's
-answer is the fastest cell that did not, so the cells predicted to use less memory than every saturated one are
-weighed against that cell too (the fastest of them runs where none has yet). A sweep that asks one question (sweep.question) runs
-only that question's cells: `largest` the largest fit of each family (and the next down where it ran out of
-memory), `fastest` all but the largest-fit confirmation, and of the leaders only the first (the fewest runs
-that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs nothing (and no
+answer is the fastest cell that did not, so the cells predicted to use less memory than every saturated one
+are weighed against that cell too (the fastest of them runs where none has yet). A sweep that asks one
+question (sweep.question) runs only that question's cells: `largest` the largest fit of each family (and the
+next down where it ran out of memory), `fastest` all but the largest-fit confirmation, and of the leaders only
+the first (the fewest runs that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs nothing (and no
 `from __future__ import annotations`: Hydra's plugin scan runs this module before it is in sys.modules,
 where dataclasses cannot resolve string annotations).
 """
