@@ -473,3 +473,13 @@ def test_a_measured_cell_carries_whether_it_saturated_memory(tmp_path):
     (tmp_path / "oom").mkdir()
     (tmp_path / "oom" / "report.json").write_text(json.dumps({"status": "oom"}))
     assert planning.measured("oom", tmp_path / "oom") == planning.plan.Measured("oom", "oom")  # no verdict: unsaturated
+
+
+def test_the_new_shape_check_reads_six_new_shapes_synced_and_in_an_unsynced_loop_in_turn(tmp_path):
+    (row,) = _experiment("new_shape_cost.py", tmp_path, "2", "model=tiny", "batch=4", "logger=none")
+    readings = row["readings"]
+    assert [r["how"] for r in readings] == ["synced", "in_loop"] * 3
+    shapes = [tuple(r["shape"]) for r in readings]
+    assert len(set(shapes)) == 6 and tuple(row["typical_shape"]) not in shapes  # each shape new once
+    assert all(r["loop_s"] > 0 for r in readings if r["how"] == "in_loop")
+    assert all(r["cost_s"] >= 0 for r in readings if r["how"] == "synced")  # first_call_s floors at 0

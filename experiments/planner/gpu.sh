@@ -17,6 +17,8 @@
 #   bash experiments/planner/gpu.sh vcpu          # the host CPU's drift on every vCPU, alone and all at once (vcpu_drift.py)
 #   bash experiments/planner/gpu.sh pin           # each vCPU's speed over 30 s at light load (vcpu_drift.py sparse), then
 #     host_drift.py's host-bound micro-batch on the vCPU that was fastest, on the slowest, and unpinned (PIN_SECONDS)
+#   bash experiments/planner/gpu.sh shapecost     # a new shape's first call, synced (as priced) and inside an unsynced
+#     loop (as a run meets it): new_shape_cost.py at micro-batch 32 and 4 (SHAPECOST_BATCHES), 4 layers, dynamic
 #   bash experiments/planner/gpu.sh g4_largest    # G4: the largest micro-batch of SOLAR-10.7B and Polyglot-Ko-12.8B
 #     (QLoRA, bf16 compute, checkpointing, 16-128 under 24 GB, full depth) by sweep=fit sweep.question=largest, then
 #     the brute force: the same grid with sweep.plan=all (G4_PLANS="predict all" by default; G4_MODELS=a,b)
@@ -95,6 +97,12 @@ py = sorted(json.loads(l)['python_work_ms'] for l in open(sys.argv[1]))
 q = lambda xs, f: xs[int(f * (len(xs) - 1))]
 print(f'{len(ms)} blocks: micro-batch median {q(ms, .5):.1f} ms, 10th-90th {q(ms, .1):.1f}-{q(ms, .9):.1f}; '
       f'python work {q(py, .5):.1f} ({q(py, .1):.1f}-{q(py, .9):.1f})')" "$OUT/pinned_${pin%%:*}.jsonl")" | tee -a "$RUN_LOG"
+  done
+  continue
+elif [ "$what" = shapecost ]; then
+  for b in ${SHAPECOST_BATCHES:-32 4}; do
+    timeout 150 python3 experiments/planner/new_shape_cost.py "$OUT/new_shape_cost.jsonl" 4 model=qwen3 \
+      model.arch.num_hidden_layers=4 batch=$b logger=none 2>&1 | grep -v -i warn | tee -a "$RUN_LOG" | tail -7
   done
   continue
 elif [ "$what" = gap ]; then
