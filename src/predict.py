@@ -187,9 +187,8 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
             sample, _ = typical_batch(cfgs[0], preps[0])
             batches = [to_device(b, res.device) for b in new_shape_batches(sample, preps[0].collator, seen)]
             # a throwaway figure: a probe that runs out of memory costs the correction, not a cell
-            around = to_device(figures[0]["batch"], res.device)  # met: the copy warmed up on it
             first_calls = _on_copy({}, n, "timing a new shape", lambda: speed_model.first_call_s(
-                model, batches, res.amp, res.device, around=around)) if batches else None
+                model, batches, res.amp, res.device)) if batches else None
             for fig in figures:
                 fig["first_calls"] = first_calls
         spent["new shapes"] += clock() - t

@@ -13,9 +13,8 @@ takes the longer of the kernels' line and the host's line, the host's pooled ove
 family (host_time): launching a micro-batch costs the host about the same at any number of rows.
 
 A batch shape the run meets for the first time costs its kernels' first calls at that shape (cuDNN attention
-builds its graphs per shape): the copies time that apart, inside an unsynced loop as the run meets it
-(first_call_s), and the predictor adds it for each new shape the run's sampler will bring inside the timed
-window (src/data/sampling.py). The copies' loop does the
+builds its graphs per shape): the copies time that apart (first_call_s), and the predictor adds it for each new
+shape the run's sampler will bring inside the timed window (src/data/sampling.py). The copies' loop does the
 Trainer's model.train() and batch copy per micro-batch; the rest of the Trainer's host work and the
 dataloader's the planner calibrates away with one measured cell per family (in one process on an H200, the
 Trainer's training_step and train() took what the copies' loop took, within the host's drift)."""
@@ -154,39 +153,11 @@ def host_time(cells: list[tuple[list[Block], float | None]]) -> stats.Interval |
     return stats.of_median([b.micro_batch for blocks, gpu in cells if host_bound(blocks, gpu) for b in blocks])
 
 
-LOOP = 9  # micro-batches around a new shape: a run meets one inside a stream of unsynced launches
-
-
-def loop_s(model, batches: list[dict], amp: str, device: str, clock=time.perf_counter) -> float:
-    """`batches` trained back to back as a run launches them (model.train() and a forward and backward each),
-    synced only at the ends."""
-    _sync(device)
-    t0 = clock()
-    for batch in batches:
-        model.train()
-        _forward_backward(model, batch, amp, device)
-    _sync(device)
-    out = clock() - t0
-    model.zero_grad(set_to_none=True)
-    return out
-
-
-def first_call_s(model, batches: list[dict], amp: str, device: str, clock=time.perf_counter,
-                 around: dict | None = None) -> list[float]:
-    """What a shape this process has not met costs the first time (batches of shapes it has met cost nothing
-    here, so the caller picks new ones). With `around`, a batch of a shape it has met, as a run meets it: a loop
-    of LOOP micro-batches of `around` with the new one in the middle, unsynced, less the same loop once the shape
-    is met. Without, synced: the first forward and backward less the second. On an H200 (4 layers, micro-batch 4
-    and 32) the synced readings were 103-262 ms and once 2.0 s, the loop's 95-169 ms, each synced reading above
-    the loop's after it (experiments/planner/new_shape_cost.py); the runs of call 10 paid 0.08-0.12 s a shape in
-    9 of 11, where the synced reading priced it at 0.144."""
+def first_call_s(model, batches: list[dict], amp: str, device: str, clock=time.perf_counter) -> list[float]:
+    """What each batch's first forward and backward took over its second: the cost of a shape this process has
+    not met before (batches of shapes it has met cost nothing here, so the caller picks new ones)."""
     out = []
     for batch in batches:
-        if around is not None:
-            loop = [around] * (LOOP // 2) + [batch] + [around] * (LOOP - LOOP // 2 - 1)
-            first = loop_s(model, loop, amp, device, clock)
-            out.append(max(0.0, first - loop_s(model, loop, amp, device, clock)))
-            continue
         _sync(device)
         t0 = clock()
         _forward_backward(model, batch, amp, device)
