@@ -8,35 +8,22 @@ process ran on. Written as it goes, one JSON line a block.
 import json
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
-from src.config.compose import compose
-from src.data import prepare
-from src.data.collate import to_device
-from src.machine import env
-from src.model import build as models
 from src.model import memory_model as mm
 from src.model import speed_model
-from src.predict import typical_batch
-from vcpu_drift import python_work_s, ran_on  # this folder: the script's own directory is on sys.path
+
+from typical import setup  # this folder (a script's own directory is on sys.path)
+from vcpu_drift import python_work_s, ran_on
 
 
 def main(out: str, seconds: float, overrides: list[str]) -> None:
     import pynvml
 
-    cfg = compose(overrides)
-    res = env.setup(cfg)
-    conf = models.hf_config(cfg)
-    with tempfile.TemporaryDirectory() as tmp:
-        prep = prepare.prepare(cfg, conf, Path(tmp))
-    conf.update(prep.for_model)
+    cfg, res, conf, _, _, batch = setup(overrides)
     model = mm.build_copy(cfg, res, conf, getattr(conf, mm.layers_key(conf)))
-    rows, _ = typical_batch(cfg, prep)
-    batch = to_device(prep.collator(rows), res.device)
     pynvml.nvmlInit()
     gpu = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
     speed_model.warm_up(model, batch, res.amp, res.device)

@@ -17,18 +17,14 @@ Dynamic padding (the default): a fixed width (max_length) has no new shapes.
 """
 import json
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from src.config.compose import compose
-from src.data import prepare
 from src.data.collate import to_device
-from src.machine import env
-from src.model import build as models
 from src.model import memory_model as mm
 from src.model import speed_model
-from src.predict import new_shape_batches, typical_batch
+from src.predict import new_shape_batches
+
+from typical import setup  # this folder: the script's own directory is on sys.path
 
 LOOP = 9  # micro-batches in a loop: the new shape is the 5th, as deep into the queue as a run's step gets
 
@@ -47,14 +43,7 @@ def in_loop_s(model, batches: list[dict], amp: str, device: str) -> float:
 
 
 def main(out: str, layers: int, overrides: list[str]) -> None:
-    cfg = compose(overrides)
-    res = env.setup(cfg)
-    conf = models.hf_config(cfg)
-    with tempfile.TemporaryDirectory() as tmp:  # labels.json lands here
-        prep = prepare.prepare(cfg, conf, Path(tmp))
-    conf.update(prep.for_model)
-    rows, _ = typical_batch(cfg, prep)
-    typical = to_device(prep.collator(rows), res.device)
+    cfg, res, conf, prep, rows, typical = setup(overrides)
     typical_shape = list(typical["input_ids"].shape)
     seen = {tuple(typical_shape)}
     shapes = [to_device(b, res.device) for b in new_shape_batches(rows, prep.collator, seen, count=6)]

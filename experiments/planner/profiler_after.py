@@ -12,29 +12,16 @@ profile say how far the host drifts without it.
 import json
 import os
 import sys
-import tempfile
-from pathlib import Path
 from statistics import median
 
-from src.config.compose import compose
-from src.data import prepare
-from src.data.collate import to_device
-from src.machine import env
-from src.model import build as models
 from src.model import memory_model as mm
 from src.model import speed_model
-from src.predict import typical_batch
+
+from typical import setup  # this folder: the script's own directory is on sys.path
 
 
 def main(out: str, layers: int, overrides: list[str]) -> None:
-    cfg = compose(overrides)
-    res = env.setup(cfg)
-    conf = models.hf_config(cfg)
-    with tempfile.TemporaryDirectory() as tmp:  # labels.json lands here
-        prep = prepare.prepare(cfg, conf, Path(tmp))
-    conf.update(prep.for_model)
-    rows, _ = typical_batch(cfg, prep)
-    batch = to_device(prep.collator(rows), res.device)
+    cfg, res, conf, _, _, batch = setup(overrides)
     model = mm.build_copy(cfg, res, conf, layers)
     speed_model.warm_up(model, batch, res.amp, res.device)
     timings, kernels = [], None
