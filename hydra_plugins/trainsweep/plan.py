@@ -10,9 +10,9 @@ answer is the fastest cell that did not, so the cells predicted to use less memo
 are weighed against that cell too (the fastest of them runs where none has yet). A sweep that asks one
 question (sweep.question) runs only that question's cells: `largest` the largest fit of each family (and the
 next down where it ran out of memory), `fastest` all but the largest-fit confirmation, and of the leaders only
-the first (the fewest runs that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs nothing (and no
-`from __future__ import annotations`: Hydra's plugin scan runs this module before it is in sys.modules,
-where dataclasses cannot resolve string annotations).
+the first (the fewest runs that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs
+nothing (and no `from __future__ import annotations`: Hydra's plugin scan runs this module before it is in
+sys.modules, where dataclasses cannot resolve string annotations).
 """
 
 import math
@@ -90,7 +90,8 @@ def _in_order(preds: Iterable[Prediction], factors: dict[str, float] | None = No
 
 
 def _winner(measured: dict[str, Measured], unsaturated: bool = False) -> Measured | None:
-    ok = [m for m in measured.values() if m.status == "ok" and m.tok_s is not None and not (unsaturated and m.saturated)]
+    ok = [m for m in measured.values()
+          if m.status == "ok" and m.tok_s is not None and not (unsaturated and m.saturated)]
     return max(ok, key=lambda m: m.tok_s, default=None)
 
 
@@ -100,6 +101,11 @@ def _under_saturation(preds: dict[str, Prediction], measured: dict[str, Measured
     line = min((preds[m.cell].memory_gb for m in measured.values()
                 if m.saturated and m.cell in preds and preds[m.cell].memory_gb is not None), default=None)
     return [] if line is None else [p for p in preds.values() if p.memory_gb is not None and p.memory_gb < line]
+
+
+def _reaches(p: Prediction, factor: float, target: Measured) -> bool:
+    """Whether p's calibrated interval reaches up to the target's measured one: p could still be as fast."""
+    return _bounds(p, factor)[2] >= _bounds(target)[1]
 
 
 def _rate(x: Prediction | Measured, factor: float = 1.0) -> str:
@@ -191,7 +197,7 @@ def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
     factors = calibration(preds.values(), measured.values())
 
     def reaches(p: Prediction, target: Measured) -> bool:
-        return _bounds(p, factors.get(p.family, 1.0))[2] >= _bounds(target)[1]
+        return _reaches(p, factors.get(p.family, 1.0), target)
 
     could_win = [p for p in waiting if p.tok_s is None or reaches(p, winner)]
     if winner.saturated:  # the summary then names the fastest that did not saturate memory: confirm it too
@@ -232,12 +238,10 @@ def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
             out[cell] = f"not run: predicted {_rate(p)} real tok/s; nothing ran ok to compare it with"
         else:
             factor = factors.get(p.family, 1.0)
-            below = _bounds(p, factor)[2] < _bounds(winner)[1]
-            verdict = "<" if below else "could still reach"
+            verdict = "could still reach" if _reaches(p, factor, winner) else "<"
             out[cell] = (f"not run: predicted {_rate(p)} real tok/s, calibrated {_rate(p, factor)} "
                          f"{verdict} the winner's {_rate(winner)}")
             if cell in under:  # the winner saturated memory: this cell was weighed against the fastest that didn't
-                below = _bounds(p, factor)[2] < _bounds(fit)[1]
-                out[cell] += (f", {'<' if below else 'could still reach'} the fastest unsaturated one's "
-                              f"{_rate(fit)}")
+                out[cell] += (f", {'could still reach' if _reaches(p, factor, fit) else '<'} the fastest "
+                              f"unsaturated one's {_rate(fit)}")
     return out

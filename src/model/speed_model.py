@@ -7,7 +7,7 @@ real depth.
 
 Where the host sets the pace, a cell's own line is a poor guide: a block of a few milliseconds moves with the
 host's state, and the line multiplies its error by the depth. So each copy also profiles the cell's kernels
-(gpu_busy_s), after every timing: a profile leaves CUPTI slowing each later launch (1.46x on a host-bound
+(gpu_busy_s), once every cell is timed: a profile leaves CUPTI slowing each later launch (1.46x on a host-bound
 micro-batch of Llama-3.2-3B QLoRA on an H200). A micro-batch whose kernels ran under HOST_BOUND of its wall time
 takes the longer of the kernels' line and the host's line, the host's pooled over every host-bound cell of the
 family (host_time): launching a micro-batch costs the host about the same at any number of rows.
