@@ -7,9 +7,9 @@ They load on first use: the command line answers a bad value before torch loads.
 
 def __getattr__(name: str):
     if name in ("attach", "TrainsweepCallback"):
-        from . import dropin
+        from .dropin import callback
 
-        return getattr(dropin, name)
+        return getattr(callback, name)
     if name == "speedup":
         from .levers.apply import speedup
 

@@ -69,7 +69,9 @@ def test_pad_equal_to_a_trailing_eos_fails_for_classification(tok_setup):
     bad.pad_token = bad.eos_token
     ending_in_eos = ds.map(lambda r: {"input_ids": r["input_ids"] + [bad.eos_token_id]})
     assert _status(check_data.tokenizer_checks(bad, conf, ending_in_eos, "classification"), "tokenizer.pad_is_eos") == "fail"
-    assert _status(check_data.tokenizer_checks(bad, conf, ds, "causal_lm"), "tokenizer.pad_is_eos") == "warn"
+    assert _status(check_data.tokenizer_checks(bad, conf, ending_in_eos, "causal_lm"), "tokenizer.pad_is_eos") == "warn"
+    # no eos anywhere in the rows: no pad position can be mistaken for one (issue 48, defect 8)
+    assert _status(check_data.tokenizer_checks(bad, conf, ds, "classification"), "tokenizer.pad_is_eos") == "pass"
 
 
 def test_more_tokens_than_embedding_rows_fails(tok_setup):

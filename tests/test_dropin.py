@@ -1,4 +1,4 @@
-"""trainsweep in a user's own Trainer script (src/dropin.py), from the package a user installs: a wheel of this
+"""trainsweep in a user's own Trainer script (src/dropin/), from the package a user installs: a wheel of this
 checkout holding `trainsweep` and its config groups, no top-level `src`, and the `trainsweep` command."""
 import json
 import re
@@ -80,7 +80,7 @@ def venv(wheel, tmp_path_factory) -> Path:
 def test_wheel_installs_trainsweep_and_no_src(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.startswith("trainsweep-")} == {"trainsweep", "hydra_plugins"}
-    assert "trainsweep/run.py" in names and "trainsweep/dropin.py" in names
+    assert "trainsweep/run.py" in names and "trainsweep/dropin/callback.py" in names
     # Every module of src/ ships (a package missing from pyproject's list would fail only once installed).
     assert {f"trainsweep/{p.relative_to(ROOT / 'src')}" for p in (ROOT / "src").rglob("*.py")} <= set(names)
     # Every config group ships inside the package, where the installed run finds it.

@@ -352,7 +352,7 @@ def test_a_scheduler_that_takes_kwargs_is_checked_with_them_and_a_check_that_can
 
 
 def test_the_drop_in_judges_truncation_against_the_length_the_rows_were_cut_to():
-    from src.dropin import Rows, max_length_of
+    from src.dropin.reading import Rows, max_length_of
 
     class Tok:
         model_max_length = 512

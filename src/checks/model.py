@@ -1,5 +1,7 @@
-"""Checks on one forward and backward of the first training batch: the pooled token, the initial loss against
-ln(num_labels), the gradient's size against the clip, the head's first step, and packed pooling."""
+"""Checks on one forward and backward of the first training batch: the pooled token, the initial loss against the
+uniform guess (ln of the classes or the vocabulary; ln 2 a label for multi-label; for a regression the loss of
+predicting zero, where a fresh head starts), the gradient's size against the clip, the head's first step, and
+packed pooling."""
 from __future__ import annotations
 
 import contextlib
@@ -24,10 +26,25 @@ def _autocast(res):
     return torch.autocast(res.device, dtype=dtype) if dtype else contextlib.nullcontext()
 
 
+CLASSIFIERS = ("classification", "regression", "multi_label")  # one pooled output per row
+LABEL_HEADS = CLASSIFIERS + ("token_classification",)  # a head as wide as num_labels (a regression's: 1)
+
+
+def uniform_guess(task: str, width: int, labels) -> tuple[float, str]:
+    """The loss of a model that knows nothing yet, and how it is written: a new head's logits start near zero."""
+    if task == "regression":
+        known = labels[labels == labels] if labels is not None else None  # NaN-free
+        second = float(known.float().pow(2).mean()) if known is not None and known.numel() else 1.0
+        return second, f"mean(label^2) = {second:.3g} (the loss of predicting 0)"
+    if task == "multi_label":
+        return math.log(2), "ln 2 = 0.69 (a label's 50/50 guess)"
+    return math.log(width), f"ln({width}) = {math.log(width):.2f}"
+
+
 def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     """One forward and backward on a real training batch: pooling, initial loss, logits, gradient norm."""
     task, out = cfg.task.name, []
-    width = conf.num_labels if task == "classification" else conf.vocab_size  # the head the model was built with
+    width = conf.num_labels if task in LABEL_HEADS else conf.vocab_size  # the head the model was built with
     head = _head(model, width)
     seen = {}
     hook = head.register_forward_hook(lambda m, i, o: seen.update(inp=i[0].detach(), inp_on_graph=i[0].requires_grad)) \
@@ -49,7 +66,7 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
         hook.remove()
     logits = outputs.logits.detach().float()
 
-    if task == "classification" and head is not None:
+    if task in CLASSIFIERS and head is not None:
         with _autocast(res):  # as training runs it: fp16 weights meet fp32 trainable heads only under autocast
             if "cu_seq_lens_q" in batch:  # padding-free
                 out.append(packed_pooling_check(model, head, batch))
@@ -60,26 +77,34 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
         if "cu_seq_lens_q" in batch:  # packed: only the slots that hold a sequence have logits that mean anything
             logits = logits[batch["labels"] != -100]
 
-    expected = math.log(width)
+    expected, written = uniform_guess(task, width, batch.get("labels"))
     value = float(loss.detach())
-    pretrained_lm = task != "classification" and (cfg.model.pretrained or cfg.model.model_type == "auto")
+    pretrained_lm = task in ("causal_lm", "seq2seq") and (cfg.model.pretrained or cfg.model.model_type == "auto")
     hidden = float(seen["inp"].float().norm(dim=-1).mean()) if "inp" in seen else None
     head_std = float(head.weight.detach().float().std()) if head is not None else None
     stats = {"loss": round(value, 4), "logits_mean": round(float(logits.mean()), 4), "logits_std": round(float(logits.std()), 4),
              "head_weight_std": head_std, "hidden_norm_at_head": hidden}
     if pretrained_lm and abs(value / expected - 1) <= 0.1:  # the uniform guess: random weights, by design or not
-        status, want = "info", (f"< ln({width}) = {expected:.2f} for pretrained weights; ~ln({width}) for a model trained "
+        status, want = "info", (f"< {written} for pretrained weights; ~{written} for a model trained "
                                 "from scratch (random weights), as this one starts: if you loaded weights, they did not load")
     elif pretrained_lm:  # a pretrained LM starts well below a uniform guess; above it, its weights are not an LM's
-        status, want = ("pass" if value < expected else "fail"), f"< ln({width}) = {expected:.2f} for a pretrained LM"
+        status, want = ("pass" if value < expected else "fail"), f"< {written} for a pretrained LM"
     else:
-        ratio = value / expected
-        status, want = ("pass" if ratio <= 1.25 else "warn" if ratio <= 2 else "fail"), f"~ln({width}) = {expected:.2f}"
+        ratio = value / expected if expected > 0 else (1.0 if value <= 1e-6 else math.inf)
+        status, want = ("pass" if ratio <= 1.25 else "warn" if ratio <= 2 else "fail"), f"~{written}"
     hint = ""
-    if status != "pass" and hidden and head_std:
+    if status != "pass" and pretrained_lm:
+        hint = ("a pretrained LM starts below the uniform guess: check that its weights loaded (from_pretrained's "
+                "warnings name newly initialised weights) and that the tokenizer is the model's own (other ids mean "
+                "other tokens)")
+    elif status != "pass" and hidden and head_std:
         hint = (f"logits std {stats['logits_std']:.1f} = head weight std {head_std:.3f} x hidden-state norm {hidden:.0f}: "
-                "the head's init does not match the hidden states' scale. Initialise it to 1/norm "
-                "(model.init.head_init=scaled) or zero (model.init.head_init=zero)")
+                "the head's init does not match the hidden states' scale. ")
+        if task in LABEL_HEADS:
+            hint += "Initialise it to 1/norm (model.init.head_init=scaled) or zero (model.init.head_init=zero)"
+        else:  # an LM's head is often its embedding matrix (tied): re-initialising it would wipe the embeddings
+            hint += ("An LM's output layer is often tied to its embeddings (tie_word_embeddings): scale the init of "
+                     "the hidden states or of that shared matrix, never zero it")
     out.append(result("model.initial_loss", status, stats, want, hint))
 
     if head is not None and head.weight.requires_grad and "inp" in seen:

@@ -23,7 +23,7 @@ def preflight(cfg, res, model, trainer, collator, train_ds, tokenizer, conf, exp
     # Eagerly, even under regional compile: the checks' no-grad forwards would compile graphs training never uses.
     stance = torch.compiler.set_stance("force_eager") if hasattr(torch.compiler, "set_stance") else contextlib.nullcontext()
     rows = [train_ds[i] for i in range(min(len(train_ds), cfg.batch.size))]
-    groups = [("tokenizer", lambda: tokenizer_checks(tokenizer, conf, train_ds, cfg.task.name)),
+    groups = [("tokenizer", lambda: tokenizer_checks(tokenizer, conf, train_ds, cfg.task.name, cfg.data.get("layout"))),
               ("data", lambda: data_checks(cfg, train_ds)),
               ("model", lambda: model_checks(cfg, res, model, to_device(collator(rows), res.device), conf)),
               ("train.schedule", lambda: [schedule_check(cfg)]),

@@ -2,10 +2,10 @@
 (or TRL's SFTTrainer) before `trainer.train()`, each one only where it fits the script and with one line saying
 why where it doesn't; nothing that ran before fails.
 
-- padding-free batches: the train rows regrouped into micro-batches of a fixed token budget (src/data/packing.py),
+- padding-free batches (src/levers/packing.py): the train rows regrouped into micro-batches of a fixed token budget,
   positions restarting per sequence; a classifier pools each sequence's last token (src/model/packed.py). The
-  budget defaults to the script's own real tokens per optimizer step, in as few micro-batches as its largest padded
-  micro-batch allows, so memory stays within what the script used and the rows per step stay what they were.
+  budget holds the script's rows per optimizer step (within 3%) in as few micro-batches as its largest padded
+  micro-batch allows, so memory stays within what the script used; the loss keeps the script's scale.
 - varlen attention: torch's flash kernel reads the sequence boundaries (a GPU; the CPU's sdpa reads them from
   position_ids, slowly);
 - regional compile: every decoder layer compiled once at the fixed packed shape (a GPU); or, where it pays off
@@ -22,14 +22,13 @@ would change the precision of the script's trainable weights).
 """
 from __future__ import annotations
 
-import math
 import types
 
 import torch
 
-from ..data.packing import PACK_STATS, PackCollator, PackedDataset, first_fit, max_sequences
-from . import cuda_graphs
+from . import cuda_graphs, packing
 from .outcome import Speedup
+from .packing import plan_budget  # noqa: F401  (tests: the budget's rule)
 from .rows import TrainRows
 
 TASKS = {"ForSequenceClassification": "classification", "ForCausalLM": "causal_lm", "LMHeadModel": "causal_lm"}
@@ -42,13 +41,16 @@ NOT_APPLIED = {
 
 
 def speedup(trainer, tokens: int | None = None, compile: bool | None = None, verify: bool | None = None,
-            graphs: bool | None = None, rounds: int = 5, quiet: bool = False, clock=None) -> Speedup:
+            graphs: bool | None = None, rounds: int = 5, quiet: bool = False, fix_loss_scale: bool = False,
+            clock=None) -> Speedup:
     """Apply the levers that fit this Trainer (before trainer.train()); returns what was done. tokens: the packed
     micro-batch's budget (default: see the module); compile: regional compile (default: on a GPU); graphs: the whole
     model compiled into CUDA graphs in place of regional compile (default: where it pays off, see
     cuda_graphs.PAY_OFF; minutes of compile first); verify: time the script's own batches against the levers' for
-    `rounds` interleaved rounds before training (default: on a GPU), keep the levers that win, and say so with both
-    losses. clock: what the verification times with (tests pass a fake one)."""
+    `rounds` interleaved rounds before training (default: on), keep the levers that win, and say so with both
+    losses; verify=False applies them unmeasured, and the line says so. fix_loss_scale: where the script's
+    accumulated loss is grad_accum times the batch mean (transformers#47688), make the packed loss the mean
+    (default: keep the script's scale). clock: what the verification times with (tests pass a fake one)."""
     if getattr(trainer, "trainsweep_speedup", None) is not None:  # a second call would wrap what the first wrapped
         return trainer.trainsweep_speedup
     model, args = trainer.model, trainer.args
@@ -62,13 +64,15 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
             pad_id = pad_id if pad_id is not None else getattr(_base(model).config, "pad_token_id", None)
             rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, pad_id)
         if why is None:
-            _pad_free(trainer, model, rows, task, tokens, out)
+            packing.apply(trainer, model, rows, task, tokens, fix_loss_scale, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
             graphed = graphs is not False and cuda_graphs.apply(trainer, model, _base(model), task, cuda, compile, graphs,
                                                                 out)
             if not graphed:
                 _regional_compile(model, args, cuda, compile, out)
             _step_overheads(trainer, out)
+    except packing.Refused as exc:  # the packs would change what a step means: nothing applied
+        why = str(exc)
     except Exception as exc:  # rows or a model it misread: whatever it changed goes back, and it says why
         for lv in out.applied():
             lv.toggle(False)
@@ -81,10 +85,12 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     for name, reason in NOT_APPLIED.items():
         if not (name == "fused LoRA" and out.on("CUDA graphs")):  # the graphs lever fuses them
             out.add(name, False, reason)
-    if (cuda if verify is None else verify) and out.applied():
+    if verify is not False and out.applied():
         from .verify import verify as run_verification
 
         run_verification(trainer, out, rows, rounds=rounds, **({"clock": clock} if clock else {}))
+    elif out.applied():
+        out.verified = {"line": f"unmeasured here: verify=False applied the levers without timing them on {out.device}"}
     if not quiet:
         print(out.text(), flush=True)
     return out
@@ -114,88 +120,6 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         if not owner.__module__.startswith(KNOWN_TRAINERS):
             return None, f"{owner.__name__}.{method} is your own: it may read the padded batch, so batches stay as they are"
     return task, None
-
-
-class _Batches:
-    """The packing collator without its host-side counts (a user's Trainer hands every key to the model).
-    padding_free tells the drop-in's report the batches are packed."""
-    padding_free = True
-
-    def __init__(self, collator: PackCollator):
-        self.collator = collator
-
-    def __call__(self, items):
-        batch = self.collator(items)
-        batch.pop(PACK_STATS, None)
-        return batch
-
-
-def plan_budget(lengths, micro_batch: int, grad_accum: int, tokens: int | None, seed: int) -> dict:
-    """The packed micro-batch's token budget and grad_accum keeping the script's rows per optimizer step. Default
-    budget: the script's real tokens per step split into as few micro-batches as its largest padded micro-batch
-    (micro_batch x the longest row) holds; never below the longest row."""
-    longest, mean = int(lengths.max()), float(lengths.mean())
-    rows_per_step = micro_batch * grad_accum
-    if tokens is None:
-        per_step = rows_per_step * mean
-        splits = max(1, math.ceil(per_step / (micro_batch * longest)))
-        tokens = math.ceil(per_step / splits / 64) * 64
-    budget = max(int(tokens), math.ceil(longest / 64) * 64)
-    packs = first_fit(lengths, budget, seed)
-    per_pack = len(lengths) / len(packs)
-    accum = max(1, round(rows_per_step / per_pack))
-    return {"tokens": budget, "packs": packs, "rows_per_pack": per_pack, "grad_accum": accum,
-            "grad_accum_before": grad_accum, "rows_per_step": accum * per_pack, "rows_per_step_before": rows_per_step}
-
-
-def _pad_free(trainer, model, rows: TrainRows, task: str, tokens: int | None, out: Speedup) -> None:
-    from ..model.packed import pool_per_sequence
-
-    args = trainer.args
-    plan = plan_budget(rows.lengths, args.per_device_train_batch_size, args.gradient_accumulation_steps, tokens,
-                       args.data_seed if args.data_seed is not None else args.seed)
-    longest, shortest = int(rows.lengths.max()), max(1, int(rows.lengths.min()))
-    collator = PackCollator(task=task, pad_id=rows.pad_id or 0, max_length=longest, budget=plan["tokens"],
-                            slots=max(max_sequences(plan["tokens"], shortest, longest), 3))
-    packed = PackedDataset(rows, plan.pop("packs"))
-    out.packing = {**plan, "micro_batches_per_epoch": len(packed)}
-    saved = {"accum": args.gradient_accumulation_steps, "batch": trainer._train_batch_size,
-             "loss_kwargs": getattr(trainer, "model_accepts_loss_kwargs", None)}
-    base = _base(model)
-    out.batches = (packed, collator)
-    if hasattr(trainer, "_set_signature_columns_if_needed"):
-        # the columns the script's own batches keep are read from the model's own forward, not the pooling one
-        trainer._set_signature_columns_if_needed()
-
-    def loader():
-        generator = torch.Generator().manual_seed(args.data_seed if args.data_seed is not None else args.seed)
-        dl = torch.utils.data.DataLoader(
-            packed, batch_size=1, sampler=torch.utils.data.RandomSampler(packed, generator=generator),
-            collate_fn=_Batches(collator), num_workers=args.dataloader_num_workers,
-            pin_memory=args.dataloader_pin_memory, persistent_workers=args.dataloader_persistent_workers,
-            prefetch_factor=args.dataloader_prefetch_factor)
-        return trainer.accelerator.prepare(dl)
-
-    def toggle(on: bool) -> None:
-        if on:
-            trainer.get_train_dataloader = loader
-            args.gradient_accumulation_steps, trainer._train_batch_size = plan["grad_accum"], 1
-            if task == "classification":
-                # the packed classifier sums its loss over num_items_in_batch: grad-accum equals the larger batch
-                trainer.model_accepts_loss_kwargs = True
-                pool_per_sequence(model)
-        else:
-            vars(trainer).pop("get_train_dataloader", None)
-            args.gradient_accumulation_steps, trainer._train_batch_size = saved["accum"], saved["batch"]
-            if task == "classification":
-                trainer.model_accepts_loss_kwargs = saved["loss_kwargs"]
-                vars(base).pop("forward", None)  # the model's own forward again
-
-    toggle(True)
-    out.add("padding-free batches", True,
-            f"{plan['tokens']:,} tokens a micro-batch (~{plan['rows_per_pack']:.1f} rows), grad_accum "
-            f"{plan['grad_accum_before']} -> {plan['grad_accum']}: ~{plan['rows_per_step']:.1f} rows a step "
-            f"(was {plan['rows_per_step_before']}), learning rate as it was", toggle)
 
 
 def _varlen(trainer, model, cuda: bool, longest: int, out: Speedup) -> None:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.row_shapes import as_row, attended, tokens
+
 # Collators whose output is known row by row: labels from the row (or the class), padding added, nothing else.
 # HF's language-modeling collator (mlm=False) makes labels from input_ids and sets every pad-id token to -100.
 PADDING = ("DataCollatorWithPadding", "DataCollatorForSeq2Seq", "default_data_collator")
@@ -50,13 +52,12 @@ class TrainRows:
             return None, why
         if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")) or not len(dataset):
             return None, "a dataset without indexed rows (an IterableDataset): nothing to regroup ahead of time"
-        first = dataset[0]
-        if not isinstance(first, dict) or "input_ids" not in first:
-            return None, "rows without input_ids: tokenised rows are what trainsweep packs"
+        first = as_row(dataset[0])
+        if first is None or tokens(first) is None:
+            return None, f"rows of type {type(dataset[0]).__name__} without input_ids: tokenised rows are what trainsweep packs"
         if task == "classification":
             label = first.get("labels", first.get("label"))
-            label = label.item() if hasattr(label, "item") and np.ndim(label) == 0 else label
-            if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
+            if not isinstance(label, int) or isinstance(label, bool):
                 return None, "labels that aren't one class per row (multi-label, regression or text)"
         rows = cls(dataset, task, kind, pad_id, np.zeros(0, dtype=np.int64))
         rows.lengths = rows._all_lengths()
@@ -65,17 +66,18 @@ class TrainRows:
     def _all_lengths(self) -> np.ndarray:
         ds = self.dataset
         columns = getattr(ds, "column_names", None)
-        if columns is not None:  # a datasets.Dataset: whole columns at once, no row-by-row Python
+        if columns is not None and getattr(ds, "format", {}).get("type") is None:
+            # a datasets.Dataset in its own format: whole columns at once, no row-by-row Python
             if "attention_mask" in columns:
-                return np.array([int(np.sum(m)) for m in ds["attention_mask"]], dtype=np.int64)
+                return np.array([sum(m) for m in ds["attention_mask"]], dtype=np.int64)
             return np.array([len(x) for x in ds["input_ids"]], dtype=np.int64)
-        return np.array([len(self.row(i)["input_ids"]) for i in range(len(ds))], dtype=np.int64)
+        return np.array([attended(as_row(ds[i])) for i in range(len(ds))], dtype=np.int64)
 
     def row(self, i: int) -> dict:
-        r = self.dataset[int(i)]
-        ids = list(_as_list(r["input_ids"]))
+        r = as_row(self.dataset[int(i)])
+        ids = list(r["input_ids"])
         mask = r.get("attention_mask")
-        keep = [k for k, m in enumerate(_as_list(mask)) if m] if mask is not None else None
+        keep = [k for k, m in enumerate(mask) if m] if mask is not None else None
         if keep is not None:  # padded at tokenisation (either side): only the attended tokens
             ids = [ids[k] for k in keep]
         if self.task == "classification":
@@ -86,7 +88,7 @@ class TrainRows:
             if self.kind == "hf_lm" and self.pad_id is not None:  # transformers' collator: pad-id tokens unscored
                 labels = [-100 if t == self.pad_id else t for t in labels]
         else:
-            labels = list(_as_list(r["labels"]))
+            labels = list(r["labels"])
             labels = [labels[k] for k in keep] if keep is not None else labels
         return {"input_ids": ids, "labels": labels}
 
@@ -96,6 +98,3 @@ class TrainRows:
     def __len__(self) -> int:
         return len(self.lengths)
 
-
-def _as_list(x):
-    return x.tolist() if hasattr(x, "tolist") else x

@@ -17,6 +17,7 @@ import torch
 from ..base.rng import rng_kept
 from ..base.stats import Comparison, of_repeats
 from ..data.packing import PACK_STATS, first_fit
+from .loss_scale import TRAINER_STATE
 from .outcome import Speedup
 
 MICRO = 4  # the script's micro-batches a timed round
@@ -56,7 +57,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
         trainer.accelerator.backward(loss)
         return loss.detach()
 
-    trl_state = {k: copy.deepcopy(vars(trainer)[k]) for k in ("_metrics", "_total_train_tokens") if k in vars(trainer)}
+    trl_state = {k: copy.deepcopy(vars(trainer)[k]) for k in TRAINER_STATE if k in vars(trainer)}
     was_training = model.training
     try:
         with rng_kept():

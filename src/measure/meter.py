@@ -56,16 +56,22 @@ class TokenCounter:
                 self.host[key] += packed[key]
             return
         mask = inputs.get("attention_mask")
+        positions = inputs.get("position_ids")
         if mask is not None:
             self._on_device("real", mask.sum())
         else:  # no mask: the model attends every position (a user's collator may send none; trainsweep.attach)
             self.host["real"] += ids.numel()
-        self.host["samples"] += ids.shape[0]
+        if mask is None and positions is not None and ids.shape[0] == 1:
+            # one padding-free row of several sequences (DataCollatorWithFlattening, TRL's padding_free): each
+            # sequence restarts its positions at 0
+            self._on_device("samples", (positions == 0).sum())
+        else:
+            self.host["samples"] += ids.shape[0]
         labels = inputs.get("labels")
-        if labels is None:
+        if labels is None or not hasattr(labels, "dim"):
             return
-        if labels.dim() == 1:  # one class per row
-            self.host["loss"] += labels.numel()
+        if labels.dim() == 1 or labels.is_floating_point():  # one class, value or label set per row
+            self.host["loss"] += labels.shape[0]
         else:  # a causal LM predicts each token from the ones before: the first label is never scored
             scored = labels[..., 1:] if self.task == "causal_lm" else labels
             self._on_device("loss", (scored != -100).sum())

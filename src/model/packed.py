@@ -58,10 +58,11 @@ def register_varlen() -> None:
 
 
 # -- classification ---------------------------------------------------------------------------------
-def pool_per_sequence(model) -> None:
+def pool_per_sequence(model, scale: float = 1) -> None:
     """Teach a sequence classifier packed batches: with cu_seq_lens_q in the inputs it pools each sequence's
     last token and scores one loss per sequence (summed, over num_items_in_batch when given, so grad-accum
-    equals the larger batch). Without them it is the model's own forward."""
+    equals the larger batch), times `scale` (a user's script whose accumulated loss was grad_accum times the
+    mean keeps that scale: src/levers/packing.py). Without them it is the model's own forward."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     original = base.forward
 
@@ -80,6 +81,7 @@ def pool_per_sequence(model) -> None:
         if labels is not None:
             total = torch.nn.functional.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
             loss = total / (num_items_in_batch if num_items_in_batch is not None else (labels != -100).sum().clamp(min=1))
+            loss = loss * scale if scale != 1 else loss
         return SequenceClassifierOutputWithPast(loss=loss, logits=logits)
 
     base.forward = types.MethodType(forward, base)

@@ -27,6 +27,7 @@ class Report:
     params: dict = UNSET
     speed_paths: dict = UNSET  # precision.fp8 and peft.fused: layers converted, and those left alone with why
     speedup: dict = UNSET  # trainsweep.speedup on a user's Trainer: each lever on or off with why, and its A/B
+    turned_off: dict = UNSET  # trainsweep.attach: its parts that turned themselves off rather than raise, with why
     memory_predicted_gb: Optional[dict] = UNSET
     flops: Flops = UNSET
     compiled_layers: int = UNSET
@@ -123,6 +124,9 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if sped:
         on = [name for name, lever in sped["levers"].items() if lever["on"]]
         rows.append(("speedup", (sped.get("verified") or {}).get("line") or f"levers on: {', '.join(on) or 'none'} (not verified)"))
+    off = r.get("turned_off")
+    if off:  # the drop-in's parts that stopped rather than raise into the user's training
+        rows.append(("turned off", "; ".join(f"{part} ({why})" for part, why in off.items())))
     paths = r.get("speed_paths")
     if paths:
         rows.append(("speed paths", "; ".join(_path_line(name, p) for name, p in paths.items())))

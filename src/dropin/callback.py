@@ -1,0 +1,250 @@
+"""trainsweep's measurement in your own Hugging Face Trainer script: two added lines,
+
+    import trainsweep
+    trainsweep.attach(trainer)        # before trainer.train()
+
+give the run what `python -m src.run` gives its own: the preflight checks at train begin, and at train end the
+printed summary and verdict and report.json + report.md (in <output_dir>/trainsweep/). Nothing else in the
+script changes: no Trainer subclass, no new arguments, and training computes what it computed without it.
+
+Every hook runs through a Guard (guard.py): a part of trainsweep that fails turns itself off with one line and
+is listed in the report; the user's training never sees the error. What the callback knows of the run it reads
+from the Trainer (reading.py); the measuring itself is src/measure/meter.py's.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from omegaconf import OmegaConf
+from transformers import TrainerCallback
+
+from ..base.rng import rng_kept
+from ..checks import preflight
+from ..checks.script_words import in_script_words
+from ..checks.training import device_facts, precision_checks, schedule_check
+from ..data.prepare import length_stats
+from ..machine import env
+from ..measure import meter
+from ..measure.tap import tap
+from ..model import build as models
+from ..model import flops
+from ..report import analysis, document
+from ..report import files as report_files
+from ..report.sections import Flops
+from . import judging
+from .guard import Guard
+from .reading import TASKS, Rows, config_from_trainer, resolved_of, tokenizer_of, trainer_of
+
+CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
+
+
+def _to_meter(hook: str):
+    """A Trainer hook that hands its call to the meter (src/measure/meter.py's Measure), guarded."""
+    def forward(self, args, state, control, **kw):
+        if self.meter is not None:
+            self.guard.run(MEASURING, getattr(self.meter, hook), args, state, control, **kw)
+            if not self.guard.is_on(MEASURING):
+                self._detach()
+    return forward
+
+
+class TrainsweepCallback(TrainerCallback):
+    """Preflight checks at train begin; tokens, step times and memory while training (src/measure/meter.py's
+    Measure, built once the Trainer knows its step count); the report at train end. Tokens are counted from the
+    micro-batches the Trainer fetches for each optimizer step (src/measure/tap.py): summed on the device, read
+    once at the end, as src.run's Trainer counts them."""
+
+    def __init__(self, out_dir: str | Path | None = None, checks: bool = True, **measure_settings):
+        self.out_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
+        self.checks = checks
+        self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
+        self.meter = self.report = self.trainer = None
+        self.guard = Guard()
+        self._detachers: list = []
+
+    # -- train begin -----------------------------------------------------------------------------------
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kw):
+        self.started = time.perf_counter()
+        self.trainer = self.trainer or self.guard.run(MEASURING, trainer_of)
+        self.guard.run(MEASURING, self._begin, args, state, control, model, processing_class, train_dataloader, kw)
+        if not self.guard.is_on(MEASURING):
+            self._detach()
+
+    def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
+        self.out_dir = self.out_dir or Path(args.output_dir) / "trainsweep"
+        speedup = getattr(self.trainer, "trainsweep_speedup", None)
+        dataset, collator = self._script_data(train_dataloader, speedup)
+        with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
+            rows, why = Rows.head(dataset, collator) if dataset is not None else (None, "no train dataset")
+        tokenizer = tokenizer_of(processing_class, collator)
+        cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings)
+        if speedup is not None and speedup.on("padding-free batches"):  # the script's own batches, for the checks
+            OmegaConf.update(cfg, "batch", {"size": args.per_device_train_batch_size,
+                                            "grad_accum": speedup.packing["grad_accum_before"]}, merge=True)
+        res = resolved_of(args, model)
+        self.cfg, self.res = cfg, res
+        rep = document.Report(config=OmegaConf.to_container(cfg), resolved=env.describe(res), env=env.info(res.device),
+                              params=models.parameter_counts(model), timing_s={})
+        if rows:
+            rep.data = {"lengths": length_stats(rows), "rows": len(dataset)}  # lengths of the first rows
+            rep.flops = self._flops(model, rep.data["lengths"]["token_weighted_mean"])
+        if speedup is not None:
+            rep.speedup = speedup.as_dict()
+        self.report = rep
+        if self.checks:
+            checks = self.guard.run(CHECKS, self._checks, model, tokenizer, collator, rows, why, speedup)
+            if checks is None:  # the checks turned themselves off: the report says none of them ran
+                checks = judging.not_run(("preflight",), self.guard.off[CHECKS])
+            rep.diagnostics = in_script_words(checks, bool(rows) and rows.padded)
+            rep.timing_s["diagnostics"] = time.perf_counter() - self.started
+        if speedup is not None and speedup.on("padding-free batches"):  # what trains: one pack a micro-batch
+            OmegaConf.update(cfg, "batch", {"size": 1, "tokens": speedup.packing["tokens"],
+                                            "grad_accum": speedup.packing["grad_accum"]}, merge=True)
+            cfg.padding.strategy = "packed"
+            rep.config = OmegaConf.to_container(cfg)
+        counter = meter.TokenCounter(cfg.task.name)
+        self.meter = meter.Measure.from_config(counter, res.device, cfg)
+        self._count_with(counter, model)
+        self.meter.on_train_begin(args, state, control, **kw)
+        self.train_begin = time.perf_counter()
+
+    def _script_data(self, train_dataloader, speedup):
+        """The script's own dataset and collator, as its Trainer hands them to the model (unused columns removed);
+        under speedup's packing, the ones the script wrote rather than the packs."""
+        if speedup is not None and speedup.on("padding-free batches") and self.trainer is not None:
+            trainer = self.trainer
+            dataset, collator = trainer.train_dataset, trainer.data_collator
+            if hasattr(trainer, "_remove_unused_columns") and hasattr(dataset, "column_names"):
+                dataset = trainer._remove_unused_columns(dataset, description="training")
+            if hasattr(trainer, "_get_collator_with_removed_columns"):
+                collator = trainer._get_collator_with_removed_columns(collator, description="training")
+            return dataset, collator
+        return getattr(train_dataloader, "dataset", None), getattr(train_dataloader, "collate_fn", None)
+
+    def _checks(self, model, tokenizer, collator, rows: Rows | None, why: str | None, speedup) -> list[dict]:
+        """src.run's cheap checks on the model, collator and rows the script trains with (speedup's levers off
+        meanwhile: the checks judge the script), and the accumulated loss's scale; a check that can't run is
+        listed as such, never the user's training's problem."""
+        cfg, res = self.cfg, self.res
+        levers = speedup.applied() if speedup is not None else []
+        for lever in levers:
+            lever.toggle(False)
+        try:
+            with rng_kept():
+                out = []
+                if self.trainer is not None and rows:
+                    out += preflight.each([("train.grad_accum_loss",
+                                            lambda: [judging.grad_accum_loss(self.trainer)])])
+                if rows and collator is not None and cfg.task.name in TASKS:
+                    return out + preflight.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
+                                                     expensive=False)
+                missing = why or f"{cfg.task.name}: a task the data and model checks don't know"
+                return out + judging.not_run(("tokenizer", "data", "model"), missing) + preflight.each(
+                    [("train.schedule", lambda: [schedule_check(cfg)]),
+                     ("precision", lambda: precision_checks(cfg, res, device_facts(res)))])
+        finally:  # a check cut short must not leave its gradients for the first step to add to
+            model.zero_grad(set_to_none=True)
+            for lever in levers:
+                lever.toggle(True)
+
+    def _count_with(self, counter: meter.TokenCounter, model) -> None:
+        """Count every training micro-batch where the Trainer fetches it; without a Trainer to tap (transformers
+        without get_batch_samples), where the model receives it."""
+        def count(batch, pack_stats):
+            if self.meter is not None and "input_ids" in batch:
+                self.guard.run(MEASURING, counter.add, {**batch, **({meter.PACK_STATS: pack_stats} if pack_stats else {})})
+
+        taps = tap(self.trainer) if self.trainer is not None else None
+        if taps is not None:
+            taps.listeners.append(count)
+            self._detachers.append(lambda: taps.listeners.remove(count))
+            return
+
+        def pre_hook(module, args, kwargs):
+            # training micro-batches only: evaluation runs in eval mode, generation without grad
+            import torch
+
+            if module.training and torch.is_grad_enabled():
+                count(kwargs, None)
+
+        handle = model.register_forward_pre_hook(pre_hook, with_kwargs=True)
+        self._detachers.append(handle.remove)
+
+    def _detach(self) -> None:
+        """Measuring is off: nothing of ours stays in the Trainer's path."""
+        while self._detachers:
+            self.guard.run("detaching", self._detachers.pop())
+        self.meter = None
+
+    def _flops(self, model, seq: float) -> Flops:
+        return Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
+
+    # -- the Trainer's step hooks, handed to the meter -------------------------------------------------
+    on_step_begin = _to_meter("on_step_begin")
+    on_pre_optimizer_step = _to_meter("on_pre_optimizer_step")
+    on_optimizer_step = _to_meter("on_optimizer_step")
+    on_step_end = _to_meter("on_step_end")
+    on_log = _to_meter("on_log")
+
+    def on_evaluate(self, args, state, control, metrics=None, **kw):
+        if self.meter is not None:  # during training: the meter keeps the evaluating step out of the timed ones
+            _to_meter("on_evaluate")(self, args, state, control, metrics=metrics, **kw)
+        elif self.report is not None and metrics and state.is_world_process_zero:
+            self.guard.run(REPORT, self._add_evaluation, metrics, state.global_step)
+
+    def _add_evaluation(self, metrics: dict, step: int) -> None:
+        """After train() (a script's --do_eval): the report gains the evaluation, rewritten in place."""
+        final = {k.removeprefix("eval_"): v for k, v in metrics.items() if k.startswith("eval_")}
+        history = (self.report.get("eval") or {}).get("history", []) + [{**metrics, "step": step}]
+        self.report.eval = {"final": final, "step": step, "history": history}
+        report_files.write(self.out_dir, self.report)
+
+    # -- train end -------------------------------------------------------------------------------------
+    def on_train_end(self, args, state, control, model=None, **kw):
+        if self.report is None:  # it never began: the one line at train begin said why
+            return
+        if self.meter is not None:
+            self.guard.run(MEASURING, self._end, args, state, control, model, kw)
+        self._detach()
+        self.guard.run(REPORT, self._write, state)
+
+    def _end(self, args, state, control, model, kw) -> None:
+        self.meter.on_train_end(args, state, control, **kw)
+        rep = self.report
+        rep.timing_s["train"] = time.perf_counter() - self.train_begin
+        tokens = self.meter.results()["tokens"]
+        if rep.get("flops") is None and tokens and tokens["samples"]:
+            # no rows to read ahead (an IterableDataset): attention counted at the window's mean attended
+            # length, as the token-weighted mean needs each row's length
+            rep.flops = self._flops(model, tokens["real"] / tokens["samples"])
+        analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=state), self.res.device)
+
+    def _write(self, state) -> None:
+        rep = self.report
+        if self.guard.off:
+            rep.turned_off = dict(self.guard.off)
+            if MEASURING in self.guard.off:  # no figure from a meter that stopped partway is shown as a result
+                rep.status = "error"
+                rep.error = f"trainsweep's measuring turned itself off ({self.guard.off[MEASURING]}): no throughput " \
+                            "figures; your training ran as without it"
+        rep.timing_s["total"] = time.perf_counter() - self.started
+        if state.is_world_process_zero:  # under torchrun every rank measures; rank 0 writes
+            print(f"\ntrainsweep report: {self.out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
+            report_files.write(self.out_dir, rep)
+
+
+def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:
+    """Add the measuring callback to an existing Trainer (before trainer.train()); returns it. Settings are
+    TrainsweepCallback's: out_dir, checks=False (no preflight), MeasureConfig's fields (warmup_steps=5, ...).
+    speedup=True (or speedup(...)'s arguments as a dict) applies trainsweep.speedup first; the report says what it
+    did. Neither raises into the script: a part that fails turns itself off with one line."""
+    callback = TrainsweepCallback(out_dir, **settings)
+    callback.trainer = trainer
+    if speedup:
+        from ..levers.apply import speedup as apply_levers
+
+        callback.guard.run("speedup", apply_levers, trainer, **(speedup if isinstance(speedup, dict) else {}))
+    callback.guard.run(MEASURING, trainer.add_callback, callback)
+    return callback

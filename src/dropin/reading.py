@@ -1,0 +1,263 @@
+"""What the drop-in reads from a user's Trainer: what src.run would have known from its Hydra config, read here
+from the Trainer instead (`config_from_trainer`): the task from the model's class and config, batch size, grad
+accumulation, precision and schedule from TrainingArguments, padding and lengths from the first rows.
+
+Rows come in every shape a Trainer accepts (src/data/row_shapes.py); rows it cannot read as records (a tuple of
+tensors that only the script's own collator understands) are read as that collator makes them, one row at a time.
+"""
+from __future__ import annotations
+
+import sys
+
+from omegaconf import OmegaConf
+
+from ..config.training import MeasureConfig
+from ..data.row_shapes import as_row, attended, plain, tokens
+from ..machine import env
+
+SAMPLE_ROWS = 2000  # rows of the train dataset the data checks read (the tokenizer check reads as many)
+COLLATED_ROWS = 256  # rows read through the script's own collator, one at a time, when they aren't records
+# Tasks the checks judge; "blocks" is a layout, not a task: a causal LM on text cut into fixed-length blocks.
+CLASSIFIERS = ("classification", "regression", "multi_label")
+TASKS = CLASSIFIERS + ("token_classification", "causal_lm", "seq2seq")
+
+
+class Rows:
+    """The first rows of the Trainer's train dataset, as the preflight checks read trainsweep's own datasets:
+    a row by index (what the collator gets), or a column by name; `length` is a row's attended tokens.
+    `items` are the rows as the dataset gave them (what the script's collator takes)."""
+
+    def __init__(self, rows: list[dict], items: list | None = None):
+        self.rows = rows
+        self.items = items if items is not None else rows
+
+    @classmethod
+    def head(cls, dataset, collator=None, n: int = SAMPLE_ROWS) -> tuple["Rows | None", str | None]:
+        """(rows, None), or (None, why not): a dataset without indexed rows (an IterableDataset) has nothing to
+        read ahead, and a row neither readable as a record nor collatable alone is not guessed at."""
+        if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+            return None, f"{type(dataset).__name__} has no indexed rows (an IterableDataset): nothing to read ahead"
+        if not len(dataset):
+            return None, "the train dataset is empty"
+        items = [dataset[i] for i in range(min(n, len(dataset)))]
+        rows = [as_row(x) for x in items]
+        if all(r is not None and tokens(r) is not None for r in rows):
+            return cls(rows, items), None
+        if collator is None:
+            return None, f"rows of type {type(items[0]).__name__} without input_ids, and no collator to read them"
+        items = items[:COLLATED_ROWS]
+        rows = [_alone(collator, x) for x in items]
+        if all(r is not None and tokens(r) is not None for r in rows):
+            return cls(rows, items), None
+        return None, f"rows of type {type(items[0]).__name__}: neither they nor the collator's batches hold input_ids"
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key):
+        if key == "length":  # a packed row (TRL's packing, padding-free) holds several sequences: each one's length
+            return [n for r in self.rows for n in self._lengths(r)]
+        if isinstance(key, str):
+            return [self._column(r, key) for r in self.rows]
+        return self.items[key]  # what the collator gets
+
+    @property
+    def packed(self) -> bool:
+        return bool(self.rows) and ("seq_lengths" in self.rows[0] or "position_ids" in self.rows[0])
+
+    @property
+    def padded(self) -> bool:
+        """Rows that carry padding already (padded when tokenised)."""
+        return any(0 in _flat(r.get("attention_mask")) for r in self.rows)
+
+    def _lengths(self, row: dict) -> list[int]:
+        if "seq_lengths" in row:
+            return [int(n) for n in row["seq_lengths"]]
+        if "position_ids" in row:  # sequences restart their positions at 0
+            positions = _flat(row["position_ids"])
+            starts = [i for i, p in enumerate(positions) if p == 0] + [len(positions)]
+            return [b - a for a, b in zip(starts, starts[1:]) if b > a]
+        return [attended(row)]
+
+    def select(self, indices) -> "Rows":
+        return Rows([self.rows[i] for i in indices], [self.items[i] for i in indices])
+
+    @staticmethod
+    def _column(row: dict, key: str):
+        if key == "length":
+            return attended(row)
+        if key == "labels" and "labels" not in row:
+            key = "label"  # a dataset's own name; the Trainer's collators hand it to the model as labels
+        return row[key]
+
+
+def _alone(collator, item) -> dict | None:
+    """One row as the script's collator makes it: its batch of one, the batch dimension taken off."""
+    try:
+        batch = as_row(collator([item]))
+    except Exception:
+        return None
+    if batch is None:
+        return None
+    return {k: (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in batch.items()}
+
+
+def _flat(values) -> list:
+    values = plain(values) if values is not None else []
+    return values[0] if values and isinstance(values[0], list) else values
+
+
+def trainer_of(callback_depth: int = 12):
+    """The Trainer whose hook is running: the `self` of a calling frame (the Trainer hands its callbacks no
+    reference to itself; `callbacks=[TrainsweepCallback()]` meets it only here)."""
+    from transformers import Trainer
+
+    frame = sys._getframe(1)
+    for _ in range(callback_depth):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Trainer):
+            return owner
+        frame = frame.f_back
+    return None
+
+
+def tokenizer_of(processing_class, collator):
+    """The tokenizer: the Trainer's processing_class (a processor holds one), else the one the script handed
+    only to its collator (DataCollatorWithPadding(tokenizer) without processing_class=)."""
+    collator = getattr(collator, "data_collator", collator)  # the Trainer's column-removing wrapper
+    for candidate in (processing_class, getattr(collator, "tokenizer", None), getattr(collator, "processing_class", None)):
+        candidate = getattr(candidate, "tokenizer", candidate)
+        if candidate is not None and hasattr(candidate, "pad_token_id"):
+            return candidate
+    return None
+
+
+def task_of(model, rows: Rows | None = None) -> str:
+    """The task the checks judge: classification | regression | multi_label | token_classification | causal_lm |
+    seq2seq, from the model's class and config (and float labels: a regression), else the class name."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    name, conf = type(base).__name__, base.config
+    if name.endswith("ForSequenceClassification"):
+        kind = getattr(conf, "problem_type", None)
+        if kind == "regression" or (kind is None and getattr(conf, "num_labels", 2) == 1):
+            return "regression"
+        if kind == "multi_label_classification":
+            return "multi_label"
+        first = rows["labels"][0] if rows and rows.rows and ("labels" in rows[0] or "label" in rows[0]) else None
+        return "multi_label" if isinstance(first, list) else "classification"
+    if name.endswith("ForTokenClassification"):
+        return "token_classification"
+    if getattr(conf, "is_encoder_decoder", False):
+        return "seq2seq"
+    if name.endswith(("ForCausalLM", "LMHeadModel")):
+        return "causal_lm"
+    return name
+
+
+def layout_of(rows: Rows | None, task: str, padding: dict) -> str | None:
+    """"blocks": a causal LM on text concatenated and cut into blocks of one length (run_clm's group_texts):
+    no padding anywhere, so no pad token is needed and no row was truncated."""
+    if task != "causal_lm" or not rows or padding["strategy"] != "dynamic":
+        return None
+    widths = {len(tokens(r)) for r in rows.rows}
+    return "blocks" if len(widths) == 1 and len(rows) > 1 and not rows.padded else None
+
+
+def peft_of(model) -> dict:
+    """peft's method and rank as trainsweep's config names them (none: a full fine-tune)."""
+    adapters = getattr(model, "peft_config", None) or {}
+    if not adapters:
+        return {"method": "none", "r": None, "compute_dtype": None}
+    conf = next(iter(adapters.values()))
+    quant = getattr(model.config, "quantization_config", None)
+    four_bit = getattr(quant, "load_in_4bit", False)
+    dtype = getattr(quant, "bnb_4bit_compute_dtype", None) if four_bit else None
+    return {"method": "qlora" if four_bit else str(getattr(conf.peft_type, "value", conf.peft_type)).lower(),
+            "r": getattr(conf, "r", None), "compute_dtype": str(dtype).replace("torch.", "") if dtype else None}
+
+
+def padding_of(rows: Rows | None, args, collator) -> dict:
+    """How the batches are padded: rows that carry padding were padded at tokenisation (all to one width:
+    max_length; else longest), otherwise the collator pads each batch (grouped with length-grouped sampling)."""
+    collator = getattr(collator, "data_collator", collator)  # the Trainer's column-removing wrapper
+    multiple = getattr(collator, "pad_to_multiple_of", None)
+    flattening = type(collator).__name__ == "DataCollatorWithFlattening" or getattr(collator, "padding_free", False)
+    if (rows and rows.packed) or flattening:  # padding-free: sequences side by side, no pad between them
+        strategy = "packed"
+    elif rows and rows.padded:
+        strategy = "max_length" if len({len(tokens(r)) for r in rows.rows}) == 1 else "longest"
+    elif getattr(args, "group_by_length", False) or getattr(args, "train_sampling_strategy", None) == "group_by_length":
+        strategy = "grouped"
+    else:
+        strategy = "dynamic"
+    return {"strategy": strategy, "pad_to_multiple_of": multiple, "chunk_size": 1000}
+
+
+def resolved_of(args, model) -> env.Resolved:
+    """What src.run's env.resolve would have chosen, read from what the Trainer runs."""
+    amp = "bf16" if args.bf16 else "fp16" if args.fp16 else "none"
+    world = args.world_size
+    strategy = "none" if world == 1 else "fsdp" if args.fsdp else "ddp"
+    attention = getattr(model.config, "_attn_implementation", None) or "eager"
+    return env.Resolved("cuda" if args.device.type == "cuda" else "cpu", next(model.parameters()).dtype, amp,
+                        attention, strategy, world)
+
+
+def checkpointing_of(args) -> tuple[bool, bool | None]:
+    """(on, use_reentrant) from TrainingArguments; transformers 5.2x renamed gradient_ to activation_."""
+    prefix = "activation" if hasattr(args, "activation_checkpointing") else "gradient"
+    kwargs = getattr(args, f"{prefix}_checkpointing_kwargs", None) or {}
+    return bool(getattr(args, f"{prefix}_checkpointing")), kwargs.get("use_reentrant")
+
+
+def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf) -> int | None:
+    """The truncation length the data checks compare rows with: the rows' own width when they were padded to
+    one; the length the rows were cut to when tokenising (a script's --max_seq_length 128, under the tokenizer's
+    512): the longest row length when rows pile up there (at least three times as many as at each length just
+    under it, which uncut text doesn't do); else the longest the tokenizer or the model takes."""
+    if rows and padding["strategy"] == "max_length":
+        return len(tokens(rows.rows[0]))
+    limit = getattr(tokenizer, "model_max_length", None)
+    limit = limit if limit and limit < 10**6 else getattr(conf, "max_position_embeddings", None)
+    if rows:
+        lengths = rows["length"]
+        longest = max(lengths)
+        at_cap = lengths.count(longest)
+        below = sum(lengths.count(longest - k) for k in range(1, 6)) / 5  # the lengths just under it, on average
+        # a cut piles the whole tail up at one length: far more rows there than at its neighbours
+        if at_cap >= max(2, len(lengths) // 100) and at_cap >= 3 * below and (limit is None or longest < limit):
+            return longest
+    return limit
+
+
+def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict):
+    """The keys of trainsweep's config that measuring, the analysis, the checks and the summary read, from
+    the Trainer's arguments, its model, tokenizer and collator, and the first rows of its train dataset."""
+    conf = model.config
+    padding = padding_of(rows, args, collator)
+    checkpointing, reentrant = checkpointing_of(args)
+    task = task_of(model, rows)
+    layout = layout_of(rows, task, padding)
+    return OmegaConf.create({
+        # name_or_path is empty for a model built from a config: it has random weights
+        "model": {"name": conf.name_or_path or conf.model_type, "model_type": conf.model_type,
+                  "pretrained": bool(conf.name_or_path), "init": {"hidden_norm": None, "head_init": "default"}},
+        "task": {"name": task, "num_labels": getattr(conf, "num_labels", 0)},
+        "batch": {"size": args.per_device_train_batch_size, "grad_accum": args.gradient_accumulation_steps,
+                  "tokens": None},
+        "padding": padding,
+        # blocks: the block width, which no row was cut to
+        "data": {"max_length": len(tokens(rows.rows[0])) if layout else max_length_of(rows, padding, tokenizer, conf),
+                 "layout": layout},
+        "peft": peft_of(model),
+        "trainer": {"max_steps": state.max_steps, "lr": args.learning_rate,
+                    "warmup_steps": args.get_warmup_steps(state.max_steps),
+                    "scheduler": str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)),
+                    "args": {"lr_scheduler_kwargs": dict(args.lr_scheduler_kwargs or {})},
+                    "max_grad_norm": args.max_grad_norm, "gradient_checkpointing": checkpointing,
+                    "checkpoint_reentrant": reentrant, "torch_compile": args.torch_compile, "seed": args.seed},
+        "measure": OmegaConf.structured(MeasureConfig(predict_memory=False, **measure_settings)),
+        "gpu": {"memory_cap_gb": None},
+    })
