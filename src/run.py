@@ -75,7 +75,12 @@ def main(cfg: DictConfig) -> float | None:
 
 
 def cli() -> None:
-    """The command line: `python -m src.run ...` in a checkout, `trainsweep ...` installed."""
+    """The command line: `python -m src.run ...` in a checkout, `trainsweep ...` installed. `measure` and `speedup`
+    run a user's own training command with the drop-in attached (src/dropin/launch.py)."""
+    if sys.argv[1:2] in (["measure"], ["speedup"]):
+        from .dropin import launch
+
+        sys.exit(launch.main(sys.argv[1:]))
     sys.argv = hydra_argv(sys.argv)
     signal.signal(signal.SIGINT, runner.on_interrupt)
     run_dir = next((Path(a.split("=", 1)[1]) for a in sys.argv if a.startswith("hydra.run.dir=")), None)

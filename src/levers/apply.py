@@ -86,9 +86,15 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         if not (name == "fused LoRA" and out.on("CUDA graphs")):  # the graphs lever fuses them
             out.add(name, False, reason)
     if verify is not False and out.applied():
-        from .verify import verify as run_verification
+        from . import verify as verification
 
-        run_verification(trainer, out, rows, rounds=rounds, **({"clock": clock} if clock else {}))
+        try:
+            verification.verify(trainer, out, rows, rounds=rounds, **({"clock": clock} if clock else {}))
+        except Exception as exc:  # the verification's own error: nothing it could not show stays on
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+            for lv in out.applied():
+                out.turn_off(lv.name, f"turned back off: the verification failed ({why})")
+            out.verified = {"line": f"verification failed ({why}): every lever is off"}
     elif out.applied():
         out.verified = {"line": f"unmeasured here: verify=False applied the levers without timing them on {out.device}"}
     if not quiet:

@@ -1,0 +1,307 @@
+"""Issue 48's eleven defects, each reproduced as a user met it (tiny models on a CPU) and each failing on the main
+before the fix: the drop-in crashed on tensor rows, read BatchEncoding rows as nothing, miscounted packed batches,
+missed the doubled loss of accumulated steps outside attach() and on non-classifiers, judged regressions, token
+classifiers and run_clm's blocks as classifiers with padding, warned on a harmless pad == eos, advised wiping a
+tied LM head, changed the rows a step and the loss scale under speedup, and counted no loss tokens when the
+script's compute_loss pops the labels."""
+import json
+import math
+
+import pytest
+import torch
+from datasets import Dataset
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import (AutoModelForCausalLM, DataCollatorForTokenClassification, DataCollatorWithPadding,
+                          PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification,
+                          Qwen3ForTokenClassification, Trainer, TrainingArguments, default_data_collator, set_seed)
+
+from src import TrainsweepCallback, attach, speedup
+
+WORDS = "the a tax account paid due late refund form bank office invoice credit debit fee rate".split()
+TEXTS = [" ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(4 + i % 13)) for i in range(96)]
+
+
+def _tokenizer(pad="[PAD]") -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[PAD]", "[UNK]", "[EOS]"] + WORDS)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, unk_token="[UNK]", eos_token="[EOS]")
+
+
+def _config(**kw) -> Qwen3Config:
+    return Qwen3Config(**{"vocab_size": 24, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                          "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "pad_token_id": 0, **kw})
+
+
+def _args(out, **kw) -> TrainingArguments:
+    return TrainingArguments(**{"output_dir": str(out), "max_steps": 6, "per_device_train_batch_size": 8,
+                                "logging_steps": 1, "report_to": [], "use_cpu": True, "save_strategy": "no", "seed": 0,
+                                **kw})
+
+
+def _report(out) -> dict:
+    return json.loads((out / "trainsweep" / "report.json").read_text())
+
+
+def _checks(out) -> dict:
+    return {c["check"]: c for c in _report(out)["diagnostics"]}
+
+
+def _train(trainer) -> list[float]:
+    trainer.train()
+    return [e["loss"] for e in trainer.state.log_history if "loss" in e]
+
+
+def _classified(tokenizer, n=96) -> Dataset:
+    return Dataset.from_dict({"text": TEXTS[:n], "label": [i % 3 for i in range(n)]}).map(
+        lambda b: tokenizer(b["text"]), batched=True, remove_columns=["text"])
+
+
+# 1 ------------------------------------------------------------------------------------------------------
+def test_1_tensor_rows_and_set_format_torch(tmp_path):
+    """attach crashed at train begin (`Boolean value of Tensor ... is ambiguous`); speedup turned itself off with a
+    raw TypeError (`sum() got an unexpected keyword argument 'axis'`)."""
+    tokenizer = _tokenizer()
+    data = _classified(tokenizer).map(lambda r: tokenizer.pad(r, padding="max_length", max_length=20))
+    data.set_format("torch")
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path), train_dataset=data)
+    attach(trainer, speedup={"verify": False})
+    _train(trainer)
+    done = trainer.trainsweep_speedup
+    assert done.on("padding-free batches"), done.text()  # rows padded to 20 packed by their attended tokens
+    checks = _checks(tmp_path)
+    assert not [c for c in checks.values() if c["status"] == "not_run"], checks
+    assert _report(tmp_path)["status"] == "ok"
+
+
+# 2 ------------------------------------------------------------------------------------------------------
+class Encoded(torch.utils.data.Dataset):
+    """A Dataset returning the tokenizer's BatchEncoding per row."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def __len__(self):
+        return len(TEXTS)
+
+    def __getitem__(self, i):
+        row = self.tokenizer(TEXTS[i])
+        row["labels"] = i % 3
+        return row
+
+
+def test_2_batchencoding_rows_are_read_by_every_check_and_by_speedup(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=Encoded(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer, speedup={"verify": False})
+    _train(trainer)
+    assert trainer.trainsweep_speedup.on("padding-free batches"), trainer.trainsweep_speedup.text()
+    checks = _checks(tmp_path)
+    assert {"tokenizer.pad_token", "data.truncation", "data.labels_in_range", "model.initial_loss", "model.pooling"} <= set(checks)
+
+
+# 4 ------------------------------------------------------------------------------------------------------
+def test_4_the_doubled_accumulated_loss_is_caught_through_the_callback_alone(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)),
+                      args=_args(tmp_path, gradient_accumulation_steps=2), train_dataset=_classified(tokenizer),
+                      data_collator=DataCollatorWithPadding(tokenizer), callbacks=[TrainsweepCallback()])
+    _train(trainer)
+    assert _checks(tmp_path)["train.grad_accum_loss"]["status"] == "fail"
+
+
+class MeanLoss(Trainer):
+    """A subclass with its own mean cross-entropy (ignores num_items_in_batch)."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        labels = inputs.pop("labels")
+        logits = model(**inputs).logits[:, :-1]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
+        return (loss, None) if return_outputs else loss
+
+
+def test_4_a_mean_compute_loss_on_a_causal_lm_with_accumulation_is_caught(tmp_path):
+    tokenizer = _tokenizer()
+    data = Dataset.from_dict({"text": TEXTS}).map(lambda b: tokenizer(b["text"], padding="max_length", max_length=12,
+                                                                      truncation=True), batched=True, remove_columns=["text"])
+    data = data.map(lambda r: {"labels": [t if m else -100 for t, m in zip(r["input_ids"], r["attention_mask"])]})
+    set_seed(0)
+    trainer = MeanLoss(model=Qwen3ForCausalLM(_config()), args=_args(tmp_path, gradient_accumulation_steps=2),
+                       train_dataset=data)
+    attach(trainer)
+    _train(trainer)
+    check = _checks(tmp_path)["train.grad_accum_loss"]
+    assert check["status"] == "fail" and "2x too large" in check["hint"]
+
+
+def _token_rows(tokenizer) -> Dataset:
+    def label(batch):
+        enc = tokenizer(batch["text"])
+        enc["labels"] = [[(t % 3) for t in ids] for ids in enc["input_ids"]]
+        return enc
+    return Dataset.from_dict({"text": TEXTS}).map(label, batched=True, remove_columns=["text"])
+
+
+def test_4_token_classification_is_judged_against_its_labels_not_the_vocabulary(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForTokenClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=_token_rows(tokenizer), data_collator=DataCollatorForTokenClassification(tokenizer))
+    attach(trainer)
+    _train(trainer)
+    rep, checks = _report(tmp_path), _checks(tmp_path)
+    assert rep["config"]["task"]["name"] == "token_classification"
+    assert "ln(3)" in checks["model.initial_loss"]["expected"] and checks["model.initial_loss"]["status"] == "pass"
+    assert checks["data.labels_in_range"]["status"] == "pass"
+
+
+# 5 ------------------------------------------------------------------------------------------------------
+def test_5_a_regression_is_judged_as_one(tmp_path):
+    tokenizer = _tokenizer()
+    data = Dataset.from_dict({"text": TEXTS, "label": [float(i % 5) / 4 for i in range(len(TEXTS))]}).map(
+        lambda b: tokenizer(b["text"]), batched=True, remove_columns=["text"])
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=1)), args=_args(tmp_path),
+                      train_dataset=data, data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer)
+    _train(trainer)
+    checks = _checks(tmp_path)
+    assert "data.labels_in_range" not in checks  # no classes to be in range of
+    assert not [c for c in checks.values() if c["status"] == "not_run"], checks
+    initial = checks["model.initial_loss"]
+    assert "mean(label^2)" in initial["expected"] and initial["status"] == "pass"
+
+
+# 6 ------------------------------------------------------------------------------------------------------
+def test_6_run_clm_blocks_need_no_pad_token_and_were_not_truncated(tmp_path):
+    tokenizer = _tokenizer(pad=None)  # GPT-2's: eos, no pad
+    ids = [t for text in TEXTS for t in tokenizer(text)["input_ids"] + [tokenizer.eos_token_id]]
+    blocks = [ids[i:i + 16] for i in range(0, len(ids) - 16, 16)]
+    data = Dataset.from_dict({"input_ids": blocks, "attention_mask": [[1] * 16] * len(blocks), "labels": blocks})
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForCausalLM(_config(pad_token_id=None)), args=_args(tmp_path), train_dataset=data,
+                      processing_class=tokenizer, data_collator=default_data_collator)
+    attach(trainer)
+    _train(trainer)
+    checks = _checks(tmp_path)
+    for name in ("tokenizer.pad_token", "tokenizer.special_tokens", "data.truncation"):
+        assert checks[name]["status"] == "pass", checks[name]
+
+
+# 7 ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fix", [False, True])
+def test_7_speedup_keeps_the_scripts_loss_scale_unless_asked(fix, tmp_path):
+    """A Qwen3 classifier at grad_accum 2 logs twice the mean (transformers#47688); speedup halved it silently."""
+    tokenizer = _tokenizer()
+
+    def make(out):
+        set_seed(0)
+        return Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)),
+                       args=_args(out, gradient_accumulation_steps=2, per_device_train_batch_size=4),
+                       train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+
+    plain = _train(make(tmp_path / "plain"))
+    trainer = make(tmp_path / "sped")
+    done = speedup(trainer, verify=False, quiet=True, **({"fix_loss_scale": True} if fix else {}))
+    lever = next(lv for lv in done.levers if lv.name == "padding-free batches")
+    assert lever.on, done.text()
+    sped = _train(trainer)
+    assert plain[0] == pytest.approx(2 * math.log(3), rel=0.1)  # the script's own: twice the uniform guess
+    if fix:
+        assert "LOSS SCALE CHANGED" in lever.detail and sped[0] == pytest.approx(math.log(3), rel=0.1)
+    else:
+        assert sped[0] == pytest.approx(plain[0], rel=0.1) and "loss scale as yours: 2x" in lever.detail
+
+
+# 8 ------------------------------------------------------------------------------------------------------
+def test_8_pad_equal_to_eos_is_harmless_when_no_row_holds_eos(tmp_path):
+    tokenizer = _tokenizer(pad="[EOS]")
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3, pad_token_id=tokenizer.pad_token_id)),
+                      args=_args(tmp_path), train_dataset=_classified(tokenizer), processing_class=tokenizer,
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer)
+    _train(trainer)
+    checks = _checks(tmp_path)
+    assert checks["tokenizer.pad_is_eos"]["status"] == "pass" and checks["model.pooling"]["status"] == "pass"
+
+
+def test_the_tokenizer_handed_only_to_the_collator_is_checked(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer)
+    _train(trainer)
+    assert _checks(tmp_path)["tokenizer.pad_token"]["status"] == "pass"
+
+
+# 9 ------------------------------------------------------------------------------------------------------
+def test_9_a_causal_lm_is_never_told_to_reinitialise_its_head(tmp_path):
+    tokenizer = _tokenizer()
+    model = Qwen3ForCausalLM(_config(tie_word_embeddings=True))
+    with torch.no_grad():
+        model.model.embed_tokens.weight.mul_(40)  # logits far too large: the initial loss is way off the uniform guess
+    model.save_pretrained(tmp_path / "ckpt")
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "ckpt")  # "pretrained": its weights loaded
+    data = Dataset.from_dict({"text": TEXTS}).map(lambda b: tokenizer(b["text"]), batched=True, remove_columns=["text"])
+    from transformers import DataCollatorForLanguageModeling
+
+    trainer = Trainer(model=model, args=_args(tmp_path, max_steps=2), train_dataset=data,
+                      data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
+    attach(trainer)
+    _train(trainer)
+    initial = _checks(tmp_path)["model.initial_loss"]
+    assert initial["status"] == "fail"
+    assert "score" not in initial["hint"] and "zero" not in initial["hint"] and "weights loaded" in initial["hint"]
+
+
+# 10 -----------------------------------------------------------------------------------------------------
+def test_10_short_rows_keep_their_rows_a_step_under_speedup(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+    done = speedup(trainer, verify=False, quiet=True)
+    assert done.on("padding-free batches")
+    assert abs(done.packing["rows_per_step"] / 8 - 1) <= 0.03, done.packing
+
+
+# 11 -----------------------------------------------------------------------------------------------------
+class WeightedLoss(Trainer):
+    """Class weights: the labels popped before the forward, the loss computed here."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        labels = inputs.pop("labels")
+        outputs = model(**inputs)
+        loss = torch.nn.functional.cross_entropy(outputs.logits, labels, weight=torch.tensor([1.0, 2.0, 1.0]))
+        return (loss, outputs) if return_outputs else loss
+
+
+def test_11_loss_tokens_are_counted_when_compute_loss_pops_the_labels(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = WeightedLoss(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                           train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer)
+    _train(trainer)
+    rep = _report(tmp_path)
+    assert rep["tokens"]["loss"] == rep["tokens"]["samples"] > 0
+    assert rep["throughput"]["loss_tokens_per_s"] > 0
+
+
+# and: on a CPU, speedup applies nothing it has not measured there ---------------------------------------
+def test_speedup_on_a_cpu_measures_before_it_keeps_anything(tmp_path):
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+    done = speedup(trainer, quiet=True)
+    assert done.verified and ("speedup" in done.verified["line"] or "verification failed" in done.verified["line"])
+    unmeasured = speedup(Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                                 train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer)),
+                         verify=False, quiet=True)
+    assert unmeasured.verified["line"].startswith("unmeasured here")
