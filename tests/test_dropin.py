@@ -1,6 +1,7 @@
 """trainsweep in a user's own Trainer script (src/dropin/), from the package a user installs: a wheel of this
 checkout holding `trainsweep` and its config groups, no top-level `src`, and the `trainsweep` command."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -152,3 +153,62 @@ def test_two_added_lines_give_a_plain_trainer_script_the_report(venv, tmp_path):
     assert {"tokenizer.pad_token", "data.labels_in_range", "data.padding_waste", "model.pooling", "model.initial_loss",
             "train.grad_norm", "train.schedule"} <= set(checks)
     assert checks["model.pooling"] == "pass" and checks["data.labels_in_range"] == "pass"
+
+
+def test_the_launcher_measures_a_script_nobody_edited(venv, tmp_path):
+    """`trainsweep measure -- python train.py`: the same losses as the script alone, the report, the command's exit
+    code, and a sitecustomize of the environment's own that still runs (the launcher's only chains to it)."""
+    script = tmp_path / "train.py"
+    script.write_text(USER_SCRIPT)
+    theirs = tmp_path / "their_site"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("import os\nopen(os.environ['MARK'], 'a').write('ran\\n')\n")
+    env = {**os.environ, "PYTHONPATH": str(theirs), "MARK": str(tmp_path / "mark")}
+    plain = subprocess.run([str(venv / "bin" / "python"), str(script), str(tmp_path / "plain")], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+    measured = subprocess.run([str(venv / "bin" / "trainsweep"), "measure", "--", str(venv / "bin" / "python"), str(script),
+                               str(tmp_path / "measured")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0 and measured.returncode == 0, measured.stderr[-3000:]
+    losses = lambda p: [line for line in p.stdout.splitlines() if line.startswith("losses")]  # noqa: E731
+    assert losses(plain) and losses(plain) == losses(measured)
+    report = tmp_path / "measured" / "trainsweep" / "report.json"
+    assert json.loads(report.read_text())["status"] == "ok"
+    assert f"1 report(s)\n  {report}" in measured.stderr
+    assert (tmp_path / "mark").read_text() == "ran\n" * 3  # theirs ran in the plain run, the launcher and its child
+    failing = subprocess.run([str(venv / "bin" / "trainsweep"), "measure", "--", str(venv / "bin" / "python"), "-c",
+                              "raise SystemExit(3)"], capture_output=True, text=True, timeout=120)
+    assert failing.returncode == 3  # the command's own exit code
+    nothing = subprocess.run([str(venv / "bin" / "trainsweep"), "measure"], capture_output=True, text=True, timeout=120)
+    assert nothing.returncode == 2 and "no command given" in nothing.stderr
+
+
+def test_trls_own_sft_script_runs_unmodified_through_the_launcher(venv, tmp_path):
+    """TRL's installed trl/scripts/sft.py, its own arguments, a local model and data set: measured with a report."""
+    pytest.importorskip("trl")
+    import trl
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    words = "the a tax account paid due late refund form bank office invoice credit debit fee rate".split()
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[PAD]", "[UNK]", "[EOS]"] + words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]")
+    tokenizer.save_pretrained(tmp_path / "model")
+    Qwen3ForCausalLM(Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1, head_dim=16, pad_token_id=0,
+                                 eos_token_id=2)).save_pretrained(tmp_path / "model")
+    (tmp_path / "data").mkdir()
+    rows = [{"text": " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(4 + i % 13))} for i in range(64)]
+    (tmp_path / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sft = Path(trl.__file__).parent / "scripts" / "sft.py"
+    proc = subprocess.run([str(venv / "bin" / "trainsweep"), "measure", "--", str(venv / "bin" / "python"), str(sft),
+                           "--model_name_or_path", "model", "--dataset_name", "data", "--output_dir", "out",
+                           "--max_steps", "8", "--per_device_train_batch_size", "4", "--logging_steps", "1",
+                           "--report_to", "none", "--save_strategy", "no", "--bf16", "false", "--use_cpu"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "trainsweep" / "report.json").read_text())
+    assert report["status"] == "ok" and report["config"]["task"]["name"] == "causal_lm"
+    assert report["tokens"]["loss"] > 0 and report["tokens"]["real"] > 0
+    checks = {c["check"]: c["status"] for c in report["diagnostics"]}
+    assert not [name for name, status in checks.items() if status in ("fail", "not_run")], checks

@@ -93,7 +93,7 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
         ratio = value / expected if expected > 0 else (1.0 if value <= 1e-6 else math.inf)
         status, want = ("pass" if ratio <= 1.25 else "warn" if ratio <= 2 else "fail"), f"~{written}"
     hint = ""
-    if status != "pass" and pretrained_lm:
+    if status == "fail" and pretrained_lm:
         hint = ("a pretrained LM starts below the uniform guess: check that its weights loaded (from_pretrained's "
                 "warnings name newly initialised weights) and that the tokenizer is the model's own (other ids mean "
                 "other tokens)")
