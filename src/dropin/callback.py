@@ -61,6 +61,7 @@ class TrainsweepCallback(TrainerCallback):
         self.checks = checks
         self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
         self.meter = self.report = self.trainer = None
+        self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
         self.guard = Guard()
         self._detachers: list = []
 
@@ -245,6 +246,7 @@ def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = Fa
     if speedup:
         from ..levers.apply import speedup as apply_levers
 
-        callback.guard.run("speedup", apply_levers, trainer, **(speedup if isinstance(speedup, dict) else {}))
+        callback.speedup = callback.guard.run("speedup", apply_levers, trainer,
+                                              **(speedup if isinstance(speedup, dict) else {}))
     callback.guard.run(MEASURING, trainer.add_callback, callback)
     return callback
