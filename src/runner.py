@@ -75,7 +75,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .model import flops, memory_model, speed
         from .report import analysis, loggers
         from .report.sections import Flops
-        from .train import debug, metrics
+        from .train import debug, divergence, metrics
         from .train import trainer as train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
@@ -99,6 +99,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if res.device == "cuda" and cfg.measure.ceiling:  # seconds, once per card and shape set: before the timed steps
             top = ceiling.cached(flops.matmul_shapes(model), flops.micro_batch_tokens(cfg, lengths))
             rep.flops.ceiling_tflops, rep.flops.ceiling_tokens_per_s = top["tflops"], top["tokens_per_s"]
+        expected_loss = analysis.expected_initial_loss(cfg.task.name, cfg.task.num_labels or model.config.num_labels,
+                                                      getattr(model.config, "vocab_size", 2))
+        watch = [divergence.StopWhenDiverged(expected_loss)]  # a nan or exploded loss ends training where it shows
         counter = measure.TokenCounter(cfg.task.name)
         meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure
@@ -111,7 +114,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
             eval_dataset=prep.eval,
             data_collator=debug.wrap_collator(prep.collator, cfg.debug),
             compute_metrics=metrics.for_task(cfg, prep.tokenizer, conf.pad_token_id),
-            callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + list(callbacks))
+            callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + watch
+            + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         rep.timing_s = {"build": t_built - t_start}
@@ -144,7 +148,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if rep.status == "ok" and cfg.mode == "train":
         rep.timing_s["train"] = time.perf_counter() - t_built
         analysis.analyse(cfg, rep, meter, trainer, res.device)
-        if cfg.trainer.save_final:
+        if diverged(cfg, rep, trainer.state.log_history, expected_loss):
+            pass  # nan weights are no result: final/ keeps whatever an earlier run left there
+        elif cfg.trainer.save_final:
             keep_result(cfg, rep, trainer, prep.tokenizer, out_dir)
     rep.timing_s = rep.get("timing_s") or {}
     rep.timing_s["total"] = time.perf_counter() - t_start
@@ -207,6 +213,22 @@ def _cuda_available() -> bool:
 def _is_oom(exc: BaseException) -> bool:
     torch = sys.modules.get("torch")  # imported by then, unless the run failed before its imports
     return torch is not None and isinstance(exc, torch.OutOfMemoryError)
+
+
+def diverged(cfg: DictConfig, rep, log_history: list[dict], expected_loss: float) -> bool:
+    """A loss that turned non-finite or exploded: the run is `diverged` (never ok, never ranked, run again by a
+    rerun), said in one line with what to change."""
+    from .train import divergence
+
+    why = divergence.why(log_history, expected_loss)
+    if why is None:
+        return False
+    tr = cfg.trainer
+    rep.status = "diverged"
+    rep.error = (f"{why}: training stopped there; lower trainer.lr (now {tr.lr:g})"
+                 + (" or clip gradients (trainer.max_grad_norm=1.0; 0 clips nothing)" if not tr.max_grad_norm else ""))
+    print(f"diverged: {rep.error}", file=sys.stderr, flush=True)
+    return True
 
 
 def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None:

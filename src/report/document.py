@@ -15,7 +15,7 @@ from .sections import (SECTIONS, UNSET, CpuMemory, Flops, GpuMemory, HostTime, L
 class Report:
     """report.json, field by field in its order. Records other modules own stay dicts: resolved (env.describe),
     env (env.info), data (data.prepare), params, memory_predicted_gb (memory_model), diagnostics, eval."""
-    status: str = "ok"  # ok | oom | error | config_error | failed_checks
+    status: str = "ok"  # ok | oom | diverged | error | config_error | failed_checks
     error: Optional[str] = None
     overrides: list = field(default_factory=list)
     config: dict = field(default_factory=dict)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -114,9 +115,21 @@ def record_failure(out_dir: Path, overrides: list[str], exc: BaseException, conf
     return report
 
 
+def finite(tree):
+    """The tree with every nan or infinite float as None: Python's json writes them as bare NaN and Infinity,
+    which strict parsers (JSON.parse, jq, most languages' readers) refuse. A diverged run's loss curve holds them."""
+    if isinstance(tree, float):
+        return tree if math.isfinite(tree) else None
+    if isinstance(tree, dict):
+        return {k: finite(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [finite(v) for v in tree]
+    return tree
+
+
 def write(out_dir: Path, report: Report) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(out_dir / "report.json", json.dumps(report.to_dict(), indent=2, default=str))
+    atomic_write(out_dir / "report.json", json.dumps(finite(report.to_dict()), indent=2, default=str, allow_nan=False))
     md = ["# trainsweep run", "", f"`{out_dir}`", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v.replace('|', '/')} |" for k, v in summary_rows(report)]
     atomic_write(out_dir / "report.md", "\n".join(md) + "\n")

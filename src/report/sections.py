@@ -224,7 +224,9 @@ class Loss(Section):
         if self.initial is None:
             return (f"mean over the run {_fmt(self.mean_over_run, '.3f')} (no step's loss logged: logging_steps is past "
                     f"the run's end; uniform guess: {_fmt(self.expected_initial, '.3f')})")
-        return f"{self.initial:.3f} -> {self.final:.3f} (uniform guess: {_fmt(self.expected_initial, '.3f')})"
+        # a report read back holds None where the loss was nan (report.json is strict JSON)
+        return (f"{_fmt(self.initial, '.3f', 'nan')} -> {_fmt(self.final, '.3f', 'nan')} "
+                f"(uniform guess: {_fmt(self.expected_initial, '.3f')})")
 
 
 @dataclass

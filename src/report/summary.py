@@ -198,11 +198,12 @@ def comparison(a, b) -> stats.Comparison:
 
 def tiers(df: pd.DataFrame) -> list[int | None]:
     """Ranks that call a tie a tie: a finished job shares the rank of the fastest job of its tier while the two
-    can't be told apart (src/base/stats.py); failed jobs rank after, one each; predicted-only cells get none."""
+    can't be told apart (src/base/stats.py); failed jobs rank after, one each; predicted-only cells and diverged
+    jobs get none."""
     ranks, leader = [], None
     for i, row in df.iterrows():
-        if row["status"] != "ok" or pd.isna(row["real_tok_s"]):
-            ranks.append(None if row["status"] in PREDICTED else i + 1)
+        if row["status"] != "ok" or pd.isna(row["real_tok_s"]):  # a diverged job's speed is of a run that learned nothing
+            ranks.append(None if row["status"] in PREDICTED + ("diverged",) else i + 1)
             continue
         if leader is None or not comparison(df.loc[leader], row).tie:
             leader = i

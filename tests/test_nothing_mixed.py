@@ -1,0 +1,59 @@
+"""Nothing lost, nothing mixed, round four (issue 49): an exploded loss recorded as ok, run directories over the
+project's own files or another run's, job directories two cells share, a sweep ended by one job's unreadable
+file, jobs that outlive their launcher, a stale adapter beside a new model, resumes from a checkpoint of
+another config or an incomplete one, and a W&B run per rerun: each reproduced, with the warts beside them."""
+import json
+import math
+
+import pytest
+
+from src.report import summary
+from tests.conftest import QUICK, cli, read_report
+
+BRIEF = [a for a in QUICK if not a.startswith("trainer.max_steps")]  # each test sets its own steps
+
+
+def _strict_json(path):
+    """json.loads as a strict parser reads it: a bare NaN or Infinity is no JSON."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+# -- 6. a loss that turns NaN or explodes -------------------------------------------------------------------
+@pytest.mark.parametrize("lr, said", [("3e38", "the loss was nan at step 2"), ("1e6", "the loss reached 1.48e+07 at step 2")],
+                         ids=["nan", "spike"])
+def test_a_run_whose_loss_turns_nan_or_explodes_ends_diverged_never_ok(lr, said, tmp_path):
+    args = [*BRIEF, "peft=none", f"trainer.lr={lr}", "trainer.max_grad_norm=0", "trainer.max_steps=12",
+            f"hydra.run.dir={tmp_path}"]
+    proc = cli(*args)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("diverged:")]
+    assert len(lines) == 1 and said in lines[0] and "trainer.lr" in lines[0], proc.stderr[-2000:]
+    rep = _strict_json(tmp_path / "report.json")  # no bare NaN
+    assert rep["status"] == "diverged" and said in rep["error"]
+    assert rep["loss"]["curve"][-1][0] == 2  # stopped where it diverged, not 10 steps later
+    assert not (tmp_path / "final").exists()  # a model of nan weights is not kept as the result
+    again = cli(*args)
+    assert again.returncode == 1 and "finished earlier" not in again.stdout
+
+
+def test_divergence_is_a_non_finite_loss_or_one_orders_of_magnitude_above_the_start():
+    from src.train import divergence
+
+    history = [{"loss": 5.6, "step": 1}, {"loss": 4.0, "step": 10}]
+    assert divergence.why(history, expected_initial=5.6) is None
+    assert divergence.why(history + [{"loss": float("inf"), "step": 20}], 5.6) == "the loss was inf at step 20"
+    assert divergence.why(history + [{"train_loss": float("nan"), "step": 20}], 5.6) == "the mean loss over the run was nan"
+    assert divergence.why(history + [{"loss": 5e31, "step": 20}], 5.6).startswith("the loss reached 5e+31 at step 20")
+    assert divergence.why(history + [{"loss": 50.0, "step": 20}], 5.6) is None  # worse, not exploded
+    assert "before any update" in divergence.why([{"loss": math.nan, "step": 1}], 5.6)
+
+
+def test_a_diverged_job_is_not_ranked_beside_the_finished_ones():
+    def report(job, status, rate):
+        return {"job": job, "status": status, "overrides": [job], "config": {"batch": {"size": 8, "grad_accum": 1}},
+                "throughput": {"real_tokens_per_s": rate}, "step_time_s": {"mean": 0.1}}
+    df = summary.table([report("lr=1e-4", "ok", 100.0), report("lr=1e6", "diverged", 900.0)])
+    assert list(df["job"]) == ["lr=1e-4", "lr=1e6"] and df["rank"].iloc[0] == 1 and df["rank"].isna().iloc[1]
+    assert any(line == "did not finish: lr=1e6 (diverged)" for line in summary.recommend(df))
