@@ -60,6 +60,10 @@ def _pad_is_eos(tokenizer, train_ds, task: str, pad, eos) -> dict:
         return result("tokenizer.pad_is_eos", "fail" if ending else "warn", value, "pad != eos",
                       "sequence classification pools the last token that is not pad_token_id: a trailing eos is "
                       "skipped. Add a dedicated pad token (tokenizer.add_special_tokens) and resize the embeddings")
+    first = train_ds[0]
+    if task == "causal_lm" and hasattr(first, "keys") and "labels" in first.keys():
+        return result("tokenizer.pad_is_eos", "pass", value, "pad != eos, or labels that keep eos scored",
+                      "the rows carry their own labels, so every eos in them stays scored whatever the padding")
     return result("tokenizer.pad_is_eos", "warn", value, "pad != eos",
                   "a collator that unscores pad ids (DataCollatorForLanguageModeling) unscores every eos too: the "
                   "model never learns to stop. Add a dedicated pad token and resize the embeddings")
