@@ -4,11 +4,15 @@ file, jobs that outlive their launcher, a stale adapter beside a new model, resu
 another config or an incomplete one, and a W&B run per rerun: each reproduced, with the warts beside them."""
 import json
 import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from src.report import summary
-from tests.conftest import QUICK, cli, read_report
+from tests.conftest import QUICK, ROOT, cli, read_report
 
 BRIEF = [a for a in QUICK if not a.startswith("trainer.max_steps")]  # each test sets its own steps
 
@@ -57,3 +61,45 @@ def test_a_diverged_job_is_not_ranked_beside_the_finished_ones():
     df = summary.table([report("lr=1e-4", "ok", 100.0), report("lr=1e6", "diverged", 900.0)])
     assert list(df["job"]) == ["lr=1e-4", "lr=1e6"] and df["rank"].iloc[0] == 1 and df["rank"].isna().iloc[1]
     assert any(line == "did not finish: lr=1e6 (diverged)" for line in summary.recommend(df))
+
+
+# -- 1. a run directory over the project's source or config, or inside another run -----------------------------
+def _project_copy(tmp_path) -> Path:
+    """The project's source, config and plugins copied: a run that overwrites them here overwrites a copy."""
+    copy = tmp_path / "project"
+    for part in ("src", "conf", "hydra_plugins"):
+        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def _tree(path: Path) -> dict:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["conf", "src", "conf/model", "src/config/.."])
+def test_a_run_directory_inside_the_projects_source_or_config_is_refused_before_anything_is_written(where, tmp_path):
+    project = _project_copy(tmp_path)
+    before = _tree(project)
+    proc = subprocess.run([sys.executable, "-m", "src.run", *QUICK, f"hydra.run.dir={where}"], cwd=project,
+                          capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith(f"config error: hydra.run.dir={where}: ") and "trainsweep's own" in lines[0]
+    assert _tree(project) == before  # not a file written, not even Hydra's .hydra/
+
+
+@pytest.mark.parametrize("markers", [("report.json", "config.yaml"), ("run.lock",)], ids=["finished", "started"])
+def test_a_run_directory_inside_another_runs_outputs_is_refused(markers, tmp_path):
+    earlier = tmp_path / "earlier"
+    (earlier / "final").mkdir(parents=True)
+    for marker in markers:
+        (earlier / marker).write_text("{}")
+    (earlier / "final" / "adapter_config.json").write_text("{}")
+    before = _tree(earlier)
+    proc = cli(*QUICK, f"hydra.run.dir={earlier / 'final'}")
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert f"inside the run directory {earlier}" in lines[0]
+    assert _tree(earlier) == before
+    sweep = cli("-m", *QUICK, "batch=4", f"hydra.sweep.dir={earlier / 'sweep'}")
+    assert sweep.returncode == 2 and "hydra.sweep.dir=" in sweep.stderr and _tree(earlier) == before

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import typing
 
+from . import run_dir
 from .errors import Choice, ConfigError
 from .paths import CONF_DIR
 from .schema import Config
@@ -45,8 +46,9 @@ NAME_MAX = 255  # bytes in one path component on Linux and macOS file systems
 
 
 def check_dirs(overrides: list[str]) -> None:
-    """A run or sweep directory whose name no file system takes: refused before Hydra tries to make it (its own
-    answer is a traceback)."""
+    """A run or sweep directory whose name no file system takes (Hydra's own answer is a traceback), or that
+    would write over trainsweep's own files or another run's (src/config/run_dir.py): refused before Hydra
+    makes it and writes its .hydra/ there."""
     for arg in overrides:
         key, _, value = arg.lstrip("+").partition("=")
         if key in ("hydra.run.dir", "hydra.sweep.dir"):
@@ -54,6 +56,8 @@ def check_dirs(overrides: list[str]) -> None:
             if len(long.encode()) > NAME_MAX:
                 raise ConfigError(key, value[:60] + "...", f"a path component of {len(long.encode())} bytes; file "
                                                           f"systems stop at {NAME_MAX}")
+            if "${" not in value:  # an interpolation: the run checks the directory Hydra resolves
+                run_dir.check(value, key)
 
 
 def _leaf_keys(node=Config, prefix: str = "") -> list[str]:

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from ..base.files import Busy, atomic_write, content_hash, lock
+from ..config.run_dir import check as check_run_dir  # noqa: F401  (src/run.py, tests)
 from ..config.schema import HOW_NOT_WHAT
 from .document import Report, summary_rows
 
@@ -72,17 +73,6 @@ def data_fingerprint(cfg) -> str | None:
         return None
     parts = [content_hash(p) if p and os.path.isfile(p) else f"missing:{p}" for p in (d.train_file, d.eval_file) if p]
     return hashlib.sha256("+".join(parts).encode()).hexdigest()[:16]
-
-
-def check_run_dir(out_dir: Path) -> None:
-    """A run writes report.json, config.yaml, labels.json and checkpoints/ into its directory, replacing what is
-    there: the working directory or a project's root (hydra.run.dir=.) holds the user's own files."""
-    from ..config.errors import ConfigError
-
-    out = Path(out_dir).resolve()
-    if out == Path.cwd().resolve() or any((out / marker).exists() for marker in (".git", "pyproject.toml", "setup.py")):
-        raise ConfigError("hydra.run.dir", str(out_dir), "is the working directory or a project's root; a run writes "
-                                                       "report.json and config.yaml there: give it a directory of its own")
 
 
 def finished(out_dir: Path, config_hash: str, fingerprint: str | None = None) -> tuple[Report | None, str]:
