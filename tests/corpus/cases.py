@@ -82,6 +82,16 @@ CASES = [
          {**PAD_WASTE, **CLIPPED, "train.grad_accum_loss": "fail"}),
     Case("callbacks_in_constructor", ("{qwen3}", "{data}/cls.csv", "{out}"), "classification", "on",
          {**PAD_WASTE, **CLIPPED, "train.grad_accum_loss": "fail"}),
+    Case("lora_classifier", ("--config_name", "{qwen3}", "--tokenizer_name", "{qwen3}", "--train_file",
+                             "{data}/cls.csv", "--output_dir", "{out}", "--max_steps", "8", "--logging_steps", "1",
+                             "--per_device_train_batch_size", "8", "--report_to", "none", "--save_strategy", "no"),
+         # built from a config, its random weights look like a checkpoint's (config._name_or_path is set either way)
+         "classification", "on", {**PAD_WASTE, **CLIPPED}),
+    Case("trl_sft_lora", ("--config_name", "{qwen3}", "--tokenizer_name", "{qwen3}", "--dataset_name", "{data}/sft",
+                          "--use_peft", "--lora_r", "8", "--output_dir", "{out}", "--max_steps", "8", "--logging_steps",
+                          "1", "--per_device_train_batch_size", "4", "--report_to", "none", "--save_strategy", "no",
+                          "--use_cpu", "--bf16", "false", "--max_length", "64"),
+         "causal_lm", "on", PAD_WASTE),
     Case("bert_lora_classifier", ("{bert}", "{data}/cls.csv", "{out}"), "classification", "encoder",
          {**PAD_WASTE, "train.schedule": "warn"}),  # 2 warm-up steps of 8
 ]
