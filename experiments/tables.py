@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from src.base import stats  # noqa: E402
+from experiments.dropin import tables as dropin_tables  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- table: {} -->", "<!-- /table -->"
@@ -1190,6 +1191,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "scaling/h200x2": (HERE / "scaling/README.md", scaling),
           "loop_overheads/pooled": (HERE / "loop_overheads/README.md", loop_overheads),
           "loop_overheads/concat": (HERE / "loop_overheads/README.md", loop_overheads_concat)}
+TABLES |= dropin_tables.TABLES  # experiments/dropin builds its own, beside its experiment
 
 
 # -- README blocks ------------------------------------------------------------------------------------

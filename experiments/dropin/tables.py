@@ -1,0 +1,72 @@
+"""The tables of experiments/dropin/README.md, built from results/ (registered in experiments/tables.py, which
+checks the README's copies). Every figure of a row comes from one device call's files: h200_callN_runs.jsonl
+(experiments/dropin/record.py, a line per run) and h200_callN_anchors.jsonl (the plain-Trainer anchor)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .agree import agree
+
+HERE = Path(__file__).resolve().parent
+CALLS = ("h200_call1", "h200_call2")
+NAMES = {"lora_classifier": "Qwen3-4B LoRA classifier, bs 8", "trl_sft_lora": "Llama-3.2-3B TRL SFT LoRA, bs 8"}
+
+
+def _lines(path: str) -> list[dict]:
+    out = []
+    for line in (HERE / "results" / path).read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:  # the anchor's Trainer prints its metrics as a Python dict
+            pass
+    return out
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _ab(run: dict) -> str:
+    """speedup()'s own A/B before training: the ratio and its 95% interval over 5 interleaved rounds."""
+    sp = (run.get("verified") or {}).get("speedup")
+    return f"{sp['ratio']:.2f}x ({sp['low']:.2f}-{sp['high']:.2f})" if sp else ""
+
+
+def runs() -> str:
+    rows = []
+    for call in CALLS:
+        anchor = next(a for a in _lines(f"{call}_anchors.jsonl") if a.get("name") == "bf16_sdpa_b8")
+        rows.append([call, "plain-Trainer anchor (bf16 sdpa bs 8, its own rows)", "P", f"{anchor['real_tok_per_s']:,}",
+                     "", "", "", "", f"{anchor['peak_alloc_gb']}", ""])
+        by = {(r["script"], r["mode"]): r for r in _lines(f"{call}_runs.jsonl")}
+        for script in NAMES:
+            p, s = by.get((script, "plain")), by.get((script, "sped"))
+            for mode, r in (("P", p), ("S", s)):
+                if r is None:
+                    continue
+                ratio = f"**{s['own_clock_tok_s'] / p['own_clock_tok_s']:.2f}x**" if mode == "S" and p else ""
+                rows.append([call, NAMES[script], mode, f"{r['own_clock_tok_s']:,.0f}", ratio, _ab(r) if mode == "S" else "",
+                             f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if mode == "S" else "",
+                             f"{r['peak_gb']}", f"{r['rows_per_step']:.2f}"])
+    return _markdown(["call", "script", "run", "script's own clock, real tok/s", "S / P", "speedup()'s A/B (95%)",
+                      "train_runtime s", "speedup() s", "peak GB", "rows a step"], rows)
+
+
+def losses() -> str:
+    rows = []
+    for call in CALLS:
+        by = {(r["script"], r["mode"]): r for r in _lines(f"{call}_runs.jsonl")}
+        for script in NAMES:
+            if (script, "plain") not in by or (script, "sped") not in by:
+                continue
+            out = agree(by[(script, "plain")]["losses"], by[(script, "sped")]["losses"])
+            for w in out["windows"]:
+                rows.append([call, NAMES[script], w["steps"], f"{w['plain']:.4f}", f"{w['sped']:.4f}",
+                             f"{w['relative']:+.2%}", f"{abs(w['gap']) / w['se']:.1f}" if w["se"] else "-",
+                             "yes" if w["within"] else "**no**"])
+    return _markdown(["call", "script", "steps", "P mean loss", "S mean loss", "gap", "gap / se", "within 3 se"], rows)
+
+
+TABLES = {"dropin/runs": (HERE / "README.md", runs), "dropin/losses": (HERE / "README.md", losses)}

@@ -1,0 +1,116 @@
+"""The corpus: one Case a script, how it is run, and what it exercises. Arguments hold placeholders filled from
+make_fixtures()'s dict ("{qwen3}", "{data}/cls_train.csv", "{sft}") and "{out}", the run's output directory.
+
+`expect_checks` (check name -> what the drop-in's check must say on this script) is left empty on purpose: it is
+filled once the drop-in's checks are settled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def _trl_sft_cli() -> Path:
+    """TRL's own scripts/sft.py, as installed (found without importing trl)."""
+    import importlib.util
+
+    return Path(importlib.util.find_spec("trl").submodule_search_locations[0]) / "scripts" / "sft.py"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    script: str  # a file in scripts/, or "trl:sft" for TRL's installed scripts/sft.py
+    args: tuple[str, ...]
+    task: str  # classification, regression, causal_lm, token_classification, seq2seq
+    note: str
+    expect_checks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return _trl_sft_cli() if self.script == "trl:sft" else SCRIPTS / self.script
+
+    def argv(self, fixtures: dict[str, str], out: Path) -> list[str]:
+        return [a.format(**fixtures, out=out) for a in self.args]
+
+
+_HF_RUN = ("--logging_steps", "1", "--report_to", "none", "--save_strategy", "no", "--output_dir", "{out}")
+
+CASES = [
+    Case("run_glue_style", "run_glue_style.py",
+         ("--model_name_or_path", "{bert}", "--train_file", "{data}/cls_train.csv", "--validation_file",
+          "{data}/cls_dev.csv", "--do_train", "--do_eval", "--max_seq_length", "48", "--per_device_train_batch_size",
+          "4", "--gradient_accumulation_steps", "2", "--max_steps", "6", "--learning_rate", "1e-3", *_HF_RUN),
+         "classification", "(a) HfArgumentParser, padding='max_length' at map time, default_data_collator, grad "
+         "accum 2, evaluate() after train"),
+    Case("stsb_regression", "stsb_regression.py",
+         ("--model", "{bert}", "--csv", "{data}/sts.csv", "--out", "{out}"),
+         "regression", "(b) sentence pairs, num_labels=1, float labels scaled, pandas -> from_pandas, MSE loss"),
+    Case("run_clm_style", "run_clm_style.py",
+         ("--model_name_or_path", "{gpt2}", "--train_file", "{data}/text.txt", "--block_size", "32", "--do_train",
+          "--do_eval", "--per_device_train_batch_size", "4", "--max_steps", "8", *_HF_RUN),
+         "causal_lm", "(c) group_texts into 32-token blocks, labels = input_ids, default_data_collator, GPT-2 BPE "
+         "without pad"),
+    Case("ner_course_style", "ner_course_style.py", ("{bert}", "{data}/ner.jsonl", "{out}"),
+         "token_classification", "(d) is_split_into_words, first sub-token labelled and the rest -100, "
+         "DataCollatorForTokenClassification, WordPiece splits"),
+    Case("run_summarization_style", "run_summarization_style.py",
+         ("--model_name_or_path", "{seq2seq}", "--train_file", "{data}/sum.jsonl", "--source_prefix", "summarize: ",
+          "--per_device_train_batch_size", "4", "--max_steps", "8", "--learning_rate", "1e-3", *_HF_RUN),
+         "seq2seq", "(e) Seq2SeqTrainer, text_target labels, DataCollatorForSeq2Seq(model=...) with -100"),
+    Case("trl_sft_messages", "trl_sft_messages.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
+         "causal_lm", "(f) SFTTrainer(model=<path>) on messages rows, TRL applies the chat template"),
+    Case("trl_sft_packing", "trl_sft_packing.py",
+         ("--model", "{qwen3}", "--data", "{data}/text.txt", "--output_dir", "{out}"),
+         "causal_lm", "(g) SFTConfig(packing=True): padding-free packed rows with position_ids, grad accum 2"),
+    Case("trl_prompt_completion_lora", "trl_prompt_completion_lora.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
+         "causal_lm", "(h) prompt/completion rows (completion-only loss), LoraConfig via peft_config"),
+    Case("peft_alpaca_lora", "peft_alpaca_lora.py",
+         ("--base_model", "{llama_nopad}", "--data_path", "{data}/alpaca.json", "--output_dir", "{out}"),
+         "causal_lm", "(i) get_peft_model, prompt masked to -100, pad_token_id=0 with left padding, "
+         "DataCollatorForSeq2Seq(pad_to_multiple_of=8), grad accum 2, adapter saved"),
+    Case("torch_dataset_tensors", "torch_dataset_tensors.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(j) torch Dataset of squeezed return_tensors='pt' rows padded to max_length, "
+         "decoder classifier, pad_token_id set on the config"),
+    Case("set_format_torch", "set_format_torch.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(k) set_format('torch') ragged rows, DataCollatorWithPadding"),
+    Case("set_format_numpy", "set_format_numpy.py", ("{bert}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(l) set_format('numpy') rows padded at map time, map(num_proc=2), default collator"),
+    Case("batchencoding_rows", "batchencoding_rows.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(m) __getitem__ returns the tokenizer's BatchEncoding with labels added"),
+    Case("list_of_dicts", "list_of_dicts.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
+         "classification", "(n) train_dataset is a plain list of dicts with a 'label' key, no datasets library"),
+    Case("subclass_mean_ce", "subclass_mean_ce.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "(o) Trainer subclass, its own mean cross-entropy (num_items_in_batch ignored), grad "
+         "accum 2"),
+    Case("class_weighted_trainer", "class_weighted_trainer.py", ("{bert}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(p) compute_loss pops labels before the forward, weighted CrossEntropyLoss"),
+    Case("iterable_stream", "iterable_stream.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(q) torch IterableDataset tokenizing on the fly, max_steps, model_init"),
+    Case("eval_early_stopping", "eval_early_stopping.py",
+         ("--model", "{qwen3}", "--train", "{data}/cls_train.csv", "--valid", "{data}/cls_dev.csv", "--out", "{out}"),
+         "classification", "(r) eval/save every 2 steps, load_best_model_at_end, metric_for_best_model, "
+         "EarlyStoppingCallback, checkpoints written"),
+    Case("user_callbacks", "user_callbacks.py", ("{gpt2}", "{data}/short.csv", "{out}"),
+         "classification", "(s) add_callback: a printing callback and one setting should_training_stop; GPT-2 "
+         "pad = eos and model.config.pad_token_id fixed by hand"),
+    Case("llama_pad_eos_classifier", "llama_pad_eos_classifier.py", ("{llama_nopad}", "{data}/cls_train.csv", "{out}"),
+         "classification", "(t) Llama classifier, pad = eos with no eos in the rows, padded to the longest row at "
+         "map time"),
+    Case("short_rows_accum", "short_rows_accum.py", ("{qwen3}", "{data}/short.csv", "{out}"),
+         "classification", "(u) 5-35 token rows, batch 8 x grad accum 2, the Trainer's default padding collator"),
+    Case("callbacks_in_constructor", "callbacks_in_constructor.py",
+         ("model={bert}", "train={data}/cls_train.csv", "output_dir={out}"),
+         "classification", "(v) callbacks=[...] in the constructor, grad accum 2, key=value command line"),
+    Case("collate_tokenize", "collate_tokenize.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "raw text rows, remove_unused_columns=False, the collate_fn tokenizes each batch"),
+    Case("trl_sft_cli", "trl:sft",
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{sft}", "--max_steps", "6",
+          "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3",
+          "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
+         "causal_lm", "TRL's installed scripts/sft.py unmodified, --dataset_name a local folder of messages rows, "
+         "grad accum 2, saves the model"),
+]
+BY_NAME = {case.name: case for case in CASES}
