@@ -5,24 +5,22 @@
     modes: frozenset() plain, {"measure"}, {"speedup"} or both (src/dropin/hook.py installed before the script)
 
 Why a fork server: importing torch, transformers, datasets, peft and TRL costs 6-15 s a process on CI's two
-cores, and the corpus runs about 80 processes. A helper process (`python harness.py serve`, started on first use,
-one per test process) imports them once, runs no torch op and starts no thread (a forked child must not inherit a
-half-held lock), then forks one child per run. The child is a process of its own: it sets argv, cwd and the
-environment, draws fresh random states as a new interpreter would (a script that forgets to seed shows up as
-nondeterministic here too, not as falsely repeatable), installs the drop-in hook for `modes`, wraps Trainer.train
-with the recorder (outermost, so it sees the log_history the hook leaves), and runs the script with runpy.
+cores, and the corpus runs about 80 processes. A helper process (`python harness.py serve`, one per test process)
+imports them once, runs no torch op and starts no thread (a forked child must not inherit a half-held lock), then
+forks a child per run. The child sets argv, cwd and environment, draws fresh random states as a new interpreter
+would (so a script that forgets to seed is caught as nondeterministic, not falsely repeatable), installs the hook
+for `modes`, wraps Trainer.train with the recorder (outermost: it sees the log_history the hook leaves) and runs
+the script with runpy. What a fork cannot give back: the heavy packages are imported before the script starts (an
+environment variable a script sets before its imports comes too late; corpus scripts set none), and the hash seed
+is the server's (PYTHONHASHSEED=0 in both ways of running, so that they agree).
 
-What a fork cannot give back: the heavy packages are already imported when the script starts (an environment
-variable a script sets before its own imports comes too late; corpus scripts set none) and the hash seed is the
-server's (PYTHONHASHSEED=0 for both ways of running, so that they agree).
-
-The recorder is test code: one JSON line per train() call, {"trainer", "log_history", "global_step"} when it
-returns, {"trainer", "error"} (the traceback) when it raises; a run whose train() raised exits non-zero even if the
-script swallowed the exception.
+The recorder (test code) appends a JSON line per train() call: {"trainer", "log_history", "global_step"}, or
+{"trainer", "error": traceback} if it raised; then the run exits non-zero even if the script swallowed the error.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -99,9 +97,8 @@ class ForkServer:
             raise RuntimeError("the corpus fork server did not start")
 
     def _answer(self) -> dict:
-        for line in self.proc.stdout:
-            if line.startswith(PROTOCOL):
-                return json.loads(line[len(PROTOCOL):])
+        for line in filter(lambda line: line.startswith(PROTOCOL), self.proc.stdout):
+            return json.loads(line[len(PROTOCOL):])
         raise RuntimeError(f"the corpus fork server died (exit {self.proc.wait()})")
 
     def run(self, script, args, modes, workdir, timeout: float = 120, env=None) -> Result:
@@ -185,8 +182,7 @@ def _install_hook(modes: set[str], workdir: Path) -> None:
         import traceback
 
         (workdir / "hook_error.txt").write_text(traceback.format_exc())
-        sys.stderr.write(traceback.format_exc())
-        sys.stderr.flush()
+        print(traceback.format_exc(), file=sys.stderr, flush=True)
         os._exit(HOOK_FAILED)
 
 
@@ -199,9 +195,8 @@ def _wrap_train(module, record: str) -> None:
         try:
             result = original(self, *args, **kwargs)
         except BaseException:
-            line = {"trainer": type(self).__name__, "error": traceback.format_exc()}
-            _failed.append(line)
-            _append(record, line)
+            _failed.append({"trainer": type(self).__name__, "error": traceback.format_exc()})
+            _append(record, _failed[-1])
             raise
         _append(record, {"trainer": type(self).__name__, "log_history": self.state.log_history,
                          "global_step": self.state.global_step})
@@ -227,10 +222,7 @@ def _install_recorder(record: str) -> None:
 
     class Loader(importlib.abc.Loader):
         def __init__(self, inner):
-            self.inner = inner
-
-        def create_module(self, spec):
-            return self.inner.create_module(spec)
+            self.inner, self.create_module = inner, inner.create_module
 
         def exec_module(self, module):
             self.inner.exec_module(module)
@@ -329,10 +321,8 @@ def _wait(pid: int, timeout: float) -> int:
         if done:
             return os.waitstatus_to_exitcode(status)
         if time.monotonic() > deadline:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             os.waitpid(pid, 0)
             return -signal.SIGKILL
         time.sleep(0.02)

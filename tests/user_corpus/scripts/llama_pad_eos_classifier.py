@@ -29,7 +29,9 @@ def main(base_model, data_file, output_dir):
         return tokenizer(examples["text"], padding=True, truncation=True, max_length=80)
 
     tokenized = dataset.map(preprocess, batched=True, batch_size=None, remove_columns=["text"])
-    assert tokenizer.eos_token_id not in tokenized["train"][0]["input_ids"][:3]
+    # every eos in the padded rows is padding: attention_mask is 0 wherever input_ids is eos
+    for row in tokenized["train"]:
+        assert all(m == 0 for t, m in zip(row["input_ids"], row["attention_mask"]) if t == tokenizer.eos_token_id)
 
     training_args = TrainingArguments(output_dir=output_dir, learning_rate=1e-3, per_device_train_batch_size=8,
                                       per_device_eval_batch_size=8, max_steps=8, weight_decay=0.01,
