@@ -229,6 +229,20 @@ def test_8_pad_equal_to_eos_is_harmless_when_no_row_holds_eos(tmp_path):
     assert checks["tokenizer.pad_is_eos"]["status"] == "pass" and checks["model.pooling"]["status"] == "pass"
 
 
+def test_8_pad_positions_of_rows_padded_when_tokenised_are_not_eos(tmp_path):
+    """Found on the user corpus: rows padded to their longest at map time with pad == eos read as "eos inside 140
+    of 144 rows"; those were pad positions (attention_mask 0)."""
+    tokenizer = _tokenizer(pad="[EOS]")
+    data = Dataset.from_dict({"text": TEXTS, "label": [i % 3 for i in range(len(TEXTS))]}).map(
+        lambda b: tokenizer(b["text"], padding="longest"), batched=True, remove_columns=["text"])
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3, pad_token_id=tokenizer.pad_token_id)),
+                      args=_args(tmp_path), train_dataset=data, processing_class=tokenizer)
+    attach(trainer)
+    _train(trainer)
+    assert _checks(tmp_path)["tokenizer.pad_is_eos"]["status"] == "pass"
+
+
 def test_the_tokenizer_handed_only_to_the_collator_is_checked(tmp_path):
     tokenizer = _tokenizer()
     set_seed(0)

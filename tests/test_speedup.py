@@ -479,12 +479,30 @@ def test_rows_padded_at_tokenisation_on_the_left_pack_to_the_same_loss(tmp_path)
 
 
 def test_a_verification_that_cannot_run_turns_every_lever_off_and_the_script_trains_as_written(tmp_path):
-    few = _rows().select(range(40))  # too few rows for the rounds the A/B wants
+    few = _rows().select(range(20))  # two micro-batches of 8: too few to time three rounds
     plain = _losses(_trainer(tmp_path / "plain", data=few))
     trainer = _trainer(tmp_path / "sped", data=few)
     done = _verified(trainer, plain=3.0, packed=1.0)
     assert not any(lv.on for lv in done.levers) and "verification failed" in done.verified["line"]
     assert _losses(trainer) == plain
+
+
+def test_a_small_data_set_is_verified_in_fewer_rounds(tmp_path):
+    """Found on a user-corpus script of 160 rows: the A/B wanted 192 and turned every lever off."""
+    trainer = _trainer(tmp_path, data=_rows().select(range(48)))  # six micro-batches of 8
+    done = _verified(trainer, plain=3.0, packed=1.0)
+    assert done.on("padding-free batches"), done.text()
+    assert "interleaved rounds" in done.verified["line"]
+
+
+def test_the_verification_compares_a_kept_loss_scale_per_item(tmp_path):
+    """Found on the user corpus: at grad_accum 2 the packed classifier keeps the script's doubled loss, and the A/B
+    compared it with the script's per-item loss (1.1174 against 2.2347) and turned every lever off."""
+    trainer = _trainer(tmp_path, accum=2, bs=4)
+    done = _verified(trainer, plain=3.0, packed=1.0)
+    assert done.packing["loss_scale"] == 2 and done.on("padding-free batches"), done.text()
+    loss = done.verified["loss"]
+    assert loss["levers"] == pytest.approx(loss["your batches"], rel=1e-4)
 
 
 def test_a_lever_that_fails_to_apply_takes_back_what_was_applied_and_says_why(tmp_path, monkeypatch):

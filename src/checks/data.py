@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..config.data import PACKED_TASKS
+from ..data.row_shapes import as_row
 from .results import result
 
 
@@ -49,7 +50,13 @@ def _pad_is_eos(tokenizer, train_ds, task: str, pad, eos) -> dict:
     (it looks for the last token that is not pad), and an LM collator that unscores pad ids never learns to stop."""
     if pad is None or pad != eos:
         return result("tokenizer.pad_is_eos", "pass", f"pad {pad}, eos {eos}", "pad != eos")
-    ids = train_ds.select(range(min(len(train_ds), 2000)))["input_ids"]
+    head = train_ds.select(range(min(len(train_ds), 2000)))
+    ids = head["input_ids"]
+    try:  # rows padded when tokenised: a pad position is not an eos of the text, whatever its id
+        masks = head["attention_mask"]
+        ids = [[t for t, m in zip(row, mask) if m] if len(mask) == len(row) else row for row, mask in zip(ids, masks)]
+    except (KeyError, ValueError, TypeError):
+        pass
     ending = sum(1 for row in ids if row and row[-1] == eos)
     inside = sum(1 for row in ids if eos in row[:-1])
     value = f"pad == eos ({tokenizer.eos_token}); eos ends {ending} and occurs inside {inside} of {len(ids)} rows"
@@ -60,8 +67,8 @@ def _pad_is_eos(tokenizer, train_ds, task: str, pad, eos) -> dict:
         return result("tokenizer.pad_is_eos", "fail" if ending else "warn", value, "pad != eos",
                       "sequence classification pools the last token that is not pad_token_id: a trailing eos is "
                       "skipped. Add a dedicated pad token (tokenizer.add_special_tokens) and resize the embeddings")
-    first = train_ds[0]
-    if task == "causal_lm" and hasattr(first, "keys") and "labels" in first.keys():
+    first = as_row(train_ds[0]) or {}
+    if task == "causal_lm" and isinstance(first.get("labels"), list):  # token labels of the row's own
         return result("tokenizer.pad_is_eos", "pass", value, "pad != eos, or labels that keep eos scored",
                       "the rows carry their own labels, so every eos in them stays scored whatever the padding")
     return result("tokenizer.pad_is_eos", "warn", value, "pad != eos",

@@ -62,6 +62,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
     try:
         with rng_kept():
             use("your batches")
+            rounds, micro = _fit_rounds(out, len(rows), rounds, micro)
             plain, packed = _batches(trainer, out, rows, rounds, micro)
             _checkpointing_as_training_has_it(trainer)
             model.train()
@@ -70,7 +71,10 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
                 use(arm)
                 batches = plain[0] if arm == "your batches" else packed[0]
                 total = sum(step(b) * _items(b, task) for b in batches)
-                losses[arm] = float(total) / sum(_items(b, task) for b in batches)
+                # a packed loss that keeps the script's grad_accum-times scale (src/levers/packing.py) is compared
+                # per item, as the script's own is
+                scale = 1 if arm == "your batches" else (out.packing or {}).get("loss_scale", 1)
+                losses[arm] = float(total) / sum(_items(b, task) for b in batches) / scale
             seconds = {arm: [] for arm in arms}
             names = list(arms)
             for r in range(1, rounds + 1):
@@ -135,6 +139,18 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
                     "forward+backward, before training)" + (" - a tie" if total.tie else ""),
             "speedup": {"ratio": total.ratio, "low": total.low, "high": total.high, "tie": total.tie},
             "real_tokens_per_s": mean, "loss": losses, "kept": kept}
+
+
+def _fit_rounds(out: Speedup, n_rows: int, rounds: int, micro: int) -> tuple[int, int]:
+    """As many timed rounds and micro-batches a round as the rows allow (a small data set gets fewer, at least two
+    rounds of one micro-batch); fewer rows than that cannot be timed."""
+    size = max(1, out.packing["rows_per_step_before"] // out.packing["grad_accum_before"])
+    available = n_rows // size
+    micro = max(1, min(micro, available // (rounds + 1)))
+    rounds = min(rounds, available // micro - 1)
+    if rounds < 2:
+        raise ValueError(f"too few rows to time ({n_rows}: {available} of your micro-batches, 3 needed)")
+    return rounds, micro
 
 
 def _batches(trainer, out: Speedup, rows, rounds: int, micro: int) -> tuple[list, list]:

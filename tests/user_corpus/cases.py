@@ -1,8 +1,8 @@
 """The corpus: one Case a script, how it is run, and what it exercises. Arguments hold placeholders filled from
 make_fixtures()'s dict ("{qwen3}", "{data}/cls_train.csv", "{sft}") and "{out}", the run's output directory.
 
-`expect_checks` (check name -> what the drop-in's check must say on this script) is left empty on purpose: it is
-filled once the drop-in's checks are settled.
+What the drop-in's checks must say on each script is tabled in tests/corpus/cases.py; this corpus, another hand's,
+holds the drop-in to the losses (tests/test_user_corpus.py). `expect_checks` stays empty here.
 """
 from __future__ import annotations
 
