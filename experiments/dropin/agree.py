@@ -5,7 +5,7 @@ that difference. A step's noise is read from successive differences (half the me
 neighbouring steps: a falling curve's trend does not count as noise), so the test stays as strict early, where
 the loss moves fast, as late.
 
-    python3 experiments/dropin/agree.py RESULTS.jsonl SCRIPT     # P and S lines of one script in one call
+    python3 experiments/dropin/agree.py RESULTS.jsonl SCRIPT [SEED]   # P and S lines of one script (and seed) in one call
 """
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ def agree(plain: list[float], sped: list[float], steps: int = 50, window: int = 
 
 if __name__ == "__main__":
     path, script = sys.argv[1], sys.argv[2]
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else None
     lines = [json.loads(x) for x in open(path) if x.startswith("{")]
-    runs = {r["mode"]: r["losses"] for r in lines if r["script"] == script}
+    runs = {r["mode"]: r["losses"] for r in lines if r["script"] == script and seed in (None, r.get("seed", 0))}
     out = agree(runs["plain"], runs["sped"])
     for r in out["windows"]:
         print(f"steps {r['steps']}: P {r['plain']:.4f}  S {r['sped']:.4f}  gap {r['gap']:+.4f} "

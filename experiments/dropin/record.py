@@ -66,7 +66,7 @@ def wrap(train):
         result = train(self, *args, **kwargs)
         hook.remove()
         said = getattr(self, "trainsweep_speedup", None)
-        line = {"script": Path(sys.argv[0]).stem, "trainer": type(self).__name__, "gpu": torch.cuda.get_device_name() if CUDA else "cpu",
+        line = {"script": Path(sys.argv[0]).stem, "seed": self.args.seed, "trainer": type(self).__name__, "gpu": torch.cuda.get_device_name() if CUDA else "cpu",
                 "mode": "sped" if said else "plain", "wall_s": round(time.perf_counter() - t0, 2),
                 "speedup_s": round(clock.t_begin - t0, 2), "train_runtime": result.metrics["train_runtime"],
                 "own_clock_tok_s": round(int(made) / (clock.t_end - clock.t_warm), 1) if clock.t_warm else None,

@@ -9,7 +9,7 @@ from pathlib import Path
 from .agree import agree
 
 HERE = Path(__file__).resolve().parent
-CALLS = ("h200_call1", "h200_call2")
+CALLS = ("h200_call1", "h200_call2", "h200_call3")  # call 3: the classifier at seeds 1 and 2
 NAMES = {"lora_classifier": "Qwen3-4B LoRA classifier, bs 8", "trl_sft_lora": "Llama-3.2-3B TRL SFT LoRA, bs 8"}
 
 
@@ -28,6 +28,15 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def _by_run(call: str) -> dict:
+    """(script, seed, mode) -> the run's line (calls 1-2 predate the seed in the line: seed 0)."""
+    return {(r["script"], r.get("seed", 0), r["mode"]): r for r in _lines(f"{call}_runs.jsonl")}
+
+
+def _pairs(by: dict) -> list[tuple[str, int]]:
+    return sorted({(script, seed) for script, seed, _ in by}, key=lambda k: (list(NAMES).index(k[0]), k[1]))
+
+
 def _ab(run: dict) -> str:
     """speedup()'s own A/B before training: the ratio and its 95% interval over 5 interleaved rounds."""
     sp = (run.get("verified") or {}).get("speedup")
@@ -40,14 +49,14 @@ def runs() -> str:
         anchor = next(a for a in _lines(f"{call}_anchors.jsonl") if a.get("name") == "bf16_sdpa_b8")
         rows.append([call, "plain-Trainer anchor (bf16 sdpa bs 8, its own rows)", "P", f"{anchor['real_tok_per_s']:,}",
                      "", "", "", "", f"{anchor['peak_alloc_gb']}", ""])
-        by = {(r["script"], r["mode"]): r for r in _lines(f"{call}_runs.jsonl")}
-        for script in NAMES:
-            p, s = by.get((script, "plain")), by.get((script, "sped"))
+        by = _by_run(call)
+        for script, seed in _pairs(by):
+            p, s = by.get((script, seed, "plain")), by.get((script, seed, "sped"))
             for mode, r in (("P", p), ("S", s)):
                 if r is None:
                     continue
                 ratio = f"**{s['own_clock_tok_s'] / p['own_clock_tok_s']:.2f}x**" if mode == "S" and p else ""
-                rows.append([call, NAMES[script], mode, f"{r['own_clock_tok_s']:,.0f}", ratio, _ab(r) if mode == "S" else "",
+                rows.append([call, f"{NAMES[script]}, seed {seed}", mode, f"{r['own_clock_tok_s']:,.0f}", ratio, _ab(r) if mode == "S" else "",
                              f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if mode == "S" else "",
                              f"{r['peak_gb']}", f"{r['rows_per_step']:.2f}"])
     return _markdown(["call", "script", "run", "script's own clock, real tok/s", "S / P", "speedup()'s A/B (95%)",
@@ -57,13 +66,13 @@ def runs() -> str:
 def losses() -> str:
     rows = []
     for call in CALLS:
-        by = {(r["script"], r["mode"]): r for r in _lines(f"{call}_runs.jsonl")}
-        for script in NAMES:
-            if (script, "plain") not in by or (script, "sped") not in by:
+        by = _by_run(call)
+        for script, seed in _pairs(by):
+            if (script, seed, "plain") not in by or (script, seed, "sped") not in by:
                 continue
-            out = agree(by[(script, "plain")]["losses"], by[(script, "sped")]["losses"])
+            out = agree(by[(script, seed, "plain")]["losses"], by[(script, seed, "sped")]["losses"])
             for w in out["windows"]:
-                rows.append([call, NAMES[script], w["steps"], f"{w['plain']:.4f}", f"{w['sped']:.4f}",
+                rows.append([call, f"{NAMES[script]}, seed {seed}", w["steps"], f"{w['plain']:.4f}", f"{w['sped']:.4f}",
                              f"{w['relative']:+.2%}", f"{abs(w['gap']) / w['se']:.1f}" if w["se"] else "-",
                              "yes" if w["within"] else "**no**"])
     return _markdown(["call", "script", "steps", "P mean loss", "S mean loss", "gap", "gap / se", "within 3 se"], rows)
