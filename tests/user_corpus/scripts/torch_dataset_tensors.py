@@ -1,4 +1,4 @@
-"""Kaggle-notebook style decoder classifier: constants at the top, pandas + sklearn's train_test_split, a
+"""Kaggle-notebook style decoder classifier: constants at the top, pandas and a stratified split by hand (df.sample per class), a
 torch.utils.data.Dataset whose __getitem__ tokenizes one text with padding="max_length" and return_tensors="pt"
 and squeezes the batch dimension away (every row a dict of torch tensors, all MAX_LEN long), a Qwen3 checkpoint
 loaded with AutoModelForSequenceClassification and its pad_token_id set on the config.
@@ -10,7 +10,6 @@ import sys
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.model_selection import train_test_split
 from torch.utils.data import Dataset
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments
 
@@ -27,7 +26,8 @@ torch.manual_seed(SEED)
 
 df = pd.read_csv(CSV_PATH)
 NUM_CLASSES = df["label"].nunique()
-train_df, val_df = train_test_split(df, test_size=0.2, random_state=SEED, stratify=df["label"])
+val_df = df.groupby("label", group_keys=False).sample(frac=0.2, random_state=SEED)
+train_df = df.drop(val_df.index).sample(frac=1.0, random_state=SEED)
 
 
 class TextDataset(Dataset):
