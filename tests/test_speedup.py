@@ -487,6 +487,17 @@ def test_a_verification_that_cannot_run_turns_every_lever_off_and_the_script_tra
     assert _losses(trainer) == plain
 
 
+def test_a_model_whose_attention_does_not_say_it_is_causal_is_not_called_an_encoder(tmp_path):
+    """BLOOM's attention layers carry no is_causal: the reason said 'an encoder', which it is not."""
+    from transformers import BloomConfig, BloomForSequenceClassification
+
+    model = BloomForSequenceClassification(BloomConfig(vocab_size=512, hidden_size=32, n_layer=1, n_head=2,
+                                                       num_labels=5, pad_token_id=0))
+    done = speedup(_trainer(tmp_path, model=model), quiet=True)
+    why = next(lv for lv in done.levers if lv.name == "padding-free batches").detail
+    assert "don't say they are causal" in why and "encoder" not in why
+
+
 def test_a_small_data_set_is_verified_in_fewer_rounds(tmp_path):
     """Found on a user-corpus script of 160 rows: the A/B wanted 192 and turned every lever off."""
     trainer = _trainer(tmp_path, data=_rows().select(range(48)))  # six micro-batches of 8

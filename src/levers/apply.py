@@ -117,6 +117,9 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
     if task is None or getattr(base.config, "is_encoder_decoder", False):
         return None, f"{name}: padding-free batches are for decoder-only causal LMs and sequence classifiers"
     causal = {getattr(m, "is_causal") for m in base.modules() if isinstance(getattr(m, "is_causal", None), bool)}
+    if not causal:  # a family whose attention layers don't say (BLOOM's alibi): not guessed at
+        return None, (f"{name}'s attention layers don't say they are causal (no is_causal): packed sequences "
+                      "could attend to each other")
     if causal != {True}:
         return None, f"{name} is an encoder (bidirectional attention): packed sequences would attend to each other"
     if task == "classification" and not hasattr(base, "score"):
