@@ -195,3 +195,26 @@ def test_a_pack_that_cannot_be_built_mid_training_goes_as_a_padded_batch(tmp_pat
     losses = _losses(trainer)
     assert len(losses) == 6 and all(torch.isfinite(torch.tensor(losses)))
     assert capsys.readouterr().err.count("a pack could not be built (RuntimeError: injected)") == 1
+
+
+def test_a_checkpoint_save_is_kept_out_of_the_timed_steps(tmp_path, monkeypatch):
+    """Issue 54, 1: the Trainer saves after on_step_end, so a save landed in the next timed step (a step time runs
+    from the last step's end): with a save taking a second every 3 steps, no timed step may hold one."""
+    import time
+
+    from transformers import Trainer as HFTrainer
+
+    real = HFTrainer._save_checkpoint
+
+    def slow_save(self, *a, **kw):
+        time.sleep(1.0)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(HFTrainer, "_save_checkpoint", slow_save)
+    trainer = _trainer(tmp_path, accum=1)
+    trainer.args.max_steps, trainer.args.save_strategy, trainer.args.save_steps = 12, "steps", 3
+    attach(trainer, warmup_steps=1)
+    trainer.train()
+    rep = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    times = rep["step_time_s"]["values"]
+    assert len(times) >= 6 and max(times) < 0.5, times

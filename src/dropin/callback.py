@@ -188,6 +188,7 @@ class TrainsweepCallback(TrainerCallback):
     on_optimizer_step = _to_meter("on_optimizer_step")
     on_step_end = _to_meter("on_step_end")
     on_log = _to_meter("on_log")
+    on_save = _to_meter("on_save")
 
     def on_evaluate(self, args, state, control, metrics=None, **kw):
         if self.meter is not None:  # during training: the meter keeps the evaluating step out of the timed ones

@@ -168,6 +168,10 @@ class Measure(TrainerCallback):
         # Evaluation ran between this step's end and the next step's begin: keep it out of step times.
         self._evaluated = True
 
+    def on_save(self, args, state, control, **kw):
+        # So did a checkpoint save (seconds on a real model): a step time measures from the last step's end
+        self._evaluated = True
+
     def on_step_end(self, args, state, control, **kw):
         step, window = state.global_step - self.first_step, self.window
         self.timer.end()
