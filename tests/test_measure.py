@@ -301,3 +301,20 @@ def test_host_ops_are_the_hosts_ops_per_profiled_step_costliest_first():
     assert ops["aten::mm"]["calls"] == 3 and ops["aten::add"]["calls"] == 1
     times = [row["self_ms"] for row in busy._host_ops(steps=2)]
     assert times == sorted(times, reverse=True) and all(t >= 0 for t in times) and times[0] > 0
+
+
+def test_a_run_that_never_settled_is_not_called_stopped_when_stable_after_an_evaluation():
+    """Issue 54, item 2: an evaluation dropped a timed step, so fewer steps were timed than the window held, and
+    `n < max_timed` read as "stopped when stable" for a run whose mean never settled."""
+    meter = Measure(TokenCounter("classification"), "cpu", warmup=1, max_steps=12, profile_steps=0,
+                    stop_rel_error=1e-12, min_steps=3)  # a tolerance no real clock meets
+    hooks = TrainerHooks(meter)
+    hooks.train_begin()
+    for step in range(12):
+        hooks.step(lambda: time.sleep(0.001 * (1 + step % 3)))
+        if step == 5:
+            meter.on_evaluate(None, hooks.state, hooks.control)
+    hooks.train_end()
+    out = meter.results()
+    assert out["step_time_s"]["n"] < out["window_steps"]  # the evaluated step was dropped from the timing
+    assert out["stopped_when_stable"] is False

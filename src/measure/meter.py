@@ -128,6 +128,7 @@ class Measure(TrainerCallback):
         self.started = None  # perf_counter when the run began (build included): the cold start is measured from it
         self._graphs_begin = self._graphs_step = 0  # compiled graphs at train begin, at this step's begin
         self._evaluated = False
+        self.stopped = False  # the stop rule ended the window once the mean step time was known well enough
 
     @classmethod
     def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None) -> "Measure":
@@ -184,6 +185,7 @@ class Measure(TrainerCallback):
             self.timer.drain(wait=False)  # only steps the device has finished: no sync
             if self.stop.met(self.timer.step_times):
                 window.last = step  # the mean is known well enough: end the window here
+                self.stopped = True
                 control.should_training_stop = not self.profile_steps
         if step == window.last:
             window.close()
@@ -228,7 +230,8 @@ class Measure(TrainerCallback):
             "phases_s": {"warmup": span(self.phase_times["train_begin"], w["open_at"]),
                          "measure": span(w["open_at"], w["close_at"]),
                          "profile_and_rest": span(w["close_at"], self.phase_times["train_end"])},
-            "stopped_when_stable": self.stop is not None and n < window.max_timed,
+            # the rule itself ended the window (a timed step an evaluation or a save dropped is not "stable")
+            "stopped_when_stable": self.stopped,
             "compile": {"graphs": compiled_graphs() - self._graphs_begin, "graphs_in_window": w["graphs"],
                         "to_first_step_s": self.first_step_s},
         }
