@@ -173,3 +173,11 @@ def test_new_shapes_are_flagged_only_where_they_cost_something():
     new = Shapes(distinct_in_window=5, new_in_window=3)
     assert any("new batch shapes" in r for r in flags(step, new, Compile(), {}, False, False).reasons)
     assert not any("new batch shapes" in r for r in flags(step, new, Compile(), {}, False, False, shapes_matter=False).reasons)
+
+
+def test_a_gpu_verdict_without_a_busy_figure_says_host_bound_was_not_checked():
+    """Issue 54, item 3: with no GPU-busy figure (measure.profile_steps=0, or a failed profiler read) the verdict
+    fell through to "compute" as if the host-bound test had run and passed."""
+    unchecked = " ".join(_case(busy=None).reasons)
+    assert _case(busy=None).bottleneck == "compute" and "not checked for host-bound" in unchecked
+    assert not any("not checked" in r for r in _case(busy=0.95).reasons)

@@ -112,6 +112,9 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
             reasons.append("on a CPU, less work helps (fewer or narrower layers, less padding, a smaller batch); "
                            "fp32 is usually the fastest precision there; a GPU runs this size hundreds of times faster")
         else:
+            if gpu_busy is None:  # nothing measured the idle GPU: host-bound is not ruled out, and the verdict says so
+                reasons.append("not checked for host-bound: no GPU-busy figure (measure.profile_steps=0, or the "
+                               "profiler's read failed); a step that waits for Python to launch kernels reads as compute")
             faster = "flash attention, fused ops" if amp in ("bf16", "fp16") else "bf16, flash attention, fused ops"
             reasons.append(f"faster kernels ({faster}) or less work (less padding) help")
     return Verdict(bottleneck=bottleneck, saturated=saturated, reasons=reasons)
