@@ -318,3 +318,14 @@ def test_a_run_that_never_settled_is_not_called_stopped_when_stable_after_an_eva
     out = meter.results()
     assert out["step_time_s"]["n"] < out["window_steps"]  # the evaluated step was dropped from the timing
     assert out["stopped_when_stable"] is False
+
+
+def test_the_interval_reads_every_timed_step_and_p50_is_the_median():
+    """Issue 54, item 6: the interval used the first 1,000 step times while the mean used all; p50 was the upper
+    middle of an even count."""
+    from src.measure.meter import _stats
+
+    assert _stats([1.0, 2.0, 3.0, 4.0])["p50"] == 2.5
+    meter = Measure(TokenCounter("classification"), "cpu", warmup=0, max_steps=1500, profile_steps=0)
+    meter.timer.step_times = [0.01] * 1200 + [0.05] * 300
+    assert len(meter.results()["step_time_s"]["values"]) == 1500

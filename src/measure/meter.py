@@ -93,7 +93,7 @@ def _stats(values: list[float]) -> dict:
     if not values:
         return {"mean": None, "p50": None, "p90": None, "stdev": None, "n": 0}
     ordered = sorted(values)
-    return {"mean": statistics.fmean(values), "p50": ordered[len(ordered) // 2],
+    return {"mean": statistics.fmean(values), "p50": statistics.median(ordered),
             "p90": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
             "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
 
@@ -214,7 +214,7 @@ class Measure(TrainerCallback):
             "window_steps": window.steps,
             "step_time_s": {**_stats(t.step_times), "warmup_steps": window.warmup,
                             "wall_mean": w["wall_s"] / n if w["wall_s"] and n else None,
-                            "values": t.step_times[:1000]},
+                            "values": t.step_times},  # all of them: the interval is read from these, as the mean is
             "breakdown_s": {p: _mean(v) for p, v in t.durations.items()},
             "host_s": {"data": _mean(t.host_data), "launch": _mean(t.host_launch),
                        "gc": w["gc_s"] / n if n else None, "gc_collections": w["gc_collections"]},
