@@ -136,8 +136,8 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
     span = f"({total.low:.2f}-{total.high:.2f})" if np.isfinite(total.high) else "(no interval)"
     return {"line": f"speedup {total.ratio:.2f}x {span} on {out.device}: {kept}; loss on the same rows and weights "
                     f"{plain:.4f} yours, {losses[final]:.4f} sped up ({len(rates[final])} interleaved rounds of "
-                    "forward+backward, before training; the packed arm timed on packs at least 90% full, as all but an "
-                    "epoch's last few are)" + (" - a tie" if total.tie else ""),
+                    "forward+backward, before training; the packed arm timed on packs at least 90% full, training's "
+                    "partly filled ones not)" + (" - a tie" if total.tie else ""),
             "speedup": {"ratio": total.ratio, "low": total.low, "high": total.high, "tie": total.tie},
             "real_tokens_per_s": mean, "loss": losses, "kept": kept}
 
