@@ -63,6 +63,7 @@ def assert_trained(case: Case, result: harness.Result) -> None:
         f"{case.name}: losses {result.losses}"
 
 
+@pytest.mark.slow  # ~110 s on CI's two cores: `make test-all`; tests/test_corpus.py holds the drop-in in `make test`
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_measured_and_sped_up_a_script_trains_as_written(case, fixtures, fork_server, timings, tmp_path):
     plain = run(case, fixtures, tmp_path / "plain")
