@@ -103,3 +103,26 @@ def test_a_run_directory_inside_another_runs_outputs_is_refused(markers, tmp_pat
     assert _tree(earlier) == before
     sweep = cli("-m", *QUICK, "batch=4", f"hydra.sweep.dir={earlier / 'sweep'}")
     assert sweep.returncode == 2 and "hydra.sweep.dir=" in sweep.stderr and _tree(earlier) == before
+
+
+# -- 7. two cells of a sweep, one job directory ---------------------------------------------------------------
+def test_job_directories_differ_for_values_that_differ_only_in_a_slash_or_quotes():
+    from src.config.compose import job_dirname
+
+    pairs = [("model.name=x/y", "model.name=x-y"), ("data.train_file=a/b.csv", "data.train_file=a-b.csv"),
+             ("trainer.args.run_name='1'", "trainer.args.run_name=1"), ("model.name='it''s'", "model.name=its")]
+    for a, b in pairs:
+        assert job_dirname(a) != job_dirname(b), (a, b)
+        assert job_dirname(a) == job_dirname(a) and "/" not in job_dirname(a)  # a rerun finds it again
+    assert job_dirname("batch='16',model=tiny") == "batch=16,model=tiny"  # the command line's own quotes: as before
+    assert job_dirname("model.name=x-y") == "model.name=x-y"
+    assert job_dirname("batch.grad_accum='${grad_accum_for:64,${batch.size}}',batch='4'") == "batch.effective=64,batch=4"
+
+
+def test_a_sweep_over_values_equal_after_a_slash_becomes_a_dash_runs_and_names_both_jobs(tmp_path):
+    proc = cli("-m", *BRIEF, "trainer.max_steps=2", "model.name=x/y,x-y", f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    jobs = sorted(p.parent.name for p in tmp_path.glob("*/report.json"))
+    assert len(jobs) == 2, jobs
+    assert {read_report(tmp_path / job)["config"]["model"]["name"] for job in jobs} == {"x/y", "x-y"}
+    assert "2 jobs" in (tmp_path / "summary.md").read_text()

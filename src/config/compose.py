@@ -4,6 +4,7 @@ command line would run, for tests and benchmarks."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 
 from omegaconf import DictConfig, OmegaConf
@@ -17,15 +18,24 @@ from .paths import CONF_DIR, PACKAGE
 MAX_DIRNAME = 200  # bytes; most file systems stop at 255, and a sweep with a dozen overrides passes that
 
 
+_GROUP_NUMBER = re.compile(r"(?:^|(?<=,))([\w-]+)='(\d+)'(?=,|$)")  # batch='16': the command line's quotes (cli.py)
+
+
 def job_dirname(overrides: str) -> str:
-    """A sweep job's directory name: its overrides, readable; past MAX_DIRNAME their start and a hash of the whole,
-    so the name stays unique and the same on a rerun (which finds the finished jobs by it)."""
-    name = re.sub(r"batch\.grad_accum=\$\{grad_accum_for:(\d+),\$\{batch\.size\}\}", r"batch.effective=\1", overrides)
-    name = name.replace("'", "").replace("/", "-") or "defaults"
-    if len(name.encode()) <= MAX_DIRNAME:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
-    return name.encode()[:MAX_DIRNAME - 13].decode(errors="ignore") + "-" + digest
+    """A sweep job's directory name: its overrides, readable, and one per cell whatever its values. A `/` can't be
+    in a name and a quote is noise, so `model.name=x/y` reads `model.name=x-y`; where that loses anything (other
+    than the quotes the command line put around a numbered group choice) a hash of the overrides follows, so x/y
+    and x-y never share a directory. Past MAX_DIRNAME: their start and that hash. The same on a rerun (which
+    finds the finished jobs by it)."""
+    name = re.sub(r"batch\.grad_accum='?\$\{grad_accum_for:(\d+),\$\{batch\.size\}\}'?", r"batch.effective=\1", overrides)
+    name = _GROUP_NUMBER.sub(lambda m: f"{m[1]}={m[2]}" if os.path.isdir(os.path.join(CONF_DIR, m[1])) else m[0], name)
+    readable = name.replace("'", "").replace("/", "-") or "defaults"
+    digest = hashlib.sha1(overrides.encode()).hexdigest()[:12]
+    if readable != (name or "defaults"):
+        readable += "-" + digest
+    if len(readable.encode()) <= MAX_DIRNAME:
+        return readable
+    return readable.encode()[:MAX_DIRNAME - 13].decode(errors="ignore") + "-" + digest
 
 
 OmegaConf.register_new_resolver("job_dirname", job_dirname, replace=True)
