@@ -2,12 +2,15 @@
     python scripts/collect.py LABEL REPORT.json OUT.jsonl [--line]
 --line also prints the run's headline numbers on one line (what a GPU call shows as each run ends)."""
 import json
+import os
 import sys
 
 label, report_path, out_path = sys.argv[1:4]
 with open(report_path) as f:
     report = json.load(f)
 report["label"] = report.pop("label", label)
+if os.environ.get("CALL_ID"):  # the device call this row came from: ratios compare rows of one call
+    report["call"] = os.environ["CALL_ID"]
 with open(out_path, "a") as f:
     f.write(json.dumps(report, default=str) + "\n")
 

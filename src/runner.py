@@ -75,7 +75,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .model import flops, memory_model, speed
         from .report import analysis, loggers
         from .report.sections import Flops
-        from .train import debug, divergence, metrics
+        from .train import budget, debug, divergence, metrics
         from .train import trainer as train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
@@ -85,13 +85,21 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         rep.resolved, rep.env = env.describe(res), env.info(res.device)
         conf = models.hf_config(cfg)
         models.check_cpu_size(cfg, res, conf)  # before the data and the model: a 4B model on a CPU answers in seconds
+        auto_budget = budget.is_auto(cfg) and res.device == "cuda"  # a probe on the built model picks the budget
+        if budget.is_auto(cfg):  # until then packs of the probe's budget; without a GPU, batch.size rows for good
+            rep.resolved["budget"] = budget.provisional(cfg, res.device)
         prep = prepare.prepare(cfg, conf, out_dir)
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info
-        rep.resolved.update(train.from_the_data(cfg, prep, res.world_size))  # num_labels, epochs: counted from the rows
+        rep.resolved.update(train.from_the_data(cfg, prep, res.world_size, say=not auto_budget))  # num_labels, epochs
         model = models.build_model(cfg, res, conf)
         rep.params, rep.speed_paths = models.parameter_counts(model), model.trainsweep_paths
         lengths = rep.data["lengths"]
+        if auto_budget:  # the probe times the model as it will train: compiled where it will be
+            if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
+                rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
+            prep, rep.resolved["budget"] = budget.choose_for_run(cfg, res, model, prep)
+            rep.resolved.update(train.from_the_data(cfg, prep, res.world_size))  # epochs count the new packs
         rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, prep.collator, lengths)
         rep.flops = Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
                                                          cfg.trainer.gradient_checkpointing),
@@ -106,7 +114,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
         me = cfg.measure
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
-        if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":
+        if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional" and not auto_budget:
             rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
         trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed",
                                       cuda_graphs=uses_cuda_graphs(cfg.trainer))(

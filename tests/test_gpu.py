@@ -214,3 +214,17 @@ def test_the_copies_kernel_time_is_the_gpus_share_of_a_micro_batch():
     busy = speed_model.gpu_busy_s(wrapped, batch, "none", "cuda")
     wall = min(b.micro_batch for b in speed_model.time_steps(wrapped, batch, "none", "cuda"))
     assert busy is not None and 0 < busy < wall
+
+
+def test_auto_budget_probes_the_model_and_trains_at_its_choice(tmp_path):
+    """batch.tokens=auto on the GPU: the probe's figures are real (kernels under the wall time of a synced step,
+    the host's launch time positive), the run trains at the chosen budget, and the model was left as it was."""
+    rep = run(compose(*GPU_QUICK, "padding=packed", "batch.tokens=auto", "attention=varlen", "data.size=2048"), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    chosen = rep["resolved"]["budget"]
+    probe = chosen["probe"]
+    assert probe["tokens"] == 8192 and 0 < probe["host_s"] and 0 < probe["gpu_s"]
+    assert probe["peak_bytes"] > probe["base_bytes"] > 0
+    assert chosen["tokens"] in (2048, 4096, 8192, 16384, 32768, 65536)
+    assert rep["tokens"]["all"] == chosen["tokens"] * chosen["grad_accum"] * rep["step_time_s"]["n"]  # the chosen budget
+    assert "batch.tokens=auto chose" in chosen["line"]

@@ -21,6 +21,7 @@
 #   bash experiments/speed/gpu.sh qlora_fused  # issue 33 G5: QLoRA packed 8k compiled, peft's LoRA vs the fused linear
 #   bash experiments/speed/gpu.sh attention # issue 33 item 5: attention kernels (benchmarks/attention_bench.py); autotuned GEMMs, 4 layers
 #   bash experiments/speed/gpu.sh levers    # issue 33: sweep=levers, full depth, anchor first (RESUME=1 continues it)
+#   bash experiments/speed/gpu.sh budget    # issue 53: batch.tokens=auto vs hand-set 8k/16k, classifier and causal LM, bf16 and FP8
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -125,6 +126,19 @@ if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real wi
 fi
 if [ "$what" = anchors ]; then
   anchors seed_before,bf16_sdpa_b8,bf16_sdpa_b32_group
+fi
+if [ "$what" = budget ]; then  # issue 53 item 1: batch.tokens=auto against hand-set budgets, full depth, anchor first
+  anchors bf16_sdpa_b32_group
+  COMMON="model=qwen3 logger=none"
+  B="trainer.max_steps=36 measure.warmup_steps=8 trainer.save_final=false"
+  for job in "fastest experiment=fastest" "fastest_auto experiment=fastest batch.tokens=auto" \
+             "ref +lever=packed_8k" "ref_auto +lever=packed_8k batch.tokens=auto" \
+             "lm_fastest_auto task=causal_lm experiment=fastest batch.tokens=auto" \
+             "fastest_auto_again experiment=fastest batch.tokens=auto" "fastest16k experiment=fastest batch.tokens=16384" \
+             "lm_fastest task=causal_lm experiment=fastest"; do
+    if [ $SECONDS -gt ${BUDGET_S:-470} ]; then echo "skipped ${job%% *}: ${SECONDS}s into the call"; continue; fi
+    run $job $B
+  done
 fi
 if [ "$what" = goals ]; then  # full depth, each run stopping once its step time is known to 2%; anchors first
   anchors seed_before,bf16_sdpa_b8,bf16_sdpa_b32_group

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from omegaconf import MISSING, DictConfig
 
@@ -121,7 +121,9 @@ class DataloaderConfig:
 class BatchConfig:
     size: int = 8
     grad_accum: int = 1
-    tokens: Optional[int] = None  # padding=packed: tokens per micro-batch (a fixed shape); None packs `size` rows
+    # padding=packed: tokens per micro-batch (a fixed shape); None packs `size` rows; "auto" (a GPU) probes the run's
+    # model for the smallest budget the GPU, not the host, sets the pace of (src/train/budget.py)
+    tokens: Any = None
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
@@ -131,7 +133,12 @@ class BatchConfig:
         if b.tokens is not None:
             if cfg.padding.strategy != "packed":
                 raise ConfigError("batch.tokens", b.tokens, "a token budget packs sequences: add padding=packed")
-            if not isinstance(b.tokens, int) or b.tokens < cfg.data.max_length:
-                raise ConfigError("batch.tokens", b.tokens, f"must be an integer >= data.max_length ({cfg.data.max_length}): a pack holds whole sequences")
+            if b.tokens == "auto":
+                if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model":
+                    raise ConfigError("batch.tokens", "auto", "probes the model as the run will train it, which "
+                                      "compile_scope=model compiles later: set a budget (e.g. 16384)")
+                return
+            if isinstance(b.tokens, bool) or not isinstance(b.tokens, int) or b.tokens < cfg.data.max_length:
+                raise ConfigError("batch.tokens", b.tokens, f"must be auto or an integer >= data.max_length ({cfg.data.max_length}): a pack holds whole sequences")
 
 

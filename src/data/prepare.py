@@ -7,6 +7,7 @@ padding by storing padded rows.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -81,6 +82,12 @@ def for_trainer(cfg, train: Dataset):
     log.info("packed %d rows into %d micro-batches of %d tokens (%.1f%% filled)", len(train), len(packs),
              cfg.batch.tokens, 100 * lengths.sum() / (len(packs) * cfg.batch.tokens))
     return PackedDataset(train, packs)
+
+
+def rebudget(cfg, prep: Prepared) -> Prepared:
+    """The same rows packed to cfg.batch.tokens, which batch.tokens=auto chose after the first packing."""
+    collator = collate.build_collator(cfg, prep.collator.pad_id, None, prep.info["lengths"]["min"])
+    return dataclasses.replace(prep, for_trainer=for_trainer(cfg, prep.train), collator=collator)
 
 
 def length_stats(ds: Dataset) -> dict:

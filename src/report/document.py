@@ -114,12 +114,17 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     env = r.get("env") or {}
     if env:
         rows.append(("device", f"{env['device_name']}" + (f", {env['capacity_gb']:.1f} GB" if env.get("capacity_gb") else "")))
-    b, world = c["batch"], res.get("world_size", 1)
+    b, world = dict(c["batch"]), res.get("world_size", 1)
+    chosen = res.get("budget")
+    if b.get("tokens") == "auto":  # what the probe chose (without a GPU: batch.size rows)
+        b.update(tokens=(chosen or {}).get("tokens"), grad_accum=(chosen or {}).get("grad_accum", b["grad_accum"]))
     ranks = f" x {world} ranks ({res['distributed']})" if world > 1 else ""
     micro = f"{b['tokens']} tokens (padding-free)" if b.get("tokens") else b["size"]
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
                  f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
+    if chosen and chosen.get("line"):
+        rows.append(("budget", chosen["line"]))
     sped = r.get("speedup")
     if sped:
         on = [name for name, lever in sped["levers"].items() if lever["on"]]

@@ -116,6 +116,9 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
         flat = r.flat()
         verdict, timing = r.get("verdict"), r.get("timing_s") or {}
         tokens = r.config.get("batch", {}).get("tokens")  # padding-free: the micro-batch is a token budget
+        if tokens == "auto":  # what batch.tokens=auto chose (none without a GPU: batch.size rows) and its grad_accum
+            chosen = (r.get("resolved") or {}).get("budget") or {}
+            tokens, accum = chosen.get("tokens"), chosen.get("grad_accum", accum)
         row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "batch_tokens": tokens, "grad_accum": accum,
                # rows a step; a token budget's packs hold as many rows as fit, so its batch.size says nothing
                "effective_batch": size * accum * world if size and accum and not tokens else None, "world_size": world,

@@ -109,7 +109,7 @@ def training_args(cfg, res: Resolved, out_dir: Path) -> TrainingArguments:
         raise ConfigError("trainer.args", dict(cfg.trainer.args), str(exc).strip().splitlines()[0]) from None
 
 
-def from_the_data(cfg, prep, world_size: int) -> dict:
+def from_the_data(cfg, prep, world_size: int, say: bool = True) -> dict:
     """What the config leaves to the data, decided now that the rows exist, and set in cfg for the rest of the run
     (the checks, the meter, the report): task.num_labels left unset is the data's count of classes, and
     trainer.epochs becomes the optimizer steps that pass over the train rows that often."""
@@ -124,8 +124,9 @@ def from_the_data(cfg, prep, world_size: int) -> dict:
         micro = 1 if cfg.batch.tokens else cfg.batch.size  # a token budget: one pack per micro-batch
         per_step = micro * cfg.batch.grad_accum * world_size
         steps = max(1, math.ceil(cfg.trainer.epochs * len(prep.for_trainer) / per_step))
-        print(f"trainer.epochs={cfg.trainer.epochs:g}: {steps} optimizer steps ({len(prep.for_trainer)} "
-              f"{'packs' if cfg.batch.tokens else 'rows'}, {per_step} a step; trainer.max_steps={cfg.trainer.max_steps} unused)")
+        if say:  # not when batch.tokens=auto will repack and count again
+            print(f"trainer.epochs={cfg.trainer.epochs:g}: {steps} optimizer steps ({len(prep.for_trainer)} "
+                  f"{'packs' if cfg.batch.tokens else 'rows'}, {per_step} a step; trainer.max_steps={cfg.trainer.max_steps} unused)")
         OmegaConf.update(cfg, "trainer.max_steps", steps)
         out["max_steps"] = steps
     return out
