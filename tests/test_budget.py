@@ -8,67 +8,88 @@ from src.machine import env
 from src.model import build as models
 from src.run import run
 from src.train import budget
-from src.train.budget import LOOP_MARGIN, Probe, choose, probe_step
+from src.train.budget import LOOP_MARGIN, Point, Probe, choose, probe_step
 from tests.conftest import QUICK, compose
 
 GB = 2**30
 
 
-def _probe(host_s, gpu_s, tokens=8192, base_gb=10.0, peak_gb=20.0, trainable_gb=0.0):
-    return Probe(tokens=tokens, host_s=host_s, gpu_s=gpu_s, base_bytes=int(base_gb * GB), peak_bytes=int(peak_gb * GB),
+def _probe(*points, base_gb=10.0, peak_gb=20.0, trainable_gb=0.0):
+    """points: (tokens, host_s, gpu_s) each; the first is the probe's budget."""
+    return Probe(points=tuple(Point(*p) for p in points), base_bytes=int(base_gb * GB), peak_bytes=int(peak_gb * GB),
                  trainable_bytes=int(trainable_gb * GB))
 
 
-def test_a_host_bound_probe_doubles_the_budget_to_the_first_gpu_bound_one():
-    """The H200's FP8 step at 8k: launches take longer than the kernels. 16k is the first budget whose kernels
-    outlast the host's time (with the loop's margin); the step's rows double, as grad_accum can't go below 1."""
-    probe = _probe(host_s=0.190, gpu_s=0.174)
-    assert probe.busy_at(8192) == pytest.approx(0.174 / (0.190 * LOOP_MARGIN))
+H200_FP8 = ((8192, 0.186, 0.208), (16384, 0.186, 0.400))  # call 1's 8k probe; 16k as its step times imply
+
+
+def test_the_fixed_part_of_a_step_makes_a_larger_budget_pay_and_the_rows_say_so():
+    """An FP8 step at 8k on an H200: 0.208 s on the GPU, of which ~16 ms don't grow with the tokens, behind 0.214 s
+    of host: 8k spends 90% of its step on the tokens' work, 16k 96%. The step's rows double (grad_accum 1)."""
+    probe = _probe(*H200_FP8)
+    fixed, per_token = probe.line()
+    assert fixed == pytest.approx(0.016) and per_token == pytest.approx(0.192 / 8192)
+    assert probe.share_at(8192) == pytest.approx(0.192 / (0.186 * LOOP_MARGIN))
     choice = choose(probe, grad_accum=1, longest=320, capacity_gb=140)
     assert choice.tokens == 16384 and choice.grad_accum == 1 and choice.rows_per_step_vs_reference == 2
-    assert choice.predicted_busy == 1.0 and "smallest budget predicted GPU-bound" in choice.reason
+    assert choice.predicted_share == pytest.approx(0.384 / 0.400) and "smallest budget whose" in choice.reason
     line = budget.describe(choice, 1)
-    assert "chose 16,384 tokens" in line and "2x the rows per optimizer step" in line
+    assert "chose 16,384 tokens" in line and "2x the rows per optimizer step" in line and "16 ms + 23.4 us/token" in line
 
 
 def test_a_larger_budget_takes_a_smaller_grad_accum_keeping_the_rows_per_step():
-    choice = choose(_probe(host_s=0.190, gpu_s=0.174), grad_accum=4, longest=320, capacity_gb=None)
+    choice = choose(_probe(*H200_FP8), grad_accum=4, longest=320, capacity_gb=None)
     assert (choice.tokens, choice.grad_accum, choice.rows_per_step_vs_reference) == (16384, 2, 1.0)
     assert "grad_accum 4 -> 2 (the same rows per optimizer step" in budget.describe(choice, 4)
 
 
 def test_a_gpu_bound_probe_takes_the_smallest_budget_that_stays_gpu_bound():
-    """Kernels 5x the host's launches at 8k: 2k still keeps the GPU busy, with 4x the micro-batches a step."""
-    choice = choose(_probe(host_s=0.1, gpu_s=0.5), grad_accum=1, longest=320, capacity_gb=None)
-    assert (choice.tokens, choice.grad_accum) == (2048, 4)
-    # 0.125 s of kernels at 2k against 0.115 s of host: busy, but just; at 1k (not a candidate) it would not be
-    assert choice.predicted_busy == 1.0
+    """One point, kernels 5x the host's launches at 8k: 2k's 0.125 s still outlasts the host's 0.115 s."""
+    choice = choose(_probe((8192, 0.1, 0.5)), grad_accum=1, longest=320, capacity_gb=None)
+    assert (choice.tokens, choice.grad_accum, choice.predicted_share) == (2048, 4, 1.0)
 
 
-def test_the_boundary_of_busy_is_the_threshold_not_below_it():
+def test_the_boundary_of_the_share_is_the_threshold_not_below_it():
     host = 0.1
-    at_threshold = budget.BUSY * host * LOOP_MARGIN  # kernels at 16k exactly BUSY of the loop's host time
-    below = choose(_probe(host_s=host, gpu_s=at_threshold / 2 * 0.999), 1, 320, None)
-    exact = choose(_probe(host_s=host, gpu_s=at_threshold / 2 * 1.001), 1, 320, None)
+    at_threshold = budget.BUSY * host * LOOP_MARGIN  # the GPU's time at 16k exactly BUSY of the loop's host time
+    below = choose(_probe((8192, host, at_threshold / 2 * 0.999)), 1, 320, None)
+    exact = choose(_probe((8192, host, at_threshold / 2 * 1.001)), 1, 320, None)
     assert below.tokens == 32768 and exact.tokens == 16384
+
+
+def test_a_large_fixed_part_never_reaches_the_share_and_takes_the_largest_that_fits():
+    probe = _probe((8192, 0.05, 0.30), (16384, 0.05, 0.35))  # 0.25 s that no budget amortises below 64k
+    assert probe.line()[0] == pytest.approx(0.25)
+    choice = choose(probe, 1, 320, capacity_gb=None)
+    assert choice.tokens == 65536 and "no budget that fits reaches 95%" in choice.reason
+    capped = choose(probe, 1, 320, capacity_gb=55)  # 10 GB + 10 GB per 8k of activations: 32k is 50 GB x 1.18 = 59
+    assert capped.tokens == 16384
+
+
+def test_noisy_points_fall_back_to_a_line_through_zero():
+    """A second point faster than the first (noise, or a kernel choice) gives no fixed part, not a negative one."""
+    probe = _probe((8192, 0.1, 0.30), (16384, 0.1, 0.29))
+    assert probe.line() == (0.0, pytest.approx(0.30 / 8192))
+    steep = _probe((8192, 0.1, 0.10), (16384, 0.1, 0.40))  # the line would cross zero above 0 tokens
+    assert steep.line() == (0.0, pytest.approx(0.10 / 8192))
 
 
 def test_memory_keeps_the_budget_where_a_larger_one_would_not_fit():
     """A fake memory model: 10 GB before, 20 GB at the probe's 8k peak, 1 GB of adapters. 16k would need
-    10 + 2 + 20 = 32 GB (x1.18 the allocator's margin: 37.8) over a 30 GB cap: host-bound, but the largest that fits."""
-    probe = _probe(host_s=0.190, gpu_s=0.174, base_gb=10, peak_gb=20, trainable_gb=1)
+    10 + 2 + 20 = 32 GB (x1.18 the allocator's margin: 37.8) over a 30 GB cap: the largest that fits."""
+    probe = _probe(*H200_FP8, base_gb=10, peak_gb=20, trainable_gb=1)
     assert probe.memory_gb_at(16384) == pytest.approx(32.0)
     choice = choose(probe, grad_accum=1, longest=320, capacity_gb=30)
-    assert choice.tokens == 8192 and "host-bound at every budget that fits" in choice.reason
+    assert choice.tokens == 8192 and "no budget that fits reaches" in choice.reason
     assert choice.predicted_memory_gb == pytest.approx(22.0)
     tiny = choose(probe, grad_accum=1, longest=320, capacity_gb=5)
     assert tiny.tokens == 2048 and "no candidate fits" in tiny.reason
 
 
 def test_a_pack_holds_the_longest_sequence_whatever_the_probe_says():
-    choice = choose(_probe(host_s=0.01, gpu_s=1.0), grad_accum=1, longest=5000, capacity_gb=None)
+    choice = choose(_probe((8192, 0.01, 1.0)), grad_accum=1, longest=5000, capacity_gb=None)
     assert choice.tokens == 8192  # 2k and 4k can't hold a 5,000-token row
-    assert choose(_probe(host_s=0.01, gpu_s=1.0), 1, longest=100_000, capacity_gb=None).tokens == 100_000
+    assert choose(_probe((8192, 0.01, 1.0)), 1, longest=100_000, capacity_gb=None).tokens == 100_000
 
 
 class FakeClock:
@@ -122,10 +143,16 @@ def test_the_run_repacks_its_data_to_the_probes_choice(tmp_path, monkeypatch):
     model = models.build_model(cfg, res, conf)
     before = len(prep.for_trainer)
     seen = []
-    monkeypatch.setattr(budget, "probe_model", lambda m, batch, amp: seen.append(batch["input_ids"].numel())
-                        or _probe(host_s=0.1, gpu_s=0.06))  # kernels 0.12 s at 16k: the first over 0.95 x 0.115
+    def fake_probe(m, batch, amp, second):
+        seen.append(batch["input_ids"].numel())
+        first = _probe((8192, 0.1, 0.06))
+        bigger = second(first)  # the run builds a real pack of twice the budget where it fits (no cap on a CPU)
+        seen.append(bigger["input_ids"].numel())
+        return _probe((8192, 0.1, 0.06), (16384, 0.1, 0.12))  # 0.12 s at 16k: the first over 0.95 x 0.115
+
+    monkeypatch.setattr(budget, "probe_model", fake_probe)
     prep, record = budget.choose_for_run(cfg, res, model, prep)
-    assert seen == [budget.REFERENCE]  # the probe ran on a real pack of the provisional budget
+    assert seen == [budget.REFERENCE, 2 * budget.REFERENCE]  # real packs of the provisional budget and twice it
     assert cfg.batch.tokens == 16384 and cfg.batch.grad_accum == 1
     assert prep.collator.budget == 16384 and len(prep.for_trainer) < before
     batch = prep.collator([prep.for_trainer[0]])

@@ -131,11 +131,10 @@ if [ "$what" = budget ]; then  # issue 53 item 1: batch.tokens=auto against hand
   anchors bf16_sdpa_b32_group
   COMMON="model=qwen3 logger=none"
   B="trainer.max_steps=36 measure.warmup_steps=8 trainer.save_final=false"
-  for job in "fastest experiment=fastest" "fastest_auto experiment=fastest batch.tokens=auto" \
-             "ref +lever=packed_8k" "ref_auto +lever=packed_8k batch.tokens=auto" \
-             "lm_fastest_auto task=causal_lm experiment=fastest batch.tokens=auto" \
-             "fastest_auto_again experiment=fastest batch.tokens=auto" "fastest16k experiment=fastest batch.tokens=16384" \
-             "lm_fastest task=causal_lm experiment=fastest"; do
+  for job in "fastest_auto experiment=fastest batch.tokens=auto" "fastest16k experiment=fastest batch.tokens=16384" \
+             "fastest experiment=fastest" "lm_fastest_auto task=causal_lm experiment=fastest batch.tokens=auto" \
+             "lm_fastest task=causal_lm experiment=fastest" "ref_auto +lever=packed_8k batch.tokens=auto" \
+             "fastest_auto_again experiment=fastest batch.tokens=auto" "ref +lever=packed_8k"; do
     if [ $SECONDS -gt ${BUDGET_S:-470} ]; then echo "skipped ${job%% *}: ${SECONDS}s into the call"; continue; fi
     run $job $B
   done

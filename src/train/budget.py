@@ -1,26 +1,31 @@
-"""`batch.tokens=auto`: the smallest token budget per micro-batch at which the GPU, not the host, sets the pace.
+"""`batch.tokens=auto`: the smallest token budget per micro-batch past which a larger one buys little.
 
-A packed micro-batch of B tokens costs the host about the same launches at any B (one kernel per op; the FP8
-step's quantising casts made that 0.219 s of a 0.223 s step at 8k on an H200, GPU busy 78%), while the GPU's
-kernels grow with B. So one probe on the run's own built and compiled model, at REFERENCE tokens, gives both:
+A step of a packed micro-batch of B tokens costs the GPU a part that grows with B (the GEMMs, varlen attention
+at the same sequence lengths) and a part that doesn't (the thousands of small kernels' tails and the gaps
+between them, whose number is the same at any B), and costs the host about the same launches at any B. So
+the step takes about max(host, fixed + per_token x B), and the share of it spent on the tokens' own work,
+per_token x B / step, rises with B toward 1. One probe on the run's own built and compiled model measures it:
 
-- host_s: the time Python takes to launch a forward and backward (no sync inside), the median of a few;
-- gpu_s: the kernels' own time for the same work, launched behind a GPU sleep long enough that every launch is
-  queued before the first kernel starts, so the events around it time the kernels without the host's gaps.
+- at REFERENCE tokens and at twice that (where the memory allows; two shapes compiled, each kept for training):
+  host_s, the time Python takes to launch a forward and backward (no sync inside, the median of a few), and
+  gpu_s, the GPU's time for the same work launched behind a GPU sleep long enough that every launch is queued
+  before the first kernel starts, so the events around it time the GPU without the host's gaps;
+- the two gpu_s give fixed and per_token; with one point, fixed is taken as 0 (the cautious side).
 
-A budget c then takes gpu_s * c / REFERENCE on the GPU (GEMMs and varlen attention grow in step with the
-tokens at the same sequence lengths), and the step is GPU-bound where that reaches BUSY of the host's time,
-which the Trainer's loop makes LOOP_MARGIN longer than the probe's (the optimizer step, clipping, logging).
-The choice is the smallest candidate that is GPU-bound and whose memory (the probe's peak, its activations
-scaled to c, plus AdamW's two moments) fits under the capacity with the allocator's margin; where none is
-GPU-bound, the largest that fits. Rows per optimizer step stay those of REFERENCE x batch.grad_accum: a larger
-budget takes a smaller grad_accum, never below 1, and where it can't the choice says how many more rows a
-step holds.
+The host's time in a step is the probe's times LOOP_MARGIN (the optimizer step, clipping, logging). The choice
+is the smallest candidate whose predicted token share reaches BUSY and whose memory (the probe's peak, its
+activations scaled to the budget, plus AdamW's two moments) fits under the capacity with the allocator's
+margin; where none does, the largest that fits. Measured on an H200 (experiments/speed, h200_budget_call1):
+the FP8 step at 8k took 0.221 s with 0.208 s of GPU time and 0.186 s of launches, and 16k ran 6.9% more
+tokens/s: the gain is the fixed part amortised, not the host. Rows per optimizer step stay those of
+REFERENCE x batch.grad_accum: a larger budget takes a smaller grad_accum, never below 1, and where it can't the
+choice says how many more rows a step holds.
 
-Without a GPU there is no host/GPU balance to find: packs of batch.size rows, as with batch.tokens unset.
+Without a GPU there is nothing to balance: packs of batch.size rows, as with batch.tokens unset.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from statistics import median
@@ -28,30 +33,51 @@ from typing import Callable, Optional
 
 REFERENCE = 8192  # the probe's budget, and the rows per optimizer step auto keeps (experiment=fastest's until now)
 CANDIDATES = (2048, 4096, 8192, 16384, 32768, 65536)
-BUSY = 0.95  # the GPU-busy share a chosen budget is predicted to reach
+BUSY = 0.95  # the share of a step the chosen budget's token-proportional work is predicted to take
 LOOP_MARGIN = 1.15  # the Trainer's host work per step over the probe's forward and backward (see the docstring)
 RESERVED_OVER_ALLOCATED = 1.18  # the allocator's margin over the peak it hands out (memory_model says why)
 
 
 @dataclass(frozen=True)
-class Probe:
-    """One probe at `tokens` per micro-batch: seconds to launch a forward and backward, and its kernels' time;
-    bytes allocated before it and at its peak, and the trainable parameters' bytes (AdamW's moments come later)."""
+class Point:
     tokens: int
-    host_s: float
-    gpu_s: float
+    host_s: float  # to launch a forward and backward
+    gpu_s: float  # the GPU's time for it, without the host's gaps
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The probe's points (REFERENCE first), the bytes allocated before it and at its first point's peak, and the
+    trainable parameters' bytes (AdamW's moments come later)."""
+    points: tuple
     base_bytes: int = 0
     peak_bytes: int = 0
     trainable_bytes: int = 0
 
-    def gpu_s_at(self, tokens: int) -> float:
-        return self.gpu_s * tokens / self.tokens
+    @property
+    def tokens(self) -> int:
+        return self.points[0].tokens
 
-    def busy_at(self, tokens: int) -> float:
-        """The predicted GPU-busy share of a step at `tokens`: the kernels' time over the longer of theirs and
-        the host's (the loop's margin included)."""
-        gpu, host = self.gpu_s_at(tokens), self.host_s * LOOP_MARGIN
-        return gpu / max(gpu, host)
+    def line(self) -> tuple[float, float]:
+        """(fixed_s, per_token_s) of the GPU's time per step: through two points, or through 0 with one."""
+        one = self.points[0]
+        if len(self.points) > 1:
+            two = self.points[1]
+            per_token = (two.gpu_s - one.gpu_s) / (two.tokens - one.tokens)
+            if per_token > 0 and one.gpu_s - per_token * one.tokens >= 0:
+                return one.gpu_s - per_token * one.tokens, per_token
+        return 0.0, one.gpu_s / one.tokens
+
+    def host_s(self) -> float:
+        return max(p.host_s for p in self.points) * LOOP_MARGIN
+
+    def step_s_at(self, tokens: int) -> float:
+        fixed, per_token = self.line()
+        return max(self.host_s(), fixed + per_token * tokens)
+
+    def share_at(self, tokens: int) -> float:
+        """The predicted share of a step at `tokens` spent on work that grows with the tokens."""
+        return self.line()[1] * tokens / self.step_s_at(tokens)
 
     def memory_gb_at(self, tokens: int) -> float:
         """Peak allocated at `tokens`: what was there before, AdamW's two moments, and the probe's activations and
@@ -59,13 +85,16 @@ class Probe:
         grown = max(0, self.peak_bytes - self.base_bytes) * tokens / self.tokens
         return (self.base_bytes + 2 * self.trainable_bytes + grown) / 2**30
 
+    def fits(self, tokens: int, capacity_gb: Optional[float]) -> bool:
+        return capacity_gb is None or self.memory_gb_at(tokens) * RESERVED_OVER_ALLOCATED <= capacity_gb
+
 
 @dataclass(frozen=True)
 class Choice:
     tokens: Optional[int]  # None: packs of batch.size rows (no GPU)
     grad_accum: int
     reason: str
-    predicted_busy: Optional[float] = None
+    predicted_share: Optional[float] = None  # of a step, the work that grows with the tokens
     predicted_memory_gb: Optional[float] = None
     probe: Optional[Probe] = None
     rows_per_step_vs_reference: float = 1.0  # tokens x grad_accum over REFERENCE x the asked grad_accum
@@ -80,29 +109,26 @@ def choose(probe: Probe, grad_accum: int, longest: int, capacity_gb: Optional[fl
            candidates: tuple = CANDIDATES) -> Choice:
     """The budget for this run from its probe (see the module's docstring). `longest`: the longest sequence a
     pack must hold; `capacity_gb`: what the process may use (None: no limit known)."""
-    usable = [c for c in candidates if c >= longest]
-    if not usable:
-        usable = [longest]
-    fits = [c for c in usable if capacity_gb is None or probe.memory_gb_at(c) * RESERVED_OVER_ALLOCATED <= capacity_gb]
+    usable = [c for c in candidates if c >= longest] or [longest]
+    fits = [c for c in usable if probe.fits(c, capacity_gb)]
     if not fits:
         tokens, why = usable[0], (f"no candidate fits {capacity_gb:.0f} GB with the allocator's margin; the "
                                   "smallest that holds the longest sequence")
     else:
-        bound = [c for c in fits if probe.busy_at(c) >= BUSY]
-        if bound:
-            tokens = bound[0]
-            why = f"the smallest budget predicted GPU-bound (busy >= {BUSY:.0%})"
+        enough = [c for c in fits if probe.share_at(c) >= BUSY]
+        if enough:
+            tokens, why = enough[0], f"the smallest budget whose tokens' own work is predicted >= {BUSY:.0%} of a step"
         else:
-            tokens = fits[-1]
-            why = ("host-bound at every budget that fits" if fits[-1] < usable[-1] else
-                   "host-bound at every candidate") + ": the largest that fits"
+            tokens, why = fits[-1], (f"no budget that fits reaches {BUSY:.0%}: the largest that fits")
     step_tokens = REFERENCE * grad_accum
     accum = max(1, round(step_tokens / tokens))
-    host = probe.host_s * LOOP_MARGIN
-    reason = (f"{why}: the probe at {probe.tokens:,} tokens launched in {probe.host_s * 1e3:.0f} ms (x{LOOP_MARGIN} "
-              f"for the loop: {host * 1e3:.0f} ms) against {probe.gpu_s * 1e3:.0f} ms of kernels, so {tokens:,} "
-              f"tokens predict {probe.busy_at(tokens):.0%} busy and {probe.memory_gb_at(tokens):.1f} GB")
-    return Choice(tokens=tokens, grad_accum=accum, reason=reason, predicted_busy=probe.busy_at(tokens),
+    fixed, per_token = probe.line()
+    measured = "; ".join(f"{p.tokens:,} tokens: {p.gpu_s * 1e3:.0f} ms GPU, {p.host_s * 1e3:.0f} ms to launch"
+                         for p in probe.points)
+    reason = (f"{why}: probed {measured}; so a step is max({probe.host_s() * 1e3:.0f} ms host (x{LOOP_MARGIN} for the "
+              f"loop), {fixed * 1e3:.0f} ms + {per_token * 1e6:.1f} us/token), and {tokens:,} tokens predict "
+              f"{probe.share_at(tokens):.0%} and {probe.memory_gb_at(tokens):.1f} GB")
+    return Choice(tokens=tokens, grad_accum=accum, reason=reason, predicted_share=probe.share_at(tokens),
                   predicted_memory_gb=probe.memory_gb_at(tokens), probe=probe,
                   rows_per_step_vs_reference=tokens * accum / step_tokens)
 
@@ -145,32 +171,46 @@ def provisional(cfg, device: str) -> dict:
 
 
 def choose_for_run(cfg, res, model, prep):
-    """Probe the built model on the first pack, choose, and set batch.tokens and batch.grad_accum: (prep packed
-    to the choice, the report's record of it). A compiled layer forgets the probe's shape when the choice differs:
-    two shapes would make dynamo compile the layer for any length (automatic dynamic shapes), slower than one."""
+    """Probe the built model on a pack of the provisional budget and one of twice it (where that fits), choose,
+    and set batch.tokens and batch.grad_accum: (prep packed to the choice, the report's record of it). Both
+    probed shapes stay compiled (each static: automatic dynamic shapes are off while probing, as a dynamic layer
+    runs slower than a static one); a choice of another shape starts compile afresh for the same reason."""
+    import copy
+
     import torch
     from omegaconf import open_dict
 
     from ..data import prepare
     from ..data.collate import to_device
+    from ..model.memory_model import capacity_gb
 
-    batch = to_device(prep.collator([prep.for_trainer[0]]), res.device)
+    def first_pack(p):
+        return to_device(p.collator([p.for_trainer[0]]), res.device)
+
+    capacity = capacity_gb(cfg, res.device)
+
+    def twice(probe: Probe):
+        if not probe.fits(2 * probe.tokens, capacity):
+            return None
+        bigger = copy.deepcopy(cfg)
+        with open_dict(bigger):
+            bigger.batch.tokens = 2 * probe.tokens
+        return first_pack(prepare.rebudget(bigger, prep))
+
     if cfg.trainer.gradient_checkpointing:  # as the Trainer will train it (it enables this at train())
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
         if getattr(model, "enable_input_require_grads", None):
             model.enable_input_require_grads()
-    probed = probe_model(model, batch, res.amp)
-    from ..model.memory_model import capacity_gb
-
+    probed = probe_model(model, first_pack(prep), res.amp, twice)
     asked = cfg.batch.grad_accum
-    choice = choose(probed, asked, cfg.data.max_length, capacity_gb(cfg, res.device))
+    choice = choose(probed, asked, cfg.data.max_length, capacity)
     line = describe(choice, asked)
     print(line, flush=True)
     if choice.tokens != cfg.batch.tokens:
         with open_dict(cfg):
             cfg.batch.tokens = choice.tokens
         prep = prepare.rebudget(cfg, prep)
-        if cfg.trainer.torch_compile:
+        if cfg.trainer.torch_compile and choice.tokens not in [p.tokens for p in probed.points]:
             torch.compiler.reset()
     with open_dict(cfg):
         cfg.batch.grad_accum = choice.grad_accum
@@ -223,9 +263,10 @@ def probe_step(step: Callable[[], None], sync: Callable[[], None], kernel_timer,
     return host_s, gpu_s
 
 
-def probe_model(model, batch: dict, amp: str) -> Probe:
-    """probe_step on the run's model at `batch` (a REFERENCE-token pack), leaving it as it was: gradients
-    cleared, the random state restored (dropout draws from it), the peak-memory counter reset."""
+def probe_model(model, batch: dict, amp: str, second: Callable[[Probe], Optional[dict]] = lambda probe: None) -> Probe:
+    """probe_step on the run's model at `batch`, then at the batch `second` makes from that first Probe (None:
+    one point), leaving the model as it was: gradients cleared, the random state restored (dropout draws from
+    it), the peak-memory counter reset. Each shape compiles static (see choose_for_run)."""
     import torch
 
     from ..model.speed_model import _forward_backward
@@ -233,21 +274,29 @@ def probe_model(model, batch: dict, amp: str) -> Probe:
     cpu_rng, cuda_rng = torch.get_rng_state(), torch.cuda.get_rng_state_all()
     model.train()
     trainable = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    timer = CudaKernelTimer()
 
-    def step():
-        _forward_backward(model, batch, amp, "cuda")
-        model.zero_grad(set_to_none=True)
+    def point(inputs: dict) -> Point:
+        def step():
+            _forward_backward(model, inputs, amp, "cuda")
+            model.zero_grad(set_to_none=True)
+
+        host_s, gpu_s = probe_step(step, torch.cuda.synchronize, timer)
+        return Point(int(inputs["input_ids"].numel()), host_s, gpu_s)
 
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     try:
-        host_s, gpu_s = probe_step(step, torch.cuda.synchronize, CudaKernelTimer())
-        peak = torch.cuda.max_memory_allocated()
+        with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+            probe = Probe(points=(point(batch),), base_bytes=base, peak_bytes=torch.cuda.max_memory_allocated(),
+                          trainable_bytes=trainable)
+            bigger = second(probe)
+            if bigger is not None:
+                probe = dataclasses.replace(probe, points=(*probe.points, point(bigger)))
     finally:
         model.zero_grad(set_to_none=True)
         torch.set_rng_state(cpu_rng)
         torch.cuda.set_rng_state_all(cuda_rng)
         torch.cuda.reset_peak_memory_stats()
-    return Probe(tokens=int(batch["input_ids"].numel()), host_s=host_s, gpu_s=gpu_s, base_bytes=base,
-                 peak_bytes=peak, trainable_bytes=trainable)
+    return probe
