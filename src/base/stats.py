@@ -3,9 +3,16 @@
 Step times are autocorrelated (a slow step is followed by slow ones while the host is busy, a clock ramps, a
 cache warms), so stdev/sqrt(n) claims far more certainty than the run has. Batch means: cut the timed steps
 into b consecutive batches, average each, and treat the b batch means as the independent samples; their
-spread carries the correlation within a batch. With b = floor(sqrt(n)) batches of n // b steps (the usual
-choice) and a Student t quantile with b - 1 degrees of freedom, the 95% interval held the true mean in 85-99%
-of simulated runs with strongly correlated steps, where stdev/sqrt(n) held it in under 75% (tests/test_stats.py).
+spread carries the correlation within a batch. That holds only where a batch is long next to the correlation:
+with the usual b = floor(sqrt(n)) the "95%" interval held the true mean in 77.5% of simulated runs of 100 steps
+at step-time autocorrelation 0.9 (issue 54). So the batches are sized from the steps' own integrated
+autocorrelation time tau (Geyer's initial positive sequence): at least BATCH_TAUS * tau steps each, down to
+MIN_BATCHES batches, never more than sqrt(n). What few long batches still miss is the mean they share: their
+spread, taken about the run's own mean, comes out short by about (b + 1) tau / 2n of the variance (adjacent
+batch means still overlap in their correlation), so the variance is divided by 1 - BIAS_MARGIN times that. A
+Student t quantile with b - 1 degrees of freedom makes the interval. Over 1,000 simulated AR(1) runs each of 100
+and 1,000 steps it held the true mean in 93-97% at autocorrelation 0, 0.5, 0.8 and 0.9 (tests/test_stats.py),
+where stdev/sqrt(n) held it in under 75%.
 
 Comparing two jobs: throughputs are ratios of means, so the comparison is on the log scale, where the two
 relative standard errors add in quadrature. "A beats B" needs the whole interval of A/B above 1 + MIN_EFFECT:
@@ -19,8 +26,13 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist, fmean, median, stdev
 
+import numpy as np
+
 CONFIDENCE = 0.95
 MIN_BATCHES = 3  # fewer batch means than this give no interval worth printing (2 degrees of freedom: t = 4.3)
+BATCH_TAUS = 5  # a batch spans this many autocorrelation times: 3 held 91% at rho 0.9 and n=100, 5 held 94%
+BIAS_MARGIN = 1.5  # the first-order bias term, taken 1.5x: tau is itself estimated short on a short run
+BIAS_FLOOR = 0.25  # the correction at most quadruples the variance (a run of a few tau steps: t_2 already wide)
 MIN_EFFECT = 0.03  # ratios within 3% are a tie even when the intervals are tight: between-run drift
 WIDE = 0.10  # a half-width above 10% of the mean flags the job: its figure can't settle a close call
 NOISY = 2.0  # a ratio's interval spanning more than a factor 2 sizes nothing: only its lower end is claimed
@@ -65,16 +77,40 @@ class Interval:
                         self.batches)
 
 
-def batch_means(values: list[float], batches: int | None = None) -> Interval | None:
-    """The mean of `values` (in order of time) with its 95% batch-means interval; None when there are fewer
-    than MIN_BATCHES batches to be had (a short run states no interval rather than a false one)."""
+def autocorrelation_time(values) -> float:
+    """The integrated autocorrelation time tau = 1 + 2 sum_k rho_k of a series (in order of time): how many
+    steps count as one independent step. Geyer's initial positive sequence: the sample autocorrelations summed in
+    adjacent pairs while a pair stays positive (past there they are noise). 1 for a constant series."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 2 or np.all(x == x[0]):  # (about its mean a constant's rounding would read as a perfect correlation)
+        return 1.0
+    x = x - x.mean()
+    spectrum = np.fft.rfft(x, 2 * n)  # zero-padded: the circular sum is the linear one
+    acf = np.fft.irfft(spectrum * np.conj(spectrum))[:n]
+    acf = acf / acf[0]
+    pairs = acf[0:n - 1:2][: (n - 1) // 2] + acf[1:n:2][: (n - 1) // 2]
+    stop = np.flatnonzero(pairs <= 0)
+    kept = pairs[: stop[0] if stop.size else len(pairs)]
+    return max(1.0, 2 * float(kept.sum()) - 1)
+
+
+def batch_means(values, batches: int | None = None) -> Interval | None:
+    """The mean of `values` (in order of time) with its 95% batch-means interval, batches sized from the
+    autocorrelation time (the module's docstring); None when there are fewer than MIN_BATCHES batches to be had (a
+    short run states no interval rather than a false one). `batches` fixes their count."""
     n = len(values)
-    b = batches or math.isqrt(n)
+    tau = autocorrelation_time(values) if n >= MIN_BATCHES**2 else 1.0
+    b = batches or min(math.isqrt(n), max(MIN_BATCHES, n // math.ceil(BATCH_TAUS * tau)))
     if b < MIN_BATCHES or n < b:
         return None
-    size = n // b
-    means = [fmean(values[i * size:(i + 1) * size]) for i in range(b)]  # the last n % b steps only in the mean
-    return of_samples(means, mean=fmean(values))
+    x, size = np.asarray(values, dtype=float), n // b
+    means = x[:b * size].reshape(b, size).mean(axis=1)  # the last n % b steps only in the mean
+    m = float(x.mean())
+    spread = float(means.std(ddof=1)) / math.sqrt(b)
+    spread /= math.sqrt(max(BIAS_FLOOR, 1 - BIAS_MARGIN * (b + 1) * tau / (2 * n)))
+    half = t_quantile(b - 1) * spread
+    return Interval(m, m - half, m + half, b)
 
 
 def of_samples(samples: list[float], mean: float | None = None) -> Interval | None:
