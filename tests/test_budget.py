@@ -158,3 +158,10 @@ def test_the_run_repacks_its_data_to_the_probes_choice(tmp_path, monkeypatch):
     batch = prep.collator([prep.for_trainer[0]])
     assert batch["input_ids"].shape[-1] == 16384
     assert record["tokens"] == 16384 and "grad_accum 2 -> 1" in record["line"]
+
+
+def test_the_hosts_time_is_its_fastest_launch_as_a_full_queue_makes_a_larger_one_wait():
+    """H200, call 2: 184 ms to launch at 8k, 334 ms at 16k (the host blocked on the GPU's queue)."""
+    probe = _probe((8192, 0.184, 0.209), (16384, 0.334, 0.389))
+    assert probe.host_s() == pytest.approx(0.184 * LOOP_MARGIN)
+    assert choose(probe, 1, 320, capacity_gb=None).tokens == 32768  # 16k: 93%; 32k: 96%

@@ -22,6 +22,7 @@
 #   bash experiments/speed/gpu.sh attention # issue 33 item 5: attention kernels (benchmarks/attention_bench.py); autotuned GEMMs, 4 layers
 #   bash experiments/speed/gpu.sh levers    # issue 33: sweep=levers, full depth, anchor first (RESUME=1 continues it)
 #   bash experiments/speed/gpu.sh budget    # issue 53: batch.tokens=auto vs hand-set 8k/16k, classifier and causal LM, bf16 and FP8
+#   bash experiments/speed/gpu.sh budget_bf16  # issue 53: the bf16 reference, 8k vs auto (cold, then warm) vs 16k
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -138,6 +139,15 @@ if [ "$what" = budget ]; then  # issue 53 item 1: batch.tokens=auto against hand
     if [ $SECONDS -gt ${BUDGET_S:-470} ]; then echo "skipped ${job%% *}: ${SECONDS}s into the call"; continue; fi
     run $job $B
   done
+fi
+if [ "$what" = budget_bf16 ]; then  # issue 53 item 1: the bf16 reference at 8k and auto in one call, and auto warm
+  anchors bf16_sdpa_b32_group
+  COMMON="model=qwen3 logger=none"
+  B="trainer.max_steps=36 measure.warmup_steps=8 trainer.save_final=false"
+  run ref $B +lever=packed_8k
+  run ref_auto $B +lever=packed_8k batch.tokens=auto
+  run ref_auto_again $B +lever=packed_8k batch.tokens=auto
+  run ref16k $B +lever=packed_8k batch.tokens=16384
 fi
 if [ "$what" = goals ]; then  # full depth, each run stopping once its step time is known to 2%; anchors first
   anchors seed_before,bf16_sdpa_b8,bf16_sdpa_b32_group
