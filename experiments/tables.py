@@ -602,6 +602,36 @@ def speed_graphs_full() -> str:
                      "to first step", "peak / predicted GB"], rows)
 
 
+def speed_budget() -> str:
+    """Issue 53 item 1: batch.tokens=auto against hand-set budgets, full depth, each call with its plain-Trainer
+    anchor; ratios only inside a call. Call 1 ran the first, one-point probe (since replaced); calls 2-3 the two-point one."""
+    calls = [("h200_budget_call1", "1", [("FP8 + fused, 8k (`experiment=fastest`)", "fastest", None),
+                                         ("the same, auto (one-point probe)", "fastest_auto", "fastest")]),
+             ("h200_budget_call2", "2", [("FP8 + fused, 8k (`experiment=fastest`)", "fastest", None),
+                                         ("the same, 16k", "fastest16k", "fastest"),
+                                         ("the same, `batch.tokens=auto`", "fastest_auto", "fastest"),
+                                         ("causal LM, FP8 + fused, 8k", "lm_fastest", None),
+                                         ("the same, `batch.tokens=auto`", "lm_fastest_auto", "lm_fastest")]),
+             ("h200_budget_call3", "3", [("bf16 reference, 8k (`+lever=packed_8k`)", "ref", None),
+                                         ("the same, 16k", "ref16k", "ref"),
+                                         ("the same, `batch.tokens=auto`", "ref_auto", "ref"),
+                                         ("the same, auto again (warm caches)", "ref_auto_again", "ref")])]
+    rows = []
+    for call, n, runs in calls:
+        anchor = Fig(S + call + "_anchors.jsonl", "bf16_sdpa_b32_group", call=call)
+        rows.append([n, "plain Trainer bf16 sdpa bs 32 grouped", rate(anchor), "1.00", "", "", "", "", "", ""])
+        for what, label, versus in runs:
+            f = Fig(S + call + ".jsonl", label, call=call)
+            chosen = (f.get("resolved.budget") or {}).get("tokens")
+            rows.append([n, what, rate(f, bold=chosen is not None), ratio(f, anchor),
+                         ratio(f, Fig(S + call + ".jsonl", versus, call=call)) if versus else "",
+                         pct(f.get("flops.mfu")), f"{f.get('gpu_busy_fraction'):.0%}", f"{chosen:,}" if chosen else "",
+                         f"{f.get('compile.to_first_step_s'):.0f} s",
+                         f"{f.get('memory_gb.peak_allocated'):.1f} / {f.get('memory_predicted_gb.peak_allocated'):.1f}"])
+    return markdown(["call", "run", "real tok/s (95%)", "x plain Trainer", "x 8k of its kind", "MFU", "GPU busy",
+                     "auto chose", "to first step", "peak / predicted GB"], rows)
+
+
 def ms(x: float | None) -> str:
     return "" if x is None else f"{x * 1000:.1f}"
 
@@ -1139,6 +1169,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/host_ops": (HERE / "speed/README.md", speed_host_ops),
           "speed/call7": (HERE / "speed/README.md", speed_call7),
           "speed/attention": (HERE / "speed/README.md", speed_attention),
+          "speed/budget": (HERE / "speed/README.md", speed_budget),
           "planner/h100": (HERE / "planner/README.md", planner),
           "planner/call2": (HERE / "planner/README.md", planner_call2),
           "planner/grid18": (HERE / "planner/README.md", planner_grid18),
