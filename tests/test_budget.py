@@ -165,3 +165,17 @@ def test_the_hosts_time_is_its_fastest_launch_as_a_full_queue_makes_a_larger_one
     probe = _probe((8192, 0.184, 0.209), (16384, 0.334, 0.389))
     assert probe.host_s() == pytest.approx(0.184 * LOOP_MARGIN)
     assert choose(probe, 1, 320, capacity_gb=None).tokens == 32768  # 16k: 93%; 32k: 96%
+
+
+def test_the_summary_and_the_sweep_table_show_the_chosen_budget_not_auto(tmp_path):
+    """A report as a GPU run leaves it (resolved.budget from the probe): the printed summary's batch line and
+    the sweep table's batch_tokens are the chosen budget, and the budget line is its own row."""
+    from src.report import document, summary
+
+    rep = run(compose(*QUICK, "padding=packed", "batch.tokens=auto", "batch.grad_accum=2"), tmp_path)
+    rep["resolved"]["budget"] = {"tokens": 16384, "grad_accum": 1, "line": "batch.tokens=auto chose 16,384 tokens"}
+    text = document.format_summary(document.Report.from_dict(rep))
+    assert "16384 tokens (padding-free) x grad_accum 1 = 16384 tokens per step" in text
+    assert "budget       batch.tokens=auto chose 16,384 tokens" in text
+    row = summary.table([{**rep, "job": "auto"}]).iloc[0]
+    assert (row["batch_tokens"], row["grad_accum"]) == (16384, 1)
