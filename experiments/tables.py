@@ -76,7 +76,9 @@ class Fig:
 
     @property
     def call_id(self) -> str:
-        return self.call or Path(self.path).stem.removesuffix("_anchors")
+        """The device call the figure came from: the one the table names, else the row's own (scripts/collect.py
+        writes CALL_ID into each row since issue 52), else its file's (older rows carry none)."""
+        return self.call or self.record.get("call") or Path(self.path).stem.removesuffix("_anchors")
 
     @property
     def rate(self) -> float:

@@ -3,14 +3,16 @@
 --line also prints the run's headline numbers on one line (what a GPU call shows as each run ends)."""
 import json
 import os
+import socket
 import sys
 
 label, report_path, out_path = sys.argv[1:4]
 with open(report_path) as f:
     report = json.load(f)
 report["label"] = report.pop("label", label)
-if os.environ.get("CALL_ID"):  # the device call this row came from: ratios compare rows of one call
+if os.environ.get("CALL_ID"):  # the device call this row came from (experiments/tables.py compares rows of one call)
     report["call"] = os.environ["CALL_ID"]
+    report["host"] = socket.gethostname()
 with open(out_path, "a") as f:
     f.write(json.dumps(report, default=str) + "\n")
 

@@ -31,6 +31,9 @@ print("\n" + (torch.cuda.get_device_name() if torch.cuda.is_available() else "no
 PY
 
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+# One id per device call, written into every collected row (scripts/collect.py): a ratio compares rows of one call.
+export CALL_ID=${CALL_ID:-$(date -u +%Y%m%dT%H%M%S)-$(hostname)}
+echo "$CALL_ID" > "$OUT/call_id"
 RUNS=${RUNS:-/tmp/runs}
 # A device call ends at 10 minutes: a run cut before that still leaves time to collect what finished.
 RUN_TIMEOUT=${RUN_TIMEOUT:-540} SWEEP_TIMEOUT=${SWEEP_TIMEOUT:-540}

@@ -179,6 +179,42 @@ def test_a_ratio_across_two_calls_is_refused_unless_the_row_says_so():
     assert ratio(call1, anchor) == "2.73"  # an anchor has no interval, so the ratio states none
 
 
+def test_a_rows_own_call_id_decides_its_call_over_its_file_name(tmp_path, monkeypatch):
+    """Two rows in one file from two device calls (their CALL_ID, written by scripts/collect.py): refused."""
+    import json
+
+    from experiments import tables
+
+    rows = [{"label": "a", "call": "callA", "throughput": {"real_tokens_per_s": 100.0}},
+            {"label": "b", "call": "callB", "throughput": {"real_tokens_per_s": 90.0}},
+            {"label": "c", "call": "callA", "throughput": {"real_tokens_per_s": 80.0}}]
+    (tmp_path / "mixed.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    monkeypatch.setattr(tables, "HERE", tmp_path)
+    tables._records.cache_clear()
+    try:
+        a, b, c = (tables.Fig("mixed.jsonl", x) for x in "abc")
+        with pytest.raises(tables.CrossCall, match=r"a \(callA\) / b \(callB\)"):
+            tables.ratio(a, b)
+        assert tables.ratio(a, c) == "1.25"
+    finally:
+        tables._records.cache_clear()
+
+
+def test_collect_writes_the_call_id_into_each_row(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"status": "ok"}))
+    out = tmp_path / "rows.jsonl"
+    subprocess.run([sys.executable, str(ROOT / "scripts/collect.py"), "run1", str(report), str(out)], check=True,
+                   env={**os.environ, "CALL_ID": "h200_test_call"})
+    row = json.loads(out.read_text())
+    assert (row["label"], row["call"]) == ("run1", "h200_test_call") and row["host"]
+
+
 def test_an_old_reports_interval_is_computed_as_the_report_code_computes_it():
     """Reports older than the interval code store only their steps: the table computes the interval the way
     src/report/analysis.with_interval does, which gives a newer report's stored interval back exactly."""
