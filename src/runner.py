@@ -157,7 +157,9 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         rep.timing_s["train"] = time.perf_counter() - t_built
         analysis.analyse(cfg, rep, meter, trainer, res.device)
         if diverged(cfg, rep, trainer.state.log_history, expected_loss):
-            pass  # nan weights are no result: final/ keeps whatever an earlier run left there
+            # nan weights are no result, and an earlier run's final/ (another config's: this one would have been
+            # skipped as finished) beside this run's config and report would pass for this config's model
+            shutil.rmtree(out_dir / "final", ignore_errors=True)
         elif cfg.trainer.save_final:
             keep_result(cfg, rep, trainer, prep.tokenizer, out_dir)
     rep.timing_s = rep.get("timing_s") or {}

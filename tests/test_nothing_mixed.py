@@ -126,3 +126,27 @@ def test_a_sweep_over_values_equal_after_a_slash_becomes_a_dash_runs_and_names_b
     assert len(jobs) == 2, jobs
     assert {read_report(tmp_path / job)["config"]["model"]["name"] for job in jobs} == {"x/y", "x-y"}
     assert "2 jobs" in (tmp_path / "summary.md").read_text()
+
+
+# -- 2. a changed config rerun into the same directory: final/ holds the new result only ------------------------
+def _files(path: Path) -> set[str]:
+    return {p.name for p in path.iterdir()}
+
+
+def test_final_holds_only_the_new_result_when_a_changed_config_reruns_into_its_directory(tmp_path):
+    from src.run import run
+    from tests.conftest import compose
+
+    assert run(compose(*QUICK, "peft=lora"), tmp_path)["status"] == "ok"
+    assert "adapter_model.safetensors" in _files(tmp_path / "final")
+    rep = run(compose(*QUICK, "peft=none"), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    final = _files(tmp_path / "final")
+    assert "model.safetensors" in final and not {f for f in final if f.startswith("adapter_")}, final
+    size = sum(p.stat().st_size for p in (tmp_path / "final").rglob("*") if p.is_file()) / 2**20
+    assert rep["saved"]["size_mb"] == pytest.approx(size)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".final")]  # no partial save left beside it
+    # a rerun that diverges keeps no model: the earlier config's final/ must not pass for this config's result
+    diverged = run(compose(*BRIEF, "peft=none", "trainer.lr=3e38", "trainer.max_grad_norm=0", "trainer.max_steps=12"),
+                   tmp_path)
+    assert diverged["status"] == "diverged" and not (tmp_path / "final").exists()

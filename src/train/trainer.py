@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -137,8 +138,15 @@ def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
     adapter_model.safetensors, which PeftModel.from_pretrained loads onto the base) or the whole model (which
     from_pretrained loads). Every rank calls it, as FSDP's gather of the full weights needs; the Trainer writes
     from the main process only. The tokenizer goes beside it, so the directory is all a user needs. Returns
-    what the report says about it, on the main rank."""
-    trainer.save_model(str(final))
+    what the report says about it, on the main rank.
+
+    Written into a fresh `.final.partial` beside final/ and renamed over it only when whole: saved into final/
+    itself, a model kept an earlier run's adapter files beside it (peft=lora, then peft=none into the same run
+    directory), and from_pretrained loaded the model and applied the stale adapter."""
+    partial = final.with_name(".final.partial")
+    if ranks.is_main():  # a save killed midway left one: never build on it
+        shutil.rmtree(partial, ignore_errors=True)
+    trainer.save_model(str(partial))
     # Under FSDP the save all-gathers the full weights onto rank 0, which copies each to the CPU (the host waits);
     # the other ranks only queue their side of each gather on the GPU and return. On two H200s rank 0 then waited
     # in that gather for minutes while rank 1's process was gone (no stack from it or its workers): a rank that
@@ -148,9 +156,21 @@ def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
     if not ranks.is_main():
         return None
     if tokenizer is not None:  # synthetic data is token ids: no tokenizer to keep
-        tokenizer.save_pretrained(str(final))
+        tokenizer.save_pretrained(str(partial))
+    replace_dir(partial, final)
     size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
     return {"path": str(final), "kind": kind, "tokenizer": tokenizer is not None, "size_mb": size / 2**20}
+
+
+def replace_dir(new: Path, old: Path) -> None:
+    """`new` renamed to `old`'s name, and `old`'s earlier content removed: a reader finds the earlier directory
+    or the new one whole (two renames; a kill between them leaves the earlier one under `.NAME.old`)."""
+    stale = old.with_name(f".{old.name}.old")
+    shutil.rmtree(stale, ignore_errors=True)
+    if old.exists():
+        os.replace(old, stale)
+    os.replace(new, old)
+    shutil.rmtree(stale, ignore_errors=True)
 
 
 def checkpointing(enabled: bool, reentrant: bool = False) -> dict:
