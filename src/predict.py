@@ -28,7 +28,6 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 log = logging.getLogger("trainsweep.predict")
-GB = 2**30
 
 
 def why_not(cfg) -> str | None:
@@ -179,7 +178,13 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
             weights.append(sum(mm.weights_and_state(model).values()))
         # one step first: a first call's one-off allocations (cuBLAS's workspace) stay out of the probes, and a
         # compiled copy is compiled (unwarmed, an H200's first 1-layer probe put a family 6% low at 2 rows)
-        _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, figures[0]["batch"], res.amp, res.device))
+        def warm():
+            _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, figures[0]["batch"], res.amp, res.device))
+
+        if n == 1:  # what that first step leaves allocated is in the run's peak too (memory_model.predict's workspace)
+            workspace = _process_workspace(mm.first_step_workspace(res.device, warm))
+        else:
+            warm()
         spent["copies"] += clock() - t
         t = clock()
         if n == 1 and speed_depths and any(fig["new_shapes"] for fig in figures):  # a new shape's cost, once
@@ -198,7 +203,7 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
                 fig.setdefault("acts", []).append(_on_copy(fig, n, "on its widest batch", lambda: mm.activation_bytes(
                     cfg, res, model, widest[i])))
         if n == 2:
-            _memory_at_depth(figures, widest, between, weights, layers)
+            _memory_at_depth(figures, widest, between, weights, layers, workspace)
         spent["memory"] += clock() - t
         for fig in figures if n in speed_depths else ():
             if "over_card" in fig or "why_not" in fig or (capacity and fig.get("memory_gb", 0) > capacity):
@@ -279,9 +284,22 @@ def family_predictions(family: dict) -> list[dict]:
     return out
 
 
-def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, weights: list[float], layers: int) -> None:
+_WORKSPACE = {"bytes": 0}  # the largest first-step workspace this process has measured
+
+
+def _process_workspace(measured: int) -> int:
+    """A family's first-step workspace. A run allocates cuBLAS's workspace at its own first step, but this process
+    keeps it from its first family on, so a later family's warm-up finds it in place and leaves less: each family
+    takes the larger of its own figure and the largest before it."""
+    _WORKSPACE["bytes"] = max(_WORKSPACE["bytes"], measured)
+    return _WORKSPACE["bytes"]
+
+
+def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, weights: list[float], layers: int,
+                     workspace: float = 0) -> None:
     """Each cell's predicted peak at the real depth (memory_gb), from its probes on the 1- and 2-layer copies or
-    the line between two probed cells (probe_plan)."""
+    the line between two probed cells (probe_plan), summed as memory_model.predict sums the run's (peak_parts,
+    the first step's workspace included)."""
     from .model import memory_model as mm
 
     rows = [len(w["input_ids"]) for w in widest]
@@ -295,7 +313,8 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
     for fig in figures:
         if "over_card" not in fig and "why_not" not in fig:
             per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
-            fig["memory_gb"] = (fixed + per_layer * layers + outside) / GB
+            fig["memory_gb"] = sum(mm.peak_parts({"weights_and_state": fixed}, per_layer * layers + outside,
+                                                 workspace).values())
 
 
 def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:

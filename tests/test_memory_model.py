@@ -147,3 +147,22 @@ def test_a_prediction_near_capacity_warns_that_the_allocators_reserve_may_not_fi
     assert near and "may run out of memory" in near and "expandable" not in near
     assert "env.alloc_conf=expandable_segments:True" in capacity_warning(20.6, 24.0, None)
     assert capacity_warning(12.4, 24.0, None) is None and capacity_warning(30.0, None, None) is None
+
+
+def test_each_predicted_part_is_the_models_own_weights_buffers_state_and_its_forwards_activations():
+    """Issue 54: a memory model without its weights, its buffers or the activations outside the layers passed every
+    test (they asserted only peak == sum(parts)). Each part against the 4-layer model itself: its parameters and
+    buffers counted here, and the bytes a forward of the real depth saves (outside the layers: the embeddings and
+    the logits, 1.3% of them at this size, so the check is tighter than that)."""
+    cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=4", "batch=16", "padding=dynamic")
+    model = models.build_model(cfg, res, conf)
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+    assert buffers > 0  # the rotary embedding's inverse frequencies
+    pred = memory_model.predict(cfg, res, conf, model, batch)
+    assert pred["parts"]["weights"] * 2**30 == params + buffers
+    real = memory_model._saved_bytes(model.train(), batch, res.amp, "cpu")["peak"]
+    outside = memory_model.trace_activations(cfg, res, conf, batch)["outside"]
+    assert outside > 0.005 * real
+    assert pred["parts"]["activations"] * 2**30 == pytest.approx(real, rel=0.002)
+    assert pred["peak_allocated"] == pytest.approx(sum(pred["parts"].values()))

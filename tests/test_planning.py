@@ -482,3 +482,42 @@ def test_the_new_shape_check_reads_six_new_shapes_synced_and_in_an_unsynced_loop
     shapes = [tuple(r["shape"]) for r in readings]
     assert len(set(shapes)) == 6 and tuple(row["typical_shape"]) not in shapes  # each shape new once
     assert all(r["cost_s"] >= 0 for r in readings if r["how"] == "synced")  # first_call_s floors at 0
+
+
+def test_the_planners_memory_for_a_cell_is_memory_model_predicts_workspace_included(monkeypatch, tmp_path):
+    """Issue 54, item 8 and a mutation no test caught: the planner's total left out the first step's workspace that
+    memory_model.predict adds, and its weights could go unscaled to depth (memory was asserted only > 0). One cell
+    at 4 layers: the planner's figure from its 1- and 2-layer copies is the run's prediction on the 4-layer model,
+    with a first-step workspace of 1 GiB standing in for a GPU's cuBLAS workspace in both."""
+    from src.data import prepare
+    from src.machine import env
+    from src.model import memory_model as mm
+
+    def workspace(device, warm):
+        warm()
+        return 2**30
+
+    monkeypatch.setattr(mm, "first_step_workspace", workspace)
+    monkeypatch.setitem(predict._WORKSPACE, "bytes", 0)
+    cfg = compose(*QUICK, "batch.size=4", "model.arch.num_hidden_layers=4")
+    cells = [{"cell": "b4", "family": "f", "config": OmegaConf.to_container(cfg, resolve=True)}]
+    planned = predict.predict(cells, memory_only=True)[0]["memory_gb"]
+
+    from src.model import build as models
+
+    res, conf = env.setup(cfg), models.hf_config(cfg)
+    prep = prepare.prepare(cfg, conf, tmp_path)
+    conf.update(prep.for_model)
+    model = mm.build_copy(cfg, res, conf, 4)  # the run's model at its real depth, built as the copies are
+    widest = mm.widest_batch(cfg, conf, prep.collator, prep.info["lengths"], res.device)
+    run = mm.predict(cfg, res, conf, model, widest)
+    assert run["parts"]["workspace"] == 1.0 and run["parts"]["weights"] > 0
+    assert planned == pytest.approx(run["peak_allocated"], rel=1e-9)
+
+
+@pytest.mark.parametrize("share, host", [(0.79, True), (0.81, False)])
+def test_a_copy_is_host_bound_when_its_kernels_fill_under_80_percent_of_a_micro_batch(share, host):
+    """Issue 54: the threshold's boundary, against the median block (a hiccup's block doesn't move it)."""
+    blocks = [speed_model.Block(ms / 1e3, 0.001) for ms in (8, 10, 10, 12, 50)]  # median 10 ms, min 8, mean 18
+    assert speed_model.host_bound(blocks, share * 0.010) is host
+    assert not speed_model.host_bound(blocks, None)  # no kernel time (a CPU): never called host-bound

@@ -226,17 +226,33 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
       peak came out flat over 1-4 layers on an H200, then grew by one fp32 hidden state per layer (40 layers:
       2.5x the flat line's activations).
     The larger of the two at the real depth is the prediction."""
-    workspace = 0
-    if res.device == "cuda":
-        gc.collect()  # garbage from before (a previous run's model in the same process) is not freed inside the diff
-        before = torch.cuda.memory_allocated()
-        probe_copy(cfg, res, conf, batch, 1)  # warm-up: cuBLAS workspaces and compiled graphs are not activations
-        gc.collect()  # the copy's reference cycles: only what outlives the copy is workspace
-        workspace = max(0, torch.cuda.memory_allocated() - before)
+    # warm-up: cuBLAS workspaces and compiled graphs are not activations
+    workspace = first_step_workspace(res.device, lambda: probe_copy(cfg, res, conf, batch, 1))
     one, two = (probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2))
     layers = getattr(conf, layers_key(conf))
     per_layer, outside = at_depth(one, two, layers)
     return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
+
+
+def first_step_workspace(device: str, warm) -> int:
+    """Bytes a process's first forward and backward leaves allocated for good (cuBLAS's workspaces, a compiled
+    copy's graphs): what is allocated after `warm()` (that first step, on a copy) beyond before it and beyond
+    whatever `warm` keeps alive itself. 0 off a GPU, where `warm` still runs. The run's prediction and the
+    planner's (src/predict.py) both measure it here, so their totals agree."""
+    if device != "cuda":
+        warm()
+        return 0
+    gc.collect()  # garbage from before (a previous run's model in the same process) is not freed inside the diff
+    before = torch.cuda.memory_allocated()
+    warm()
+    gc.collect()  # the copy's reference cycles: only what outlives the copy is workspace
+    return max(0, torch.cuda.memory_allocated() - before)
+
+
+def peak_parts(fixed: dict, activations: float, workspace: float) -> dict:
+    """The predicted peak's parts in GB: weights and trainable state (`fixed`, bytes by part), activations and the
+    first step's workspace. Their sum is the peak, for the run's prediction and the planner's alike."""
+    return {k: v / 2**30 for k, v in {**fixed, "activations": activations, "workspace": workspace}.items()}
 
 
 def weights_and_state(model) -> dict:
@@ -308,8 +324,7 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         full.trainer.gradient_checkpointing = False
         kept_full = layers - -(-layers // cfg.trainer.checkpoint_every)
         activations += (trace_activations(full, res, conf, batch)["per_layer"] - acts["per_layer"]) * kept_full
-    parts = {**fixed, "activations": activations, "workspace": acts["workspace"]}
-    gb = {k: v / 2**30 for k, v in parts.items()}
+    gb = peak_parts(fixed, activations, acts["workspace"])
     capacity = capacity_gb(cfg, res.device)
     warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     if warning:
