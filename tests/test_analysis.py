@@ -181,3 +181,46 @@ def test_a_gpu_verdict_without_a_busy_figure_says_host_bound_was_not_checked():
     unchecked = " ".join(_case(busy=None).reasons)
     assert _case(busy=None).bottleneck == "compute" and "not checked for host-bound" in unchecked
     assert not any("not checked" in r for r in _case(busy=0.95).reasons)
+
+
+def _analysed(monkeypatch, world: int) -> Report:
+    """analyse() on a simulated CPU run's meter results, each of `world` ranks timing the same steps and tokens,
+    on a card whose peak is known (an H100's 989 TFLOP/s bf16)."""
+    from types import SimpleNamespace
+
+    from src.base import ranks
+    from src.report import analysis
+    from tests.conftest import compose
+    from tests.test_measure import _simulate
+
+    results, _ = _simulate([0.01] * 12, warmup=2)
+    monkeypatch.setattr(ranks, "world_size", lambda: world)
+    monkeypatch.setattr(ranks, "gather", lambda value: [value] * world)
+    rep = Report(env={"device_name": "NVIDIA H100 80GB HBM3"}, resolved={"amp": "bf16"}, timing_s={},
+                 flops=Flops(per_token=1e9, per_token_hardware=1.5e9))
+    trainer = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(vocab_size=100, num_labels=2)),
+                              state=SimpleNamespace(log_history=[{"loss": 0.7, "step": 1}]))
+    analysis.analyse(compose("logger=none"), rep, SimpleNamespace(results=lambda: results), trainer, "cpu")
+    return rep
+
+
+def test_mfu_under_two_processes_is_each_gpus_share_against_its_own_peak(monkeypatch):
+    """Issue 54: MFU from the job's total throughput (every rank's tokens) instead of per GPU survived every test.
+    Two ranks timing the same steps: the job's throughput doubles, each GPU's work and its MFU do not."""
+    one, two = _analysed(monkeypatch, 1), _analysed(monkeypatch, 2)
+    assert two.throughput.real_tokens_per_s == pytest.approx(2 * one.throughput.real_tokens_per_s)
+    assert two.throughput.real_tokens_per_s_per_gpu == pytest.approx(one.throughput.real_tokens_per_s)
+    assert two.flops.mfu == pytest.approx(one.flops.mfu)
+    assert two.flops.mfu == pytest.approx(one.throughput.real_tokens_per_s * 1e9 / 989e12)
+    assert two.flops.hfu == pytest.approx(1.5 * two.flops.mfu)
+
+
+@pytest.mark.parametrize("busy, host", [(0.79, True), (0.81, False)])
+def test_host_bound_is_kernels_busy_under_80_percent_of_the_step(busy, host):
+    """Issue 54: the threshold moved (0.8 -> 0.3) survived where no test sat near it. Either side of 80%: the
+    verdict and the flag both turn there."""
+    assert (_case(busy=busy).bottleneck == "host") is host
+    step = _timed([0.100, 0.101, 0.099] * 10)
+    with_interval(step, Throughput())
+    reasons = flags(step, Shapes(), Compile(), {}, False, False, gpu_busy=busy).reasons
+    assert any(r.startswith(f"host-bound (GPU busy {busy:.0%})") for r in reasons) is host

@@ -117,6 +117,43 @@ def test_levers_that_lose_are_turned_back_off_and_training_is_the_scripts_own(tm
     assert _losses(trainer) == plain  # bit for bit: the verification moved no weight and no random draw
 
 
+def test_each_rounds_time_is_paired_with_that_rounds_own_tokens(tmp_path, monkeypatch):
+    """Issue 54: the verification pairing one round's time with another round's tokens survived, as every fake
+    round took the same time. Here each timed window lasts its own round's real tokens at a fixed rate (1,000/s with
+    the script's batches, 2,000/s with the levers), and the rounds hold different tokens: paired right, every
+    round's ratio is 2 and the interval has no width; paired wrong, neither."""
+    made = {}
+    real_batches = verify_module._batches
+
+    def batches(*a, **k):
+        made["your batches"], made["levers"] = real_batches(*a, **k)
+        return made["your batches"], made["levers"]
+
+    monkeypatch.setattr(verify_module, "_batches", batches)
+    rate = {"your batches": 1000.0, "levers": 2000.0}
+
+    class TokenClock:
+        """Two reads a window; the windows come in verify's order: round r rotates the arms by r."""
+        reads, now = 0, 0.0
+
+        def __call__(self) -> float:
+            self.reads += 1
+            if self.reads % 2 == 0:
+                window = self.reads // 2 - 1
+                r, names = window // 2 + 1, list(rate)
+                arm = (names[r % 2:] + names[:r % 2])[window % 2]
+                self.now += sum(verify_module._real(b) for b in made[arm][r]) / rate[arm]
+            return self.now
+
+    done = speedup(_trainer(tmp_path), verify=True, clock=TokenClock(), quiet=True)
+    rounds = len(made["your batches"]) - 1
+    for arm in rate:  # the rounds differ in tokens, so a wrong pairing shows
+        assert len({sum(verify_module._real(b) for b in made[arm][r]) for r in range(1, rounds + 1)}) > 1
+    got = done.verified["speedup"]
+    assert (got["ratio"], got["low"], got["high"]) == pytest.approx((2.0, 2.0, 2.0), rel=1e-9)
+    assert done.verified["real_tokens_per_s"] == pytest.approx(rate, rel=1e-9)
+
+
 def test_the_effective_batch_is_kept_and_grad_accum_adjusted():
     lengths = np.array(LENGTHS * 20)
     for bs, accum in [(8, 1), (4, 8), (32, 2), (16, 2)]:

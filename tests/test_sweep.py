@@ -144,6 +144,16 @@ def test_jobs_that_cannot_be_told_apart_share_a_rank_and_the_recommendation_says
     assert "bs 4 x ga 4 beats bs 2 x ga 8 by at least x1.21 (measured 2.00x" in line  # d: +-50%, too noisy to size
 
 
+def test_a_tier_is_judged_against_its_leader_not_the_row_above():
+    """Issue 54: ties chained against the previous row instead of the tier's leader survived, as 1076/1050/1025/1000
+    at +-1% rank alike either way. Here b ties a (1.9% apart) and c ties b (2.9%), but c is 4.8% under a, past the
+    3% drift with intervals of +-0.2%: c starts a tier of its own, where a chain would pull it into a's."""
+    df = summary.table([_report("a", 8, 1, 1100, ci=0.002), _report("b", 4, 2, 1080, ci=0.002),
+                        _report("c", 2, 4, 1050, ci=0.002)])
+    assert list(df["batch"]) == [8, 4, 2] and list(df["rank"]) == [1, 1, 3]
+    assert summary.comparison(df.iloc[1], df.iloc[2]).tie  # the chain's link: b and c can't be told apart
+
+
 def test_a_job_without_an_interval_never_wins_a_comparison():
     no_ci = _report("a", 8, 1, 2000)
     no_ci["throughput"] = {"real_tokens_per_s": 2000}
