@@ -634,6 +634,23 @@ def speed_budget() -> str:
                      "auto chose", "to first step", "peak / predicted GB"], rows)
 
 
+def speed_memory_fullft() -> str:
+    """Issue 53 G4: the memory model on full fine-tunes (8 layers of Qwen3-4B width, one call, no anchor: memory
+    only): the prediction as the run made it, its parts, and the measured peak."""
+    path = S + "h200_fullft_memory_call1.jsonl"
+    rows = []
+    for label in ("fp32_ga1", "fp32_ga2", "bf16_ga1", "bf16_ga2"):
+        f = Fig(path, label)
+        parts, measured = f.get("memory_predicted_gb.parts"), f.get("memory_gb.peak_allocated")
+        predicted = f.get("memory_predicted_gb.peak_allocated")
+        rows.append([f"`{' '.join(o for o in f.get('overrides') if o.startswith(('precision', 'batch')))}`",
+                     *(gb(parts[k]) for k in ("weights", "grads", "optimizer", "activations")),
+                     gb(predicted), f"{measured:.2f}", f"{predicted / measured - 1:+.1%}",
+                     f"{measured - parts['weights'] - parts['optimizer'] - parts['workspace'] - parts['grads']:.2f}"])
+    return markdown(["run (`peft=none`, 8 layers)", "weights", "grads", "AdamW", "activations", "predicted", "measured",
+                     "error", "measured - weights - AdamW - workspace - grads"], rows)
+
+
 def ms(x: float | None) -> str:
     return "" if x is None else f"{x * 1000:.1f}"
 
@@ -1172,6 +1189,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call7": (HERE / "speed/README.md", speed_call7),
           "speed/attention": (HERE / "speed/README.md", speed_attention),
           "speed/budget": (HERE / "speed/README.md", speed_budget),
+          "speed/memory_fullft": (HERE / "speed/README.md", speed_memory_fullft),
           "planner/h100": (HERE / "planner/README.md", planner),
           "planner/call2": (HERE / "planner/README.md", planner_call2),
           "planner/grid18": (HERE / "planner/README.md", planner_grid18),
