@@ -183,7 +183,7 @@ def test_a_gpu_verdict_without_a_busy_figure_says_host_bound_was_not_checked():
     assert not any("not checked" in r for r in _case(busy=0.95).reasons)
 
 
-def _analysed(monkeypatch, world: int) -> Report:
+def _analysed(monkeypatch, world: int, **report) -> Report:
     """analyse() on a simulated CPU run's meter results, each of `world` ranks timing the same steps and tokens,
     on a card whose peak is known (an H100's 989 TFLOP/s bf16)."""
     from types import SimpleNamespace
@@ -196,11 +196,14 @@ def _analysed(monkeypatch, world: int) -> Report:
     results, _ = _simulate([0.01] * 12, warmup=2)
     monkeypatch.setattr(ranks, "world_size", lambda: world)
     monkeypatch.setattr(ranks, "gather", lambda value: [value] * world)
+    from omegaconf import OmegaConf
+
+    cfg = compose("logger=none")
     rep = Report(env={"device_name": "NVIDIA H100 80GB HBM3"}, resolved={"amp": "bf16"}, timing_s={},
-                 flops=Flops(per_token=1e9, per_token_hardware=1.5e9))
+                 flops=Flops(per_token=1e9, per_token_hardware=1.5e9), config=OmegaConf.to_container(cfg), **report)
     trainer = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(vocab_size=100, num_labels=2)),
                               state=SimpleNamespace(log_history=[{"loss": 0.7, "step": 1}]))
-    analysis.analyse(compose("logger=none"), rep, SimpleNamespace(results=lambda: results), trainer, "cpu")
+    analysis.analyse(cfg, rep, SimpleNamespace(results=lambda: results), trainer, "cpu")
     return rep
 
 
@@ -224,3 +227,63 @@ def test_host_bound_is_kernels_busy_under_80_percent_of_the_step(busy, host):
     with_interval(step, Throughput())
     reasons = flags(step, Shapes(), Compile(), {}, False, False, gpu_busy=busy).reasons
     assert any(r.startswith(f"host-bound (GPU busy {busy:.0%})") for r in reasons) is host
+
+
+def test_a_failed_memory_prediction_says_could_not_check_in_the_report_and_its_summary(monkeypatch):
+    """Issue 54, item 4: a prediction that raised was only logged, and report.json just lacked the figure, as a
+    CPU run's does ("none" and "could not check" looked alike)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from src.model import memory_model as mm
+    from src.report.document import summary_rows
+    from tests.conftest import compose
+
+    def broken(*a, **k):
+        raise RuntimeError("an architecture the copies cannot build")
+
+    monkeypatch.setattr(mm, "widest_batch", lambda *a, **k: {})
+    monkeypatch.setattr(mm, "predict", broken)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: None)
+    got = mm.before_training(compose("measure.predict_memory=true"), SimpleNamespace(device="cuda"), None, None, None, {})
+    assert got == {"not_measured": "could not check: RuntimeError: an architecture the copies cannot build"}
+    rep = _analysed(monkeypatch, 1, memory_predicted_gb=got)
+    assert rep.to_dict()["not_measured"] == {"memory_predicted_gb": got["not_measured"]}
+    rows = dict(summary_rows(rep))
+    assert rows["not measured"] == "memory_predicted_gb: could not check: RuntimeError: an architecture the copies " \
+                                   "cannot build"
+    assert "predicted" not in rows["memory"]
+    assert "not_measured" not in _analysed(monkeypatch, 1).to_dict()  # a CPU run that asked for nothing it lacks
+
+
+def test_a_failed_nvml_or_profiler_read_is_said_by_its_report_key(monkeypatch):
+    """Issue 54, item 4: NVML reads (the driver's memory, other processes on the GPU) and the profiler's kernel
+    times that failed were logged or passed silently. Each now names its figure and why."""
+    import sys
+    from types import SimpleNamespace
+
+    import torch
+
+    from src.measure import meter, timing
+
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    monkeypatch.setitem(sys.modules, "pynvml", SimpleNamespace(nvmlInit=no_driver))
+    for name, value in (("memory_stats", {}), ("max_memory_allocated", 2**30), ("max_memory_reserved", 2**30),
+                        ("current_device", 0)):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, _v=value: _v)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(total_memory=80 * 2**30))
+    why = "could not check: NVML: RuntimeError: NVML Shared Library Not Found"
+    assert meter.memory("cuda")["not_measured"] == {"memory_gb.device_used": why}
+    assert timing.machine_load(cuda=True)["not_measured"] == why
+    busy = timing.BusyProfiler()
+    busy._prof = SimpleNamespace(profiler=None)  # a torch release without kineto_results where it was
+    assert busy._kernels() is None and busy.not_measured.startswith("could not check: the profiler's kernel times: ")
+    m = meter.Measure(meter.TokenCounter("classification"), "cpu", warmup=0, max_steps=4, profile_steps=0)
+    m.cuda, m.profiler = True, busy  # a GPU run whose profile's read failed, and one that never profiled
+    assert m._not_measured({"not_measured": why}) == {"gpu_busy_fraction": busy.not_measured,
+                                                      "flags.other_gpu_processes": why}
+    m.profiler = timing.BusyProfiler()
+    assert m._not_measured({}) == {"gpu_busy_fraction": "not measured: measure.profile_steps=0"}

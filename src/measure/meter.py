@@ -232,9 +232,23 @@ class Measure(TrainerCallback):
                          "profile_and_rest": span(w["close_at"], self.phase_times["train_end"])},
             # the rule itself ended the window (a timed step an evaluation or a save dropped is not "stable")
             "stopped_when_stable": self.stopped,
+            "not_measured": self._not_measured(w.get("machine") or {}),
             "compile": {"graphs": compiled_graphs() - self._graphs_begin, "graphs_in_window": w["graphs"],
                         "to_first_step_s": self.first_step_s},
         }
+
+
+    def _not_measured(self, machine: dict) -> dict:
+        """Each figure a check of this run could not give, by its report key, with why: "none" and "could not
+        check" must not look alike (an absent GPU-busy figure reads as a GPU that never waited)."""
+        out = {}
+        if self.cuda and self.profiler.fraction is None:
+            out["gpu_busy_fraction"] = self.profiler.not_measured or (
+                "not measured: measure.profile_steps=0" if not self.profile_steps
+                else "not measured: training ended before the profiled steps")
+        if machine.get("not_measured"):
+            out["flags.other_gpu_processes"] = machine["not_measured"]
+        return out
 
 
 def memory(device: str, cap_gb: float | None = None) -> dict:
@@ -255,6 +269,7 @@ def memory(device: str, cap_gb: float | None = None) -> dict:
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
         out["device_used"] = pynvml.nvmlDeviceGetMemoryInfo(handle).used / 2**30
-    except Exception as exc:
+    except Exception as exc:  # said in the report (analysis lifts it into not_measured), not only in the log
         log.warning("NVML unavailable (%s): device_used not reported", exc)
+        out["not_measured"] = {"memory_gb.device_used": f"could not check: NVML: {type(exc).__name__}: {exc}"}
     return out

@@ -201,8 +201,10 @@ class Window:
                 "graphs": b["graphs"] - a["graphs"] if b else None,
                 "open_at": a["wall"] if a else None, "close_at": b["wall"] if b else None,
                 "wall_s": b["wall"] - a["wall"] if b else None,
-                "machine": {k: max((r["machine"][k] for r in (a, b) if r and r["machine"][k] is not None), default=None)
-                            for k in ("load_per_cpu", "other_gpu_processes")},
+                "machine": {**{k: max((r["machine"][k] for r in (a, b) if r and r["machine"][k] is not None), default=None)
+                               for k in ("load_per_cpu", "other_gpu_processes")},
+                            "not_measured": next((r["machine"]["not_measured"] for r in (a, b)
+                                                  if r and r["machine"].get("not_measured")), None)},
                 "shapes": {"distinct_in_window": len(shapes_window), "new_in_window": len(shapes_window - shapes_before)}}
 
 
@@ -219,8 +221,8 @@ def machine_load(cuda: bool) -> dict:
             procs = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device()))
             mine = sum(p.pid == os.getpid() for p in procs)
             out["other_gpu_processes"] = len(procs) - max(mine, 1 if procs else 0)  # a container may hide our pid
-        except Exception:  # no NVML: the flag is not raised rather than guessed
-            pass
+        except Exception as exc:  # no NVML: the flag is not raised rather than guessed, and the report says why
+            out["not_measured"] = f"could not check: NVML: {type(exc).__name__}: {exc}"
     return out
 
 
@@ -276,6 +278,7 @@ class BusyProfiler:
         self.attention: dict[str, float] | None = None  # the same for each attention implementation that ran
         self.host_ops = host_ops
         self.host: list[dict] | None = None  # host_ops: the host's costliest ops per profiled step
+        self.not_measured: str | None = None  # why there is no busy figure although the profile ran
         self._prof = None
         self._t0 = 0.0
 
@@ -326,6 +329,7 @@ class BusyProfiler:
                     for e in events if e.device_type() == torch.autograd.DeviceType.CUDA]
         except Exception as exc:  # profiler APIs move between torch releases; a missing figure beats a crash
             log.warning("could not read kernel times from the profiler: %s", exc)
+            self.not_measured = f"could not check: the profiler's kernel times: {type(exc).__name__}: {exc}"
             return None
 
 

@@ -297,14 +297,14 @@ def capacity_warning(peak_gb: float, capacity_gb: float | None, alloc_conf: str 
 
 def before_training(cfg, res, conf, model, collator, lengths: dict) -> dict | None:
     """The prediction a GPU run reports (measure.predict_memory). A model the trace can't handle costs a
-    warning, never the run."""
+    warning, never the run, and the report says why it has no prediction ({"not_measured": reason})."""
     if res.device != "cuda" or not cfg.measure.predict_memory:
         return None
     try:
         return predict(cfg, res, conf, model, widest_batch(cfg, conf, collator, lengths, res.device))
     except Exception as exc:
         log.warning("memory prediction skipped: %s: %s", type(exc).__name__, exc)
-        return None
+        return {"not_measured": f"could not check: {type(exc).__name__}: {str(exc)[:200]}"}
     finally:
         torch.cuda.reset_peak_memory_stats()  # the traced copies are not the run's peak
 

@@ -162,7 +162,13 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     vocab = getattr(trainer.model.config, "vocab_size", 2)
     evals = [e for e in trainer.state.log_history if any(k.startswith("eval_") for k in e)]
     mem = memory(device, cfg.gpu.memory_cap_gb)
+    pred = rep.get("memory_predicted_gb") or {}
+    missing = {**({"memory_predicted_gb": pred["not_measured"]} if "not_measured" in pred else {}),
+               **mem.pop("not_measured", {})}  # rank 0's: its own reads
     m = meter.results() if cfg.measure.enabled else {}
+    missing.update(m.get("not_measured") or {})
+    if missing:
+        rep.not_measured = missing
     world = distributed.world_size()
     if world > 1:  # one gather after training: global tokens, every rank's peak
         ranks = distributed.combine(distributed.gather(

@@ -52,6 +52,9 @@ class Report:
     compile: Compile = UNSET
     verdict: Verdict = UNSET
     flags: Flags = UNSET
+    # each figure a check could not give, by its report key: "could not check: <reason>" or "not measured: <why>"
+    # (a failed NVML read, profiler read or memory prediction is said here, never only absent)
+    not_measured: dict = UNSET
     saved: Saved = UNSET  # trainer.save_final: where the trained adapter or model is
 
     def get(self, name: str):
@@ -149,6 +152,7 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if r.get("compile") and r.compile.graphs:
         rows.append(("compile", r.compile.line(r.get("compiled_layers"))))
     pred = r.get("memory_predicted_gb")
+    pred = pred if pred and "peak_allocated" in pred else None  # one that failed says so under "not measured"
     if r.get("memory_gb"):
         rows.append(("memory", r.memory_gb.line(pred)))
     elif pred:
@@ -157,6 +161,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("memory plan", pred["warning"]))
     if r.get("flags") and r.flags.reasons:  # before the verdict: a busy host or a wide interval qualifies it
         rows.append(("flags", r.flags.line()))
+    if r.get("not_measured"):
+        rows.append(("not measured", "; ".join(f"{key}: {why}" for key, why in r.not_measured.items())))
     if r.get("verdict"):
         rows.append(("verdict", r.verdict.line()))
     ev = (r.get("eval") or {}).get("final")
