@@ -108,7 +108,8 @@ def test_too_few_timed_steps_give_no_interval_and_a_flag():
     ({"compile_": Compile(graphs=3, graphs_in_window=2)}, "2 compiles inside the timed window"),
     ({"machine": {"load_per_cpu": 2.5}}, "busy host: load 2.5 per CPU"),
     ({"machine": {"load_per_cpu": 0.3, "other_gpu_processes": 1}}, "1 other processes on the GPU"),
-    ({"gpu_busy": 0.44}, "host-bound (GPU busy 44%): the same such step moved 1.12x (1.08-1.16) and 1.20x (1.01-1.43) between processes of one call"),
+    ({"gpu_busy": 0.44}, "host-bound (GPU busy 44%): the same such step moved 1.12x (1.08-1.16) and 1.20x (1.01-1.43) "
+                         "between processes of one call on an H200 (experiments/twelve_x_slowdown/README.md)"),
 ])
 def test_each_reason_to_doubt_a_figure_is_flagged(case, reason):
     values = case.pop("values", [0.100, 0.101, 0.099] * 10)
@@ -287,3 +288,23 @@ def test_a_failed_nvml_or_profiler_read_is_said_by_its_report_key(monkeypatch):
                                                       "flags.other_gpu_processes": why}
     m.profiler = timing.BusyProfiler()
     assert m._not_measured({}) == {"gpu_busy_fraction": "not measured: measure.profile_steps=0"}
+
+
+def test_figures_from_experiments_name_their_card_and_a_source_that_holds_them():
+    """Issue 54, item 9: the host drift and the bf16 adapters' tie were printed on every card with no card or source.
+    Each names the card it was measured on and a file in this repository that states the figure."""
+    import re
+    from pathlib import Path
+
+    from src.levers.apply import NOT_APPLIED
+    from src.report.analysis import HOST_DRIFT, HOST_DRIFT_SOURCE
+
+    root = Path(__file__).resolve().parents[1]
+    printed = [(HOST_DRIFT + " " + HOST_DRIFT_SOURCE, ["1.12x (1.08-1.16)", "1.20x (1.01-1.43)"]),
+               (NOT_APPLIED["bf16 adapters"], ["1.05x (1.01-1.08)"]), (NOT_APPLIED["fused LoRA"], ["0.996x"])]
+    for text, figures in printed:
+        assert re.search(r"\b(H100|H200)\b", text), text
+        source = re.search(r"experiments/\S+?\.md", text)
+        assert source, text
+        held = (root / source.group(0)).read_text()
+        assert all(f in held for f in figures), (source.group(0), figures)

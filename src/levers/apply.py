@@ -34,9 +34,12 @@ from .rows import TrainRows
 TASKS = {"ForSequenceClassification": "classification", "ForCausalLM": "causal_lm", "LMHeadModel": "causal_lm"}
 KNOWN_TRAINERS = ("transformers.", "trl.")  # their compute_loss / training_step read packed batches as they are
 NOT_APPLIED = {
-    "fused LoRA": "a tie under regional compile on an H100 (0.996x); it wins only under whole-model CUDA graphs",
+    # each figure names its card and where it was measured: a user's own card may differ
+    "fused LoRA": "a tie under regional compile on an H100 (0.996x, experiments/speed/README.md call 4); it wins "
+                  "only under whole-model CUDA graphs",
     "FP8 base matmuls": "it changes the base matmuls' numerics: trainsweep's runner offers it (precision=fp8)",
-    "bf16 adapters": "a tie (1.05x, 1.01-1.08), and it would change the precision of your trainable weights",
+    "bf16 adapters": "a tie on an H100 (1.05x, 1.01-1.08, compiled on 4 layers: experiments/speed/README.md), and it "
+                     "would change the precision of your trainable weights",
 }
 
 

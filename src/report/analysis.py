@@ -44,6 +44,7 @@ def with_interval(step: StepTime, th: Throughput) -> None:
 # as first and last process: both past stats.MIN_EFFECT (experiments/twelve_x_slowdown). GPU-bound jobs of the
 # first call agreed to 1%.
 HOST_DRIFT = "1.12x (1.08-1.16) and 1.20x (1.01-1.43)"
+HOST_DRIFT_SOURCE = "on an H200 (experiments/twelve_x_slowdown/README.md)"  # printed with it: not this run's card
 
 
 def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop_rule: bool,
@@ -68,7 +69,7 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
         reasons.append(f"{others} other processes on the GPU")
     if gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
         reasons.append(f"host-bound (GPU busy {gpu_busy:.0%}): the same such step moved {HOST_DRIFT} "
-                       "between processes of one call; compare with sweep.repeats=3")
+                       f"between processes of one call {HOST_DRIFT_SOURCE}; compare with sweep.repeats=3")
     return Flags(reasons=reasons, load_per_cpu=load, other_gpu_processes=others)
 
 
