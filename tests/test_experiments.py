@@ -114,6 +114,7 @@ LEVERS = {
     "fused": {"peft.fused"},
     "fp8": {"precision.name", "precision.fp8", "precision.weights_dtype", "precision.amp", "precision.tf32"},
     "fp8_fused": {"precision.name", "precision.fp8", "precision.weights_dtype", "precision.amp", "precision.tf32", "peft.fused"},
+    "auto_budget": {"batch.tokens"},
 }
 
 
