@@ -51,12 +51,15 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
                           config_hash=report_files.config_hash(cfg))
-    if (fingerprint := report_files.data_fingerprint(cfg)) is not None:  # data=files: what the rows were
-        rep.data_fingerprint = fingerprint
     logs = None
     try:
+        if (fingerprint := report_files.data_fingerprint(cfg)) is not None:  # data=files: what the rows were
+            rep.data_fingerprint = fingerprint
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
         validate(cfg, _cuda_available())
+        if (problem := files.cache_problem()) is not None:  # every run caches its rows or its tokenizer there
+            raise ConfigError("TRAINSWEEP_CACHE", files.CACHE, f"can't be written ({problem}): point it at a "
+                                                               "writable directory")
         if changed:
             raise ConfigError("resume", True, f"the config changed since the run it would continue ({'; '.join(changed[:4])}"
                                               f"{'; ...' if len(changed) > 4 else ''}): resume it unchanged, or train "

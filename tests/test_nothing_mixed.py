@@ -150,3 +150,83 @@ def test_final_holds_only_the_new_result_when_a_changed_config_reruns_into_its_d
     diverged = run(compose(*BRIEF, "peft=none", "trainer.lr=3e38", "trainer.max_grad_norm=0", "trainer.max_steps=12"),
                    tmp_path)
     assert diverged["status"] == "diverged" and not (tmp_path / "final").exists()
+
+
+# -- 3. a sweep job whose data can't be fingerprinted: that job's error, and the sweep goes on ----------------------
+def _without_root_override():
+    """For a child process: file permissions bind it even when run as root. Root reads a mode-000 file anyway
+    (CAP_DAC_OVERRIDE); dropping that capability and CAP_DAC_READ_SEARCH from the bounding set before exec leaves
+    the new program without them, as a user's run is."""
+    import ctypes
+    import os
+
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+            if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+
+
+def _as_user(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "src.run", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, preexec_fn=_without_root_override, env={**os.environ, **(env or {})})
+
+
+FILES = ["data=files", "data.num_proc=1", "task.num_labels=2"]
+
+
+def _two_class_csv(path: Path) -> Path:
+    path.write_text("text,label\n" + "".join(f"{w} {i},{w}\n" for i in range(8) for w in ("식대", "교통비")))
+    return path
+
+
+@pytest.mark.parametrize("fault", ["unreadable file", "read-only cache"])
+def test_a_sweep_job_whose_data_cant_be_fingerprinted_is_that_jobs_error_and_the_sweep_goes_on(fault, tmp_path):
+    ok, bad = _two_class_csv(tmp_path / "ok.csv"), _two_class_csv(tmp_path / "unreadable.csv")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if fault == "unreadable file":
+        bad.chmod(0)
+    else:
+        cache.chmod(0o555)
+    sweep = tmp_path / "sweep"
+    proc = _as_user("-m", *BRIEF, "trainer.max_steps=2", *FILES, f"data.train_file={ok},{bad}",
+                    f"hydra.sweep.dir={sweep}", env={"TRAINSWEEP_CACHE": str(cache)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    reports = {read_report(p.parent)["config"]["data"]["train_file"]: read_report(p.parent)
+               for p in sweep.glob("*/report.json")}
+    assert set(reports) == {str(ok), str(bad)} and (sweep / "summary.md").is_file()
+    if fault == "unreadable file":
+        assert reports[str(ok)]["status"] == "ok"
+        assert reports[str(bad)]["status"] == "config_error"
+        assert f"data.train_file={bad}: can't be read (Permission denied" in reports[str(bad)]["error"]
+    else:  # every job needs the cache: each says so in one line
+        assert {r["status"] for r in reports.values()} == {"config_error"}
+        assert all(r["error"].startswith(f"TRAINSWEEP_CACHE={cache}: can't be written") for r in reports.values())
+
+
+# -- warts ------------------------------------------------------------------------------------------------------
+def test_an_empty_trainsweep_cache_is_the_default_not_the_working_directory():
+    import os
+
+    code = "from src.base import files; print(files.CACHE)"
+    for value, expected in (("", "outputs/cache"), ("/somewhere/else", "/somewhere/else")):
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "TRAINSWEEP_CACHE": value})
+        assert proc.stdout.strip() == expected, proc.stderr
+
+
+@pytest.mark.parametrize("fault", ["unreadable file", "read-only cache"])
+def test_an_unreadable_data_file_or_a_read_only_cache_is_one_line_exit_2(fault, tmp_path):
+    data, cache = _two_class_csv(tmp_path / "train.csv"), tmp_path / "cache"
+    cache.mkdir()
+    (data if fault == "unreadable file" else cache).chmod(0o000 if fault == "unreadable file" else 0o555)
+    proc = _as_user(*BRIEF, "trainer.max_steps=2", *FILES, f"data.train_file={data}", f"hydra.run.dir={tmp_path / 'run'}",
+                    env={"TRAINSWEEP_CACHE": str(cache)})
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith(f"config error: data.train_file={data}: can't be read (Permission denied)"
+                               if fault == "unreadable file" else f"config error: TRAINSWEEP_CACHE={cache}: can't be written")

@@ -24,7 +24,6 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_submitit_launcher.config import LocalQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLauncher
 from omegaconf import OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
 
 from hydra_plugins.trainsweep import app  # src or trainsweep: the package this process runs
 from hydra_plugins.trainsweep import planning
@@ -156,7 +155,8 @@ class IsolatedLauncher(LocalLauncher):
         try:
             digest = report_files.config_hash(job_cfg)
             done, why = report_files.finished(job_dir, digest, report_files.data_fingerprint(job_cfg))
-        except OmegaConfBaseException:  # a value that doesn't resolve: the job says so in its report
+        except Exception:  # a value that doesn't resolve, a data file it can't read: the job's own process meets
+            # it again and records it in its report; raised here, it ended the sweep before its other jobs and summary
             digest, done, why = None, None, ""
         if done and not job_cfg.get("rerun", False):
             log.info(f"{name}: finished earlier ({done.status}), skipped")

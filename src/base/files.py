@@ -9,7 +9,9 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-CACHE = Path(os.environ.get("TRAINSWEEP_CACHE", "outputs/cache"))  # tokenised data, tokenizers, compiled kernels
+# tokenised data, tokenizers, compiled kernels; an empty TRAINSWEEP_CACHE is unset (Path("") is the working
+# directory, which filled with cache entries)
+CACHE = Path(os.environ.get("TRAINSWEEP_CACHE") or "outputs/cache")
 LOCK = "run.lock"  # held while a process writes the directory (its pid inside, for the refusal's message)
 
 
@@ -118,6 +120,22 @@ def content_hash(path: str) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     digest = h.hexdigest()
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(memo, json.dumps({"key": key, "hash": digest}))
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(memo, json.dumps({"key": key, "hash": digest}))
+    except OSError:  # a read-only cache: the hash is still right, only read again next time (the run says why)
+        pass
     return digest
+
+
+def cache_problem() -> str | None:
+    """Why CACHE can't take a run's entries (read-only, a file in its path, no space), or None. Asked before a
+    run builds anything: a tokenised dataset's write failing minutes in was a traceback."""
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        probe = CACHE / f".probe.{os.getpid()}.tmp"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None

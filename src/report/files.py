@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from ..base.files import Busy, atomic_write, content_hash, lock
+from ..config.errors import ConfigError
 from ..config.run_dir import check as check_run_dir  # noqa: F401  (src/run.py, tests)
 from ..config.schema import HOW_NOT_WHAT
 from .document import Report, summary_rows
@@ -71,7 +72,16 @@ def data_fingerprint(cfg) -> str | None:
     d = cfg.data
     if d.source != "files":
         return None
-    parts = [content_hash(p) if p and os.path.isfile(p) else f"missing:{p}" for p in (d.train_file, d.eval_file) if p]
+    parts = []
+    for key in ("train_file", "eval_file"):
+        path = d[key]
+        if not path:
+            continue
+        try:
+            parts.append(content_hash(path) if os.path.isfile(path) else f"missing:{path}")  # loading says it's missing
+        except OSError as exc:  # permission denied, an I/O error: the run can't read it either; one line, exit 2
+            raise ConfigError(f"data.{key}", path, f"can't be read ({exc.strerror or exc}): give a file this "
+                                                   "user can read") from None
     return hashlib.sha256("+".join(parts).encode()).hexdigest()[:16]
 
 
