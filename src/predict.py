@@ -242,8 +242,14 @@ def profile_kernels(family: dict) -> None:
         _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, timed[0]["batch"], res.amp, res.device))
         for fig in timed:
             batch = to_device(fig["batch"], res.device)
-            fig["gpu"][n] = _on_copy({}, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
+            probe = {}
+            fig["gpu"][n] = _on_copy(probe, n, "timing its kernels", lambda: speed_model.gpu_busy_s(
                 model, batch, res.amp, res.device))  # out of memory here: no kernel time, the cell's own line
+            if fig["gpu"][n] is None:  # the cell keeps its own line, and its prediction says why
+                fig.setdefault("not_measured", {})[f"micro_batch_s.kernels ({n}-layer copy)"] = (
+                    f"could not check: {probe['over_card']}" if "over_card" in probe
+                    else "not measured: no GPU" if res.device != "cuda"
+                    else "could not check: the profiler gave no kernel times (predict.log says why)")
         del model
         if res.device == "cuda":
             torch.cuda.empty_cache()
@@ -280,7 +286,8 @@ def family_predictions(family: dict) -> list[dict]:
                    if None not in (fig["gpu"][shallow], fig["gpu"][deep]) else None)
         out.append({**said, "memory_gb": fig["memory_gb"], "step_s": step.step_s, "real_tokens_per_s": rate, "low": low,
                     "high": high, "new_shapes": fig["new_shapes"], "first_call_s": fig.get("first_calls"),
-                    "bound": step.bound, "micro_batch_s": {"host": host_line, "kernels": kernels}, "why_not": None})
+                    "bound": step.bound, "micro_batch_s": {"host": host_line, "kernels": kernels}, "why_not": None,
+                    **({"not_measured": fig["not_measured"]} if fig.get("not_measured") else {})})
     return out
 
 

@@ -521,3 +521,26 @@ def test_a_copy_is_host_bound_when_its_kernels_fill_under_80_percent_of_a_micro_
     blocks = [speed_model.Block(ms / 1e3, 0.001) for ms in (8, 10, 10, 12, 50)]  # median 10 ms, min 8, mean 18
     assert speed_model.host_bound(blocks, share * 0.010) is host
     assert not speed_model.host_bound(blocks, None)  # no kernel time (a CPU): never called host-bound
+
+
+def test_a_cell_without_kernel_times_says_why_in_its_prediction(monkeypatch):
+    """Issue 54, item 4: a speed copy whose kernels could not be timed (the profile ran out of memory, or gave no
+    kernels) left the cell on its own line with nothing said. Its prediction now names each copy's missing figure
+    and why: here the first copy's profile runs out of memory and the second gives no figure, as on a CPU."""
+    calls = []
+
+    def gpu_busy_s(*a, **k):
+        calls.append(1)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return None
+
+    monkeypatch.setattr(speed_model, "gpu_busy_s", gpu_busy_s)
+    cells = [{"cell": "b2", "family": "f", "config": OmegaConf.to_container(compose(*QUICK, "batch.size=2"), resolve=True)}]
+    out = predict.predict(cells)[0]
+    shallow, deep = speed_model.copy_depths(compose(*QUICK).model.arch.num_hidden_layers)
+    assert out["real_tokens_per_s"] > 0 and out["micro_batch_s"]["kernels"] is None
+    assert out["not_measured"] == {
+        f"micro_batch_s.kernels ({shallow}-layer copy)":
+            f"could not check: its {shallow}-layer copy alone ran out of memory timing its kernels",
+        f"micro_batch_s.kernels ({deep}-layer copy)": "not measured: no GPU"}

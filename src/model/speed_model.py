@@ -20,6 +20,7 @@ dataloader's the planner calibrates away with one measured cell per family (in o
 Trainer's training_step and train() took what the copies' loop took, within the host's drift)."""
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ import torch
 
 from ..base import stats
 from .memory_model import _autocast
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,8 @@ def gpu_busy_s(model, batch: dict, amp: str, device: str, steps: int = 3) -> flo
     try:
         spans = [(e.start_ns(), e.start_ns() + e.duration_ns()) for e in prof.profiler.kineto_results.events()
                  if e.device_type() == torch.autograd.DeviceType.CUDA]
-    except Exception:  # profiler APIs move between torch releases: no figure, and the cell's own line stands
+    except Exception as exc:  # profiler APIs move between torch releases: no figure, and the cell's own line stands
+        log.warning("could not read kernel times from the profiler: %s: %s", type(exc).__name__, exc)
         return None
     return stats.union_seconds(spans) / steps if spans else None
 
