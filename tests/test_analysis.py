@@ -308,3 +308,22 @@ def test_figures_from_experiments_name_their_card_and_a_source_that_holds_them()
         assert source, text
         held = (root / source.group(0)).read_text()
         assert all(f in held for f in figures), (source.group(0), figures)
+
+
+def test_a_failed_launcher_lookup_under_torchrun_is_said(monkeypatch):
+    """Issue 54, item 4: under torchrun every rank stamps the run directory with its launcher's start time; a failed
+    lookup fell back to the rank's own start in silence, so ranks could write to different directories."""
+    import psutil
+
+    from src.base import ranks
+
+    def no_parent(pid):
+        raise psutil.AccessDenied(pid)
+
+    monkeypatch.setattr(psutil, "Process", no_parent)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(ranks, "NOT_MEASURED", {})
+    assert ranks.run_stamp("%Y")  # still a stamp: the run goes on
+    why = ranks.NOT_MEASURED["distributed.run_stamp"]
+    assert why.startswith("could not check: the launcher's start time (AccessDenied") and "each rank stamped its own" in why
+    assert _analysed(monkeypatch, 2).not_measured == {"distributed.run_stamp": why}

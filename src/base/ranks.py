@@ -3,8 +3,13 @@ report's cross-rank numbers. The Trainer (through accelerate) owns the process g
 wrapping; this module only reads what torchrun set and gathers a few numbers once, after training."""
 from __future__ import annotations
 
+import logging
 import os
 import time
+
+log = logging.getLogger(__name__)
+# what could not be looked up in this process, by report key, with why (the report's not_measured lifts it)
+NOT_MEASURED: dict[str, str] = {}
 
 
 def rank() -> int:
@@ -34,8 +39,10 @@ def run_stamp(fmt: str) -> str:
             import psutil  # a dependency of accelerate
 
             started = psutil.Process(os.getppid()).create_time()
-        except Exception:
-            pass
+        except Exception as exc:  # each rank falls back to its own start, and may name a run directory of its own
+            why = f"could not check: the launcher's start time ({type(exc).__name__}: {exc}); each rank stamped its own"
+            NOT_MEASURED["distributed.run_stamp"] = why
+            log.warning("run directory: %s", why)
     return time.strftime(fmt, time.localtime(started))
 
 

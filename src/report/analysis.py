@@ -168,9 +168,11 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
                **mem.pop("not_measured", {})}  # rank 0's: its own reads
     m = meter.results() if cfg.measure.enabled else {}
     missing.update(m.get("not_measured") or {})
+    world = distributed.world_size()
+    if world > 1:
+        missing.update(distributed.NOT_MEASURED)  # the run directory's shared stamp, if it could not be read
     if missing:
         rep.not_measured = missing
-    world = distributed.world_size()
     if world > 1:  # one gather after training: global tokens, every rank's peak
         ranks = distributed.combine(distributed.gather(
             {"tokens": m.get("tokens"), "step_mean": (m.get("step_time_s") or {}).get("mean"), "memory": mem}))
