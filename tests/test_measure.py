@@ -332,3 +332,19 @@ def test_the_interval_reads_every_timed_step_and_p50_is_the_median():
     meter = Measure(TokenCounter("classification"), "cpu", warmup=0, max_steps=1500, profile_steps=0)
     meter.timer.step_times = [0.01] * 1200 + [0.05] * 300
     assert len(meter.results()["step_time_s"]["values"]) == 1500
+
+
+def test_the_stop_rule_reads_the_interval_every_2_percent_more_steps_not_every_step(monkeypatch):
+    """Reading the interval is O(n) on the host between two timed steps: read after every step, a 5,000-step window
+    would spend 0.6 ms of each late step on it. It is read again once the steps grew by 2%."""
+    import src.base.stats as stats
+
+    reads = []
+    real = stats.batch_means
+    monkeypatch.setattr(stats, "batch_means", lambda values: reads.append(len(values)) or real(values))
+    rule = StopRule(rel_error=1e-9, min_steps=10)  # never met: every read is a miss
+    times = [0.01 * (1 + (i % 7) / 10) for i in range(5000)]
+    for n in range(1, 5001):
+        rule.met(times[:n])
+    assert reads[:3] == [10, 11, 12] and len(reads) < 400  # every step up to 100, then every 2% more: not 4,991
+    assert all(b - a <= max(1, a // 50) for a, b in zip(reads, reads[1:]))
