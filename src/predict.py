@@ -14,6 +14,9 @@ pays for it. So the speed copies are built again at the end, for their kernels a
 A cell that can't be predicted (a whole-model compile, partial checkpointing, several GPUs, a model the copies
 can't build) gets `why_not` and no figures; the planner runs it. A cell whose copy alone runs out of memory gets
 `over_card`, and the planner doesn't run it.
+
+The room is for one concern, the grid's prediction in one process, where the order of its steps (every family's
+copies warmed and probed, then timed, then profiled) is the method, and reads best in one place.
 """
 from __future__ import annotations
 
@@ -182,7 +185,7 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
             _on_copy({}, n, "warming up", lambda: speed_model.warm_up(model, figures[0]["batch"], res.amp, res.device))
 
         if n == 1:  # what that first step leaves allocated is in the run's peak too (memory_model.predict's workspace)
-            workspace = _process_workspace(mm.first_step_workspace(res.device, warm))
+            _WORKSPACE["bytes"] = workspace = max(_WORKSPACE["bytes"], mm.first_step_workspace(res.device, warm))
         else:
             warm()
         spent["copies"] += clock() - t
@@ -291,15 +294,10 @@ def family_predictions(family: dict) -> list[dict]:
     return out
 
 
-_WORKSPACE = {"bytes": 0}  # the largest first-step workspace this process has measured
-
-
-def _process_workspace(measured: int) -> int:
-    """A family's first-step workspace. A run allocates cuBLAS's workspace at its own first step, but this process
-    keeps it from its first family on, so a later family's warm-up finds it in place and leaves less: each family
-    takes the larger of its own figure and the largest before it."""
-    _WORKSPACE["bytes"] = max(_WORKSPACE["bytes"], measured)
-    return _WORKSPACE["bytes"]
+# The largest first-step workspace this process has measured. A run allocates cuBLAS's workspace at its own first
+# step; this process keeps it from its first family on, so a later family's warm-up finds it in place and leaves
+# less: each family takes the larger of its own figure and the largest before it.
+_WORKSPACE = {"bytes": 0}
 
 
 def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, weights: list[float], layers: int,

@@ -23,7 +23,8 @@ import torch
 from transformers import TrainerCallback
 
 from ..data.packing import PACK_STATS
-from .timing import PHASES, BusyProfiler, Clock, StepTimer, StopRule, Window, compiled_graphs
+from .stop import StopRule
+from .timing import PHASES, BusyProfiler, Clock, StepTimer, Window, compiled_graphs
 
 log = logging.getLogger(__name__)
 __all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "window_tokens"]

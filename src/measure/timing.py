@@ -4,7 +4,7 @@
   Window        the timed window: a warm-up that lasts until a step compiles nothing, then one reading of
                 every counter (tokens, allocator retries, GC time, compiled graphs, wall clock) at each edge
   BusyProfiler  a few steps under torch.profiler after the window: the share of the time a kernel ran
-  StopRule      stop timing once the mean step time is known to a relative error
+and, in src/measure/stop.py, the rule that stops timing once the mean step time is known to a relative error.
 """
 from __future__ import annotations
 
@@ -331,26 +331,3 @@ class BusyProfiler:
             log.warning("could not read kernel times from the profiler: %s", exc)
             self.not_measured = f"could not check: the profiler's kernel times: {type(exc).__name__}: {exc}"
             return None
-
-
-class StopRule:
-    """The mean step time is known well enough once its 95% batch-means interval (src/base/stats.py: steps are
-    autocorrelated, so stdev/sqrt(n) would stop far too early) is within `rel_error` of it either side, over
-    at least `min_steps` timed steps."""
-
-    CHECKS_PER_DOUBLING = 50  # the interval is read again once the steps grew by 2%, not after every step
-
-    def __init__(self, rel_error: float, min_steps: int):
-        self.rel_error, self.min_steps = rel_error, min_steps
-        self._next = 0  # the step count at which to read the interval next
-
-    def met(self, times: list[float]) -> bool:
-        # Reading the interval costs the host O(n) (0.6 ms at 5,000 steps), between two steps of the run it times:
-        # after every step that would grow with the run; every 2% more steps it stays a few microseconds a step,
-        # and the window ends at most 2% of its steps after the mean settled.
-        n = len(times)
-        if n < max(self.min_steps, self._next):
-            return False
-        self._next = n + max(1, n // self.CHECKS_PER_DOUBLING)
-        ci = stats.batch_means(times)
-        return ci is not None and ci.half_width < self.rel_error
