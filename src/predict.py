@@ -177,8 +177,8 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
     for n in sorted({1, 2, *speed_depths}):  # memory on the 1- and 2-layer copies, speed on speed_depths
         t = clock()
         model = mm.build_copy(cfgs[0], res, conf, n)
-        if n <= 2:
-            weights.append(sum(mm.weights_and_state(model).values()))
+        if n <= 2:  # the parts by name (the gradients overlap the activations: memory_model.peak_parts)
+            weights.append({**mm.weights_and_state(model), "largest_grad": mm.largest_gradient(model)})
         # one step first: a first call's one-off allocations (cuBLAS's workspace) stay out of the probes, and a
         # compiled copy is compiled (unwarmed, an H200's first 1-layer probe put a family 6% low at 2 rows)
         def warm():
@@ -206,7 +206,7 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
                 fig.setdefault("acts", []).append(_on_copy(fig, n, "on its widest batch", lambda: mm.activation_bytes(
                     cfg, res, model, widest[i])))
         if n == 2:
-            _memory_at_depth(figures, widest, between, weights, layers, workspace)
+            _memory_at_depth(figures, widest, between, weights, layers, workspace, [c.batch.grad_accum for c in cfgs])
         spent["memory"] += clock() - t
         for fig in figures if n in speed_depths else ():
             if "over_card" in fig or "why_not" in fig or (capacity and fig.get("memory_gb", 0) > capacity):
@@ -300,8 +300,8 @@ def family_predictions(family: dict) -> list[dict]:
 _WORKSPACE = {"bytes": 0}
 
 
-def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, weights: list[float], layers: int,
-                     workspace: float = 0) -> None:
+def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, weights: list[dict], layers: int,
+                     workspace: float, grad_accums: list[int]) -> None:
     """Each cell's predicted peak at the real depth (memory_gb), from its probes on the 1- and 2-layer copies or
     the line between two probed cells (probe_plan), summed as memory_model.predict sums the run's (peak_parts,
     the first step's workspace included)."""
@@ -314,12 +314,14 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
         else:
             figures[i]["acts"] = [mm.interpolate(a, b, rows[lo], rows[hi], rows[i])
                                   for a, b in zip(figures[lo]["acts"], figures[hi]["acts"])]
-    fixed = weights[0] + (weights[1] - weights[0]) * (layers - 1)
-    for fig in figures:
+    one, two = weights
+    largest = two["largest_grad"]  # the same at any depth: the embedding's, or the head's
+    fixed = {k: one[k] + (two[k] - one[k]) * (layers - 1) for k in one if k != "largest_grad"}
+    for i, fig in enumerate(figures):
         if "over_card" not in fig and "why_not" not in fig:
             per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
-            fig["memory_gb"] = sum(mm.peak_parts({"weights_and_state": fixed}, per_layer * layers + outside,
-                                                 workspace).values())
+            fig["memory_gb"] = sum(mm.peak_parts(fixed, per_layer * layers + outside, workspace,
+                                                 grad_accums[i], largest).values())
 
 
 def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
