@@ -136,7 +136,7 @@ def test_bad_value_on_the_command_line_is_one_line_and_exit_2(args, message, tmp
 
 
 @pytest.mark.parametrize("args,message", [
-    (["model=nosuchmodel"], "Could not find 'model/nosuchmodel'"),
+    (["model=nosuchmodel"], "model=nosuchmodel: no such model"),
     (["batch=0"], "batch.size=0: must be a positive integer"),  # any other N works (conf/batch holds the usual ones)
     (["batch.size=abc"], "batch.size"),
     (["trainer.no_such_key=1"], "no_such_key"),
@@ -468,3 +468,16 @@ def test_help_gives_whole_sentences_without_the_field_reports_jargon():
     assert "Micro-batch 8 per device." in text and "fewer launches per sample" not in text  # first sentence, whole
     assert "the seed's" not in out and "ELMo" not in out and "seed backup" not in out
     assert max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_a_group_choice_typo_is_one_line_naming_the_nearest_before_anything_runs(tmp_path):
+    """Hydra's own answer to `padding=dynamc` is fifteen lines; a sweep's list is checked choice by choice."""
+    proc = cli("padding=dynamc", f"hydra.run.dir={tmp_path / 'run'}")
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "padding=dynamc: no such padding; did you mean dynamic? (allowed: buckets, dynamic," in proc.stderr
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match=r"lever=fp9: no such lever; did you mean fp8\?"):
+        compose("+lever=fp9")
+    with pytest.raises(ConfigError, match="model=tinyy: no such model; did you mean tiny"):
+        compose("model=tiny,tinyy")  # a sweep's second choice
+    assert compose("batch=17").batch.size == 17  # a micro-batch without a YAML is batch.size, not a typo

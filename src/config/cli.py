@@ -102,7 +102,10 @@ def check_keys(overrides: list[str]) -> None:
         if arg.startswith("-") or "=" not in arg:
             continue
         key, _, value = arg.lstrip("+~").partition("=")
-        if key.startswith("hydra.") or key == "hydra" or "/" in key or key in groups or _is_key(key):
+        if key in groups:
+            check_group_choice(key, value)
+            continue
+        if key.startswith("hydra.") or key == "hydra" or "/" in key or _is_key(key):
             continue
         known = _leaf_keys()
         last = key.rsplit(".", 1)[-1]
@@ -113,6 +116,22 @@ def check_keys(overrides: list[str]) -> None:
                 for n in near]
         raise ConfigError(key, value, "no such key" + (f"; did you mean {' or '.join(near)}?" if near else "")
                           + " (--help lists the groups; --cfg job every key)")
+
+
+def check_group_choice(group: str, value: str) -> None:
+    """`padding=dynamc`: a choice (or a sweep's choices) with no YAML of that name in conf/<group>/ is one line
+    with the nearest, where Hydra's answer is fifteen. Values Hydra's grammar spells otherwise (quoted,
+    choice(), interpolations) stay Hydra's to refuse."""
+    import difflib
+
+    if not re.fullmatch(r"[\w.-]+(?:,[\w.-]+)*", value):
+        return
+    names = sorted(f.removesuffix(".yaml") for f in os.listdir(os.path.join(CONF_DIR, group)) if f.endswith(".yaml"))
+    for choice in value.split(","):
+        if choice != "null" and choice not in names:
+            near = difflib.get_close_matches(choice, names, n=1)
+            raise ConfigError(group, choice, f"no such {group}" + (f"; did you mean {near[0]}?" if near else "")
+                              + f" (allowed: {', '.join(names)})")
 
 
 def check_choices(overrides: list[str]) -> None:
