@@ -46,8 +46,14 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     out_dir.mkdir(parents=True, exist_ok=True)
     from .train import checkpoints
 
-    changed = checkpoints.config_changes(out_dir, cfg) if cfg.resume and cfg.mode == "train" else []
-    if writer and not changed:  # a refused resume keeps the config its checkpoints were made with
+    made_under = checkpoints.config_of(cfg)  # stamped into each checkpoint: a resume continues only this config's
+    resume_from = refused_resume = None
+    if cfg.resume and cfg.mode == "train":
+        try:
+            resume_from = checkpoints.last_checkpoint(out_dir, cfg)
+        except ConfigError as exc:  # said after the config's own checks
+            refused_resume = exc
+    if writer and refused_resume is None:  # a refused resume keeps the config its checkpoints were made with
         files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
                           config_hash=report_files.config_hash(cfg))
@@ -60,11 +66,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if (problem := files.cache_problem()) is not None:  # every run caches its rows or its tokenizer there
             raise ConfigError("TRAINSWEEP_CACHE", files.CACHE, f"can't be written ({problem}): point it at a "
                                                                "writable directory")
-        if changed:
-            raise ConfigError("resume", True, f"the config changed since the run it would continue ({'; '.join(changed[:4])}"
-                                              f"{'; ...' if len(changed) > 4 else ''}): resume it unchanged, or train "
-                                              "anew in another hydra.run.dir")
-        resume_from = checkpoints.last_checkpoint(out_dir) if cfg.resume and cfg.mode == "train" else None
+        if refused_resume is not None:
+            raise refused_resume
         if not cfg.resume and any((out_dir / "checkpoints").glob("checkpoint-*")):
             print(f"{out_dir / 'checkpoints'} holds an earlier run's checkpoints: this run starts from step 0 "
                   "(resume=true continues from the newest)", file=sys.stderr)
@@ -126,6 +129,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
             data_collator=debug.wrap_collator(prep.collator, cfg.debug),
             compute_metrics=metrics.for_task(cfg, prep.tokenizer, conf.pad_token_id),
             callbacks=([meter] if me.enabled else []) + logs.callbacks + debug.callbacks(cfg) + train.callbacks(cfg) + watch
+            + [train.StampCheckpoints(made_under)]
             + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()

@@ -203,9 +203,17 @@ def test_resume_without_a_checkpoint_is_a_config_error(tmp_path):
 def test_resume_skips_a_checkpoint_the_kill_left_incomplete(tmp_path):
     from src.train.checkpoints import last_checkpoint
 
+    import zipfile
+
+    from safetensors.numpy import save_file
+
     for step, complete in ((5, True), (10, True), (15, False)):
         ckpt = tmp_path / "checkpoints" / f"checkpoint-{step}"
         ckpt.mkdir(parents=True)
-        if complete:
-            (ckpt / "trainer_state.json").write_text("{}")
+        if complete:  # what the Trainer writes, the stamp trainsweep adds, and trainer_state.json last
+            for name in ("optimizer.pt", "scheduler.pt"):
+                zipfile.ZipFile(ckpt / name, "w").close()
+            save_file({}, str(ckpt / "adapter_model.safetensors"))
+            for name in ("adapter_config.json", "trainsweep_config.json", "trainer_state.json"):
+                (ckpt / name).write_text("{}")
     assert last_checkpoint(tmp_path).endswith("checkpoint-10")

@@ -208,6 +208,82 @@ def test_a_sweep_job_whose_data_cant_be_fingerprinted_is_that_jobs_error_and_the
         assert all(r["error"].startswith(f"TRAINSWEEP_CACHE={cache}: can't be written") for r in reports.values())
 
 
+
+# -- 4. resume from an incomplete checkpoint, or one of another depth -------------------------------------------
+@pytest.fixture(scope="module")
+def two_checkpoints(tmp_path_factory) -> Path:
+    """An interrupted 4-step run: checkpoints at steps 2 and 4, no report."""
+    from src.run import run
+    from tests.conftest import compose
+
+    out = tmp_path_factory.mktemp("two_checkpoints")
+    assert run(compose(*QUICK, "trainer.save_steps=2"), out)["status"] == "ok"
+    (out / "report.json").unlink()
+    return out
+
+
+def _copy_without(two_checkpoints: Path, tmp_path: Path, *names: str) -> Path:
+    run_dir = tmp_path / "run"
+    shutil.copytree(two_checkpoints, run_dir)
+    for name in names:
+        step, file = name.split("/")
+        (run_dir / "checkpoints" / f"checkpoint-{step}" / file).unlink()
+    return run_dir
+
+
+@pytest.mark.parametrize("missing", ["optimizer.pt", "scheduler.pt", "adapter_model.safetensors", "adapter_config.json"])
+def test_resume_falls_back_past_a_checkpoint_missing_a_file_it_restores(missing, two_checkpoints, tmp_path, caplog):
+    from src.run import run
+    from tests.conftest import compose
+
+    run_dir = _copy_without(two_checkpoints, tmp_path, f"4/{missing}")
+    rep = run(compose(*QUICK, "trainer.save_steps=2", "resume=true"), run_dir)
+    assert rep["status"] == "ok", rep["error"]
+    assert rep["resumed_from"] == str(run_dir / "checkpoints" / "checkpoint-2")  # not the one without it
+    assert rep["loss"]["curve"][-1][0] == 4
+    assert f"resume: skipping {run_dir / 'checkpoints' / 'checkpoint-4'}: no {missing}" in caplog.text
+
+
+def test_resume_with_no_complete_checkpoint_is_refused_in_one_line(two_checkpoints, tmp_path):
+    run_dir = _copy_without(two_checkpoints, tmp_path, "2/optimizer.pt", "4/scheduler.pt")
+    proc = cli(*QUICK, "trainer.save_steps=2", "resume=true", f"hydra.run.dir={run_dir}")
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("[")]  # log lines aside
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith(f"config error: resume=True: no complete checkpoint in {run_dir / 'checkpoints'}")
+    assert "resumed" not in proc.stdout
+
+
+def test_resume_into_a_directory_without_its_config_yaml_under_another_depth_is_refused(two_checkpoints, tmp_path):
+    from src.run import run
+    from tests.conftest import compose
+
+    run_dir = _copy_without(two_checkpoints, tmp_path)
+    (run_dir / "config.yaml").unlink()
+    rep = run(compose(*QUICK, "trainer.save_steps=2", "resume=true", "model.arch.num_hidden_layers=1"), run_dir)
+    assert rep["status"] == "config_error" and "resumed_from" not in rep
+    assert "the config changed since the run it would continue (model.arch.num_hidden_layers: 2 -> 1)" in rep["error"]
+
+
+# -- 5. a run of another config, killed before its first checkpoint, then resumed ----------------------------------
+def test_resume_never_continues_a_checkpoint_another_configs_run_left(two_checkpoints, tmp_path):
+    from transformers import TrainerCallback
+
+    from src.run import run
+    from tests.conftest import compose
+
+    class Killed(TrainerCallback):  # run B dies at its first step, before any checkpoint of its own
+        def on_step_end(self, *args, **kwargs):
+            raise RuntimeError("killed")
+
+    run_dir = _copy_without(two_checkpoints, tmp_path)  # run A's checkpoints, at the tiny model's lr (3e-3)
+    b = [*QUICK, "trainer.save_steps=2", "trainer.lr=0.01"]
+    assert run(compose(*b), run_dir, callbacks=(Killed(),))["status"] == "error"
+    assert "lr: 0.01" in (run_dir / "config.yaml").read_text()  # B's config, beside A's checkpoints
+    rep = run(compose(*b, "resume=true"), run_dir)
+    assert rep["status"] == "config_error" and "resumed_from" not in rep
+    assert "the config changed since the run it would continue (trainer.lr: 0.003 -> 0.01)" in rep["error"]
+
+
 # -- warts ------------------------------------------------------------------------------------------------------
 def test_an_empty_trainsweep_cache_is_the_default_not_the_working_directory():
     import os

@@ -1,5 +1,6 @@
-"""Which checkpoint `resume=true` continues from: the newest one whose files load. Light imports only, so a
-run without one fails in a second, before torch and before anything is built."""
+"""Which checkpoint `resume=true` continues from: the newest one whose files load, that holds everything a resume
+restores, and that was made under this config (each checkpoint records its own). Light imports only, so a run
+without one fails in a second, before torch and before anything is built."""
 from __future__ import annotations
 
 import json
@@ -33,38 +34,83 @@ def unreadable(checkpoint: Path) -> str | None:
     return None
 
 
-def last_checkpoint(out_dir: Path) -> str:
-    """The newest checkpoint in this run directory that loads; each newer one that doesn't is named in a
-    warning (a killed or disk-full save leaves one like that)."""
-    from ..config.errors import ConfigError
-
-    folder = Path(out_dir) / "checkpoints"
-    found = sorted(folder.glob("checkpoint-*[0-9]"), key=lambda p: int(p.name.rsplit("-", 1)[1]), reverse=True)
-    for checkpoint in found:
-        problem = unreadable(checkpoint)
-        if problem is None:
-            return str(checkpoint)
-        log.warning("resume: skipping %s: %s", checkpoint, problem)
-    raise ConfigError("resume", True, f"no complete checkpoint in {folder}: point hydra.run.dir at the interrupted "
-                                      "run's directory (it needs trainer.save_steps > 0)")
+STAMP = "trainsweep_config.json"  # the config a checkpoint was made under, written once the Trainer has saved it
+# What a resume restores, each under the names the Trainer gives it (one file, or FSDP's sharded forms). Without
+# optimizer.pt the Trainer resumed anyway, AdamW started fresh and the warm-up restarted, and status said ok.
+PARTS = (("optimizer.pt", "optimizer.bin", "optimizer_0"), ("scheduler.pt",),
+         ("adapter_model.safetensors", "adapter_model.bin", "model.safetensors", "model.safetensors.index.json",
+          "pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model_fsdp.bin", "pytorch_model_fsdp_0"))
 
 
-def config_changes(out_dir: Path, cfg) -> list[str]:
-    """`key: before -> now` for every value that differs between this config and the one the run directory's
-    config.yaml recorded (how-to-run keys such as resume left out); [] when none does or there is none. A
-    resume continues the checkpoint's schedule and state: under another config it would be a finished run of
-    a config that never ran."""
+def incomplete(checkpoint: Path) -> str | None:
+    """The first file a resume needs that the checkpoint lacks (`no optimizer.pt`), or None."""
+    have = {p.name for p in checkpoint.iterdir()}
+    for names in PARTS:
+        if not have & set(names):
+            return f"no {names[0]}" + (" (nor adapter_model.safetensors)" if names[0].startswith("adapter") else "")
+    if have & {"adapter_model.safetensors", "adapter_model.bin"} and "adapter_config.json" not in have:
+        return "no adapter_config.json"  # the adapter's weights alone load onto nothing
+    if STAMP not in have:
+        return f"no {STAMP} (made by another tool or an older trainsweep, or the job died while saving it)"
+    return None
+
+
+def config_of(cfg) -> dict:
+    """What a checkpoint belongs to: the resolved config, flat, how-to-run keys (resume, rerun) left out. Taken at
+    the run's start, before the data fills in task.num_labels or trainer.epochs' steps."""
     from omegaconf import OmegaConf
 
     from ..config.schema import HOW_NOT_WHAT
 
-    path = Path(out_dir) / "config.yaml"
-    if not path.is_file():
-        return []
-    before = _flat(OmegaConf.to_container(OmegaConf.load(path), resolve=False))
-    now = _flat(OmegaConf.to_container(cfg, resolve=True))
-    keys = sorted(k for k in before.keys() | now.keys() if k.split(".")[0] not in HOW_NOT_WHAT and before.get(k) != now.get(k))
+    flat = _flat(OmegaConf.to_container(cfg, resolve=True))
+    kept = {k: v for k, v in flat.items() if k.split(".")[0] not in HOW_NOT_WHAT and k.split(".")[0] != "hydra"}
+    return json.loads(json.dumps(kept, default=str))  # as the checkpoint's JSON gives it back, to compare alike
+
+
+def stamp(checkpoint: Path, config: dict) -> None:
+    """Record in a checkpoint the config it was made under (TrainerCallback.on_save, main rank)."""
+    from ..base.files import atomic_write
+
+    atomic_write(Path(checkpoint) / STAMP, json.dumps({"config": config}, default=str, sort_keys=True))
+
+
+def changes(before: dict, now: dict) -> list[str]:
+    """`key: before -> now` for every value that differs."""
+    keys = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
     return [f"{k}: {before.get(k, '(none)')} -> {now.get(k, '(none)')}" for k in keys]
+
+
+def last_checkpoint(out_dir: Path, cfg=None) -> str:
+    """The newest checkpoint in this run directory that loads, holds everything a resume restores and was made
+    under this config (any config when cfg is None); each newer one is named in a warning with why it is
+    skipped. None: a ConfigError, naming what changed when the newest complete one is another config's. The run
+    directory's config.yaml is no witness: a run of another config, killed before its first checkpoint, has
+    written its own there beside the earlier run's checkpoints."""
+    from ..config.errors import ConfigError
+
+    folder = Path(out_dir) / "checkpoints"
+    found = sorted(folder.glob("checkpoint-*[0-9]"), key=lambda p: int(p.name.rsplit("-", 1)[1]), reverse=True)
+    now = config_of(cfg) if cfg is not None else None
+    other, first_problem = None, None
+    for checkpoint in found:
+        problem = unreadable(checkpoint) or incomplete(checkpoint)
+        if problem is None and now is not None:
+            made = _flat(json.loads((checkpoint / STAMP).read_text()).get("config") or {})
+            if diff := changes(made, now):
+                other = other or (checkpoint, diff)
+                problem = f"made under another config ({'; '.join(diff[:4])}{'; ...' if len(diff) > 4 else ''})"
+        if problem is None:
+            return str(checkpoint)
+        first_problem = first_problem or f"{checkpoint.name}: {problem}"
+        log.warning("resume: skipping %s: %s", checkpoint, problem)
+    if other:
+        checkpoint, diff = other  # the newest complete one: the run a resume would have continued
+        raise ConfigError("resume", True, f"the config changed since the run it would continue ({'; '.join(diff[:4])}"
+                                          f"{'; ...' if len(diff) > 4 else ''}): no checkpoint in {folder} was made "
+                                          "under this config; resume it unchanged, or train anew in another hydra.run.dir")
+    raise ConfigError("resume", True, f"no complete checkpoint in {folder}" + (f" (newest {first_problem})" if first_problem
+                                      else "") + ": point hydra.run.dir at the interrupted run's directory (it needs "
+                                      "trainer.save_steps > 0)")
 
 
 def _flat(tree, prefix: str = "") -> dict:

@@ -215,6 +215,20 @@ class PartialCheckpointing(TrainerCallback):
             layer.gradient_checkpointing = layer.gradient_checkpointing and i % self.every == 0
 
 
+class StampCheckpoints(TrainerCallback):
+    """Each checkpoint records the config it was made under (src/train/checkpoints.py): a resume continues only
+    a checkpoint of its own config, whatever the run directory's config.yaml says."""
+
+    def __init__(self, config: dict):
+        self.config = config
+
+    def on_save(self, args, state, control, **kw):
+        if state.is_world_process_zero:  # the Trainer has written the checkpoint whole by now
+            from .checkpoints import stamp
+
+            stamp(Path(args.output_dir) / f"checkpoint-{state.global_step}", self.config)
+
+
 def callbacks(cfg) -> list:
     tr = cfg.trainer
     return [PartialCheckpointing(tr.checkpoint_every)] if tr.gradient_checkpointing and tr.checkpoint_every > 1 else []
