@@ -284,6 +284,52 @@ def test_resume_never_continues_a_checkpoint_another_configs_run_left(two_checkp
     assert "the config changed since the run it would continue (trainer.lr: 0.003 -> 0.01)" in rep["error"]
 
 
+
+# -- 8. the per-job launcher process killed while its job trains ------------------------------------------------
+def _processes(pgid: int, word: str) -> list[int]:
+    """Live processes of a process group whose command line holds `word`."""
+    import os
+
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if int(stat[2]) == pgid and stat[0] != "Z" and word in cmdline and int(proc.name) != os.getpid():
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pidfd watches the launcher: Linux's")
+def test_a_sweep_job_dies_with_its_own_launcher_process(tmp_path):
+    import os
+    import signal
+    import time
+
+    slow = [*BRIEF, "trainer.max_steps=500", "debug.collate_delay_ms=50", "dataloader=basic"]  # lasts until killed
+    sweep = subprocess.Popen([sys.executable, "-m", "src.run", "-m", "batch=4,8", *slow, f"hydra.sweep.dir={tmp_path}"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not any(tmp_path.glob("*/config.yaml")):  # job 0 is training
+            assert time.time() < deadline and sweep.poll() is None, "job 0 never started"
+            time.sleep(0.2)
+        [job] = _processes(sweep.pid, "submitit.core._submit")
+        [launcher] = _processes(sweep.pid, "submitit.local._local")
+        os.kill(launcher, signal.SIGKILL)  # the job's own parent, not the sweep
+        deadline = time.time() + 10
+        while job in _processes(sweep.pid, "submitit.core._submit") and time.time() < deadline:
+            time.sleep(0.1)
+        assert job not in _processes(sweep.pid, "submitit.core._submit"), "job 0 outlived its launcher"
+    finally:
+        os.killpg(sweep.pid, signal.SIGKILL)
+        sweep.wait()
+    [first] = [p.parent for p in tmp_path.glob("*/config.yaml") if "batch=4" in p.parent.name]
+    assert not (first / "report.json").exists() or read_report(first)["status"] != "ok"
+
+
 # -- warts ------------------------------------------------------------------------------------------------------
 def test_an_empty_trainsweep_cache_is_the_default_not_the_working_directory():
     import os

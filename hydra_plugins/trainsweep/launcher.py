@@ -5,8 +5,8 @@ next job, and no two jobs compete for the GPU they are timing (submitit_local wo
 once). A job whose directory holds a finished report of the same config and code (status ok or oom) is not
 run again (`rerun=true` forces it); every other job runs: failed, changed, never finished. A job whose
 process dies (killed, out of host memory, a CUDA fault) is recorded as failed and the sweep goes on. A job
-dies with its sweep (submitit_local's jobs would outlive it), and a directory another process holds is
-left alone.
+dies with its sweep and with its own launcher process (submitit_local's jobs would outlive both), and a
+directory another process holds is left alone.
 """
 import atexit
 import logging
@@ -86,13 +86,13 @@ def job_line(job_dir: Path) -> str:
     return f"{rep.status}{rate}" + (f"; flagged: {flags.line()}" if flags and flags.reasons else "")
 
 
-def die_with(pid: int) -> None:
-    """Kill this process when process `pid` (the sweep) exits, however it exits: a SIGKILLed sweep can't stop
-    its jobs, and submitit_local's job controller is made to outlive it. SIGKILL, because submitit's job
-    process ignores SIGTERM (a cluster's warning of preemption). The job's report is then missing, so the
-    job runs again with the rerun sweep."""
+def die_with(pid: int, what: str = "the sweep") -> None:
+    """Kill this process when process `pid` (the sweep, or the job's own launcher) exits, however it exits: a
+    SIGKILLed sweep can't stop its jobs, and submitit_local's job controller is made to outlive it. SIGKILL,
+    because submitit's job process ignores SIGTERM (a cluster's warning of preemption). The job's report is then
+    missing, so the job runs again with the rerun sweep."""
     def stop():
-        print(f"the sweep (pid {pid}) is gone: this job stops with it", file=sys.stderr, flush=True)
+        print(f"{what} (pid {pid}) is gone: this job stops with it", file=sys.stderr, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
     def watch(fd):
@@ -122,6 +122,10 @@ class IsolatedLauncher(LocalLauncher):
     def __call__(self, *args, **kwargs):  # in the job's process
         if self.sweep_pid is not None:
             die_with(self.sweep_pid)
+            # and with submitit's controller, this process's parent: killed alone, the sweep saw the job fail and
+            # started the next while this one trained on, both timed on one machine and this one then ranked ok
+            if os.getppid() not in (1, self.sweep_pid):
+                die_with(os.getppid(), "its launcher process")
         result = super().__call__(*args, **kwargs)
         # once submitit has stored this result and returns: exit without the interpreter's teardown, seconds a
         # job (base/children.exit_now); a job that raised exits the usual way
