@@ -330,6 +330,22 @@ def test_a_sweep_job_dies_with_its_own_launcher_process(tmp_path):
     assert not (first / "report.json").exists() or read_report(first)["status"] != "ok"
 
 
+
+# -- 9. a run rerun into its directory: one W&B run, however many times it ran ----------------------------------
+def test_a_rerun_into_the_same_directory_keeps_one_wandb_run(tmp_path):
+    pytest.importorskip("wandb")
+    from src.run import run
+    from tests.conftest import compose
+    from tests.wandb_log import offline_runs
+
+    args = [*QUICK, "logger=wandb"]
+    assert run(compose(*args), tmp_path)["status"] == "ok"
+    [first] = offline_runs(tmp_path)
+    assert run(compose(*args, "rerun=true"), tmp_path)["status"] == "ok"  # as a rerun after a kill or an error
+    [again] = offline_runs(tmp_path)  # `wandb sync <run>/wandb/offline-run-*` uploads one run, not two
+    assert again.name.rsplit("-", 1)[1] == first.name.rsplit("-", 1)[1]  # the same run id
+
+
 # -- warts ------------------------------------------------------------------------------------------------------
 def test_an_empty_trainsweep_cache_is_the_default_not_the_working_directory():
     import os

@@ -34,13 +34,40 @@ def _init(cfg, out_dir: Path, **kwargs):
         if mode == "online":
             log.info("wandb: waiting up to %.0f s for the W&B server (WANDB_INIT_TIMEOUT)", timeout)
         return wandb.init(project=cfg.logger.project, entity=cfg.logger.entity, dir=str(out_dir), mode=mode,
-                          reinit="create_new", settings=wandb.Settings(init_timeout=timeout), **kwargs)
+                          reinit="create_new", settings=wandb.Settings(init_timeout=timeout), id=_run_id(out_dir),
+                          resume="allow", **kwargs)
     except Exception as exc:  # not installed, no disk, bad credentials or no network online: log nothing, lose nothing
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         hint = f" (no answer from the W&B server within {timeout:.0f} s; logger.mode=offline logs locally)" \
             if mode == "online" else ""
         log.warning("wandb logging is off for this run: %s: %s%s", type(exc).__name__, first, hint)
         return None
+
+
+def _run_id(out_dir: Path) -> str:
+    """This directory's W&B run id, kept in its wandb/ so that every rerun (after a kill, an error, a changed
+    config) logs as the same run: a new id each time left one offline-run-* per attempt, and `wandb sync` uploaded
+    them all into the group. The earlier attempts' offline files go (the run is logged anew from its start, or
+    from its checkpoint under resume); online, resume="allow" continues the one run."""
+    import shutil
+
+    from ..base.files import atomic_write
+
+    path = Path(out_dir) / "wandb" / "trainsweep-run-id"
+    try:
+        run_id = path.read_text().strip()
+    except OSError:
+        run_id = ""
+    if not run_id.isalnum():  # none yet, or unreadable: a fresh one, 8 of [a-z0-9] as wandb makes them
+        import secrets
+        import string
+
+        run_id = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, run_id)
+    for earlier in path.parent.glob(f"offline-run-*-{run_id}"):
+        shutil.rmtree(earlier, ignore_errors=True)
+    return run_id
 
 
 class WandbLogger(TrainerCallback):
