@@ -169,3 +169,25 @@ def test_wandb_init_is_time_boxed_by_default(tmp_path, monkeypatch):
     _init(compose(*QUICK, "logger=wandb", "logger.mode=online"), tmp_path)
     assert seen["settings"].init_timeout == 30  # wandb's own default waits 90 s
 
+
+
+# -- issue 49's warts: values that gave a traceback, exit 1, or passed for something else --------------------------
+@pytest.mark.parametrize("overrides, key", [
+    (["trainer.seed=-1"], "trainer.seed=-1"), (["data.seed=-1"], "data.seed=-1"),
+    (["data.max_train_samples=-1"], "data.max_train_samples=-1"),
+    (["data.max_train_samples=0"], "data.max_train_samples=0"),  # was taken as "all rows"
+    (["env.num_threads=-1"], "env.num_threads=-1"),
+    (["model.arch.num_hidden_layers=0"], "model.arch.num_hidden_layers=0"),
+    (["model.arch.hidden_size=-1"], "model.arch.hidden_size=-1"),
+    (["peft.dropout=1.5"], "peft.dropout=1.5"), (["data.length_min=0", "data.length_max=0"], "data.length_min=0"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_an_out_of_range_value_is_one_line_naming_its_key_before_anything_is_built(overrides, key):
+    from src.config.schema import validate
+
+    with pytest.raises(ConfigError) as err:
+        validate(compose(*QUICK, *overrides), False)
+    assert str(err.value).startswith(f"{key}: ")
+
+
+def test_an_out_of_range_seed_is_one_line_and_exit_2_from_the_command_line(tmp_path):
+    assert _one_line(cli(*QUICK, "trainer.seed=-1", f"hydra.run.dir={tmp_path}")).startswith("config error: trainer.seed=-1: ")

@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 from omegaconf import MISSING, DictConfig
 
-from .errors import Choice, ConfigError, positive
+from .errors import Choice, ConfigError, positive, seed_in_range
 
 
 DataSource = Choice("DataSource", "synthetic files")
@@ -52,6 +52,11 @@ class DataConfig:
                     check_file(f"data.{key}", d[key])
         positive("data.size", d.size)
         positive("data.max_length", d.max_length)
+        positive("data.length_min", d.length_min)  # synthetic rows of 0 tokens failed in the collator
+        seed_in_range("data.seed", d.seed)
+        for key in ("max_train_samples", "max_eval_samples"):  # 0 read as "no limit": every row trained
+            if d[key] is not None and (not isinstance(d[key], int) or d[key] < 1):
+                raise ConfigError(f"data.{key}", d[key], "must be a positive integer (null: every row)")
         if not d.length_min <= d.length_max:
             raise ConfigError("data.length_min", d.length_min, f"must be <= data.length_max ({d.length_max})")
         if d.format != "text" and cfg.task.name != "causal_lm":

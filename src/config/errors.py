@@ -41,3 +41,9 @@ def positive(key: str, value: Any) -> None:
         raise ConfigError(key, value, "must be a positive integer")
 
 
+def seed_in_range(key: str, value: Any) -> None:
+    """A seed numpy takes too (torch takes negatives, numpy's RandomState raised a traceback mid-run)."""
+    if not isinstance(value, int) or not 0 <= value < 2**32:
+        raise ConfigError(key, value, "must be a whole number from 0 to 2**32 - 1")
+
+

@@ -65,6 +65,10 @@ class ModelConfig:
                 ModelConfig.check_directory(path)
         elif not m.arch:
             raise ConfigError("model.arch", "{}", "pretrained=false builds from the architecture: give model.arch")
+        for key in SIZE_KEYS:  # a 0 or negative size failed deep inside the model's build, a traceback
+            value = (m.arch or {}).get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"model.arch.{key}", value, "must be a positive whole number")
 
     @staticmethod
     def check_directory(path: str) -> None:
@@ -165,6 +169,8 @@ class PeftConfig:
         pe = cfg.peft
         if pe.method != "none":
             positive("peft.r", pe.r)
+            if not 0 <= pe.dropout < 1:  # torch's Dropout raised only when the model was built
+                raise ConfigError("peft.dropout", pe.dropout, "must be from 0 up to (not including) 1")
         elif pe.fused:
             raise ConfigError("peft.fused", True, "fuses LoRA adapters: needs peft=lora or peft=qlora")
         if pe.method == "qlora":

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import II, MISSING, DictConfig
 
-from .errors import Choice, ConfigError, positive
+from .errors import Choice, ConfigError, positive, seed_in_range
 
 
 @dataclass
@@ -22,6 +22,8 @@ class EnvConfig:
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
+        if not isinstance(cfg.env.num_threads, int) or cfg.env.num_threads < 0:
+            raise ConfigError("env.num_threads", cfg.env.num_threads, "must be 0 (torch's default) or a positive integer")
         known = ("flash", "mem_efficient", "cudnn", "math")
         for name in cfg.env.sdp_backends:
             if name not in known:
@@ -96,6 +98,7 @@ class TrainerConfig:
             if importlib.util.find_spec("liger_kernel") is None:
                 raise ConfigError("trainer.use_liger_kernel", True, "needs the liger-kernel package (pip install liger-kernel)")
         positive("trainer.logging_steps", tr.logging_steps)
+        seed_in_range("trainer.seed", tr.seed)
         if tr.lr <= 0:
             raise ConfigError("trainer.lr", tr.lr, "must be > 0")
         if tr.epochs is not None and tr.epochs <= 0:
