@@ -81,6 +81,9 @@ def cli() -> None:
         from .dropin import launch
 
         sys.exit(launch.main(sys.argv[1:]))
+    if (bad := ranks.problem()) is not None:  # before anything reads them: which process writes the run dir
+        print(f"config error: {bad}", file=sys.stderr)
+        sys.exit(2)
     sys.argv = hydra_argv(sys.argv)
     signal.signal(signal.SIGINT, runner.on_interrupt)
     run_dir = next((Path(a.split("=", 1)[1]) for a in sys.argv if a.startswith("hydra.run.dir=")), None)

@@ -368,3 +368,27 @@ def test_an_unreadable_data_file_or_a_read_only_cache_is_one_line_exit_2(fault, 
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
     assert lines[0].startswith(f"config error: data.train_file={data}: can't be read (Permission denied)"
                                if fault == "unreadable file" else f"config error: TRAINSWEEP_CACHE={cache}: can't be written")
+
+
+@pytest.mark.parametrize("devices", ["0, 1", "0;touch pwned", "$(touch pwned)"], ids=["space", "semicolon", "substitution"])
+def test_the_launcher_hands_cuda_visible_devices_to_each_jobs_shell_verbatim(devices, tmp_path, monkeypatch):
+    from hydra_plugins.trainsweep.launcher import job_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", devices)
+    [line] = job_gpus({})["setup"]  # runs in a shell before each job's process: `0, 1` failed every job
+    shell = subprocess.run(["sh", "-c", f'{line} && printf %s "$CUDA_VISIBLE_DEVICES"'], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=30)
+    assert shell.returncode == 0 and shell.stdout == devices, shell.stderr
+    assert not (tmp_path / "pwned").exists()  # a value is never run as a command
+
+
+@pytest.mark.parametrize("env, said", [({"RANK": "abc"}, "RANK=abc: must be a whole number"),
+                                       ({"RANK": "1"}, "RANK=1: must be below WORLD_SIZE (1)")], ids=["abc", "stale"])
+def test_a_bad_or_stale_rank_variable_is_one_line_exit_2(env, said, tmp_path):
+    import os
+
+    proc = subprocess.run([sys.executable, "-m", "src.run", *QUICK, f"hydra.run.dir={tmp_path}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]  # a stale RANK=1 trained, wrote nothing, exit 0
+    assert lines[0].startswith(f"config error: {said}")

@@ -12,6 +12,7 @@ import atexit
 import logging
 import os
 import select
+import shlex
 import signal
 import sys
 import threading
@@ -56,7 +57,8 @@ def job_gpus(params: dict) -> dict:
         import torch
 
         return {"gpus_per_node": torch.cuda.device_count()}
-    setup = list(params.get("setup") or []) + [f"export CUDA_VISIBLE_DEVICES={env}"]
+    # quoted: the line runs in a shell, where `0, 1` failed every job and `$(...)` would run as a command
+    setup = list(params.get("setup") or []) + [f"export CUDA_VISIBLE_DEVICES={shlex.quote(env)}"]
     return {"gpus_per_node": len([x for x in env.split(",") if x.strip()]), "setup": setup}
 
 

@@ -24,6 +24,20 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", 1))
 
 
+def problem() -> str | None:
+    """What is wrong with torchrun's variables in this environment, or None: one that is no whole number was a
+    traceback, and a RANK left over from another launch (RANK=1, no WORLD_SIZE) trained, wrote nothing as a
+    non-main rank, and exited 0."""
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        raw = os.environ.get(var)
+        if raw is not None and not raw.strip().isdigit():
+            return f"{var}={raw}: must be a whole number (torchrun sets it; unset it to run in one process)"
+    if world_size() < 1 or rank() >= world_size():
+        return (f"RANK={rank()}: must be below WORLD_SIZE ({world_size()}): left from another launch? unset RANK and "
+                "WORLD_SIZE to run in one process, or start the run with torchrun")
+    return None
+
+
 def is_main() -> bool:
     """Only rank 0 writes reports, the run's config and logs; the others train and report to it."""
     return rank() == 0
