@@ -191,3 +191,10 @@ def test_an_out_of_range_value_is_one_line_naming_its_key_before_anything_is_bui
 
 def test_an_out_of_range_seed_is_one_line_and_exit_2_from_the_command_line(tmp_path):
     assert _one_line(cli(*QUICK, "trainer.seed=-1", f"hydra.run.dir={tmp_path}")).startswith("config error: trainer.seed=-1: ")
+
+
+def test_a_trainer_arg_trainsweep_sets_is_refused_before_the_data_is_built():
+    from src.config.schema import validate
+
+    with pytest.raises(ConfigError, match=r"^trainer.args.fp16=True: trainsweep sets it: use precision$"):
+        validate(compose(*QUICK, "trainer.args.fp16=true"), False)  # was refused by the Trainer's build, after the data

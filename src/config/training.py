@@ -32,6 +32,17 @@ class EnvConfig:
             raise ConfigError("attention.kernel", "cudnn", f"env.sdp_backends={list(cfg.env.sdp_backends)} leaves cuDNN's kernel out")
 
 
+def own_keys() -> dict:
+    """TrainingArguments fields trainsweep sets from its own keys, which the report reads: trainer.args may not
+    set them, and the Hugging Face names on the command line become these keys (src/config/cli.py)."""
+    from .cli import HF_NAMES  # cli imports the schema, which imports this module
+
+    return {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
+            "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
+            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger", "num_train_epochs": "trainer.epochs",
+            "eval_strategy": "trainer.eval_steps", "eval_steps": "trainer.eval_steps"}
+
+
 LoggerName = Choice("LoggerName", "none csv wandb")
 LoggerMode = Choice("LoggerMode", "offline online disabled")
 
@@ -99,6 +110,10 @@ class TrainerConfig:
                 raise ConfigError("trainer.use_liger_kernel", True, "needs the liger-kernel package (pip install liger-kernel)")
         positive("trainer.logging_steps", tr.logging_steps)
         seed_in_range("trainer.seed", tr.seed)
+        own = own_keys()
+        for key, value in (tr.args or {}).items():  # in a second, not after the data is built
+            if key in own:
+                raise ConfigError(f"trainer.args.{key}", value, f"trainsweep sets it: use {own[key]}")
         if tr.lr <= 0:
             raise ConfigError("trainer.lr", tr.lr, "must be > 0")
         if tr.epochs is not None and tr.epochs <= 0:

@@ -11,8 +11,8 @@ import torch
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, TrainerCallback, TrainingArguments
 
 from ..base import ranks
-from ..config.cli import HF_NAMES
 from ..config.errors import ConfigError
+from ..config.training import own_keys
 from ..data.packing import PACK_STATS
 from ..machine.env import Resolved
 from ..measure.meter import TokenCounter
@@ -20,14 +20,7 @@ from ..model.speed import decoder_layers, liger_kernels
 from .metrics import evaluate_every
 
 log = logging.getLogger(__name__)
-
-
-# TrainingArguments fields trainsweep sets from its own keys, which the report reads: trainer.args may not set
-# them, and the Hugging Face names on the command line become these keys (src/config/cli.py)
-OWN_KEYS = {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
-            "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
-            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger", "num_train_epochs": "trainer.epochs",
-            "eval_strategy": "trainer.eval_steps", "eval_steps": "trainer.eval_steps"}
+OWN_KEYS = own_keys()  # refused in trainer.args: trainsweep sets them (src/config/training.py)
 
 
 def check_args(cfg) -> dict:
