@@ -4,6 +4,7 @@ without a network costs a bounded wait."""
 import json
 import logging
 import os
+import re
 import subprocess
 import time
 
@@ -198,3 +199,19 @@ def test_a_trainer_arg_trainsweep_sets_is_refused_before_the_data_is_built():
 
     with pytest.raises(ConfigError, match=r"^trainer.args.fp16=True: trainsweep sets it: use precision$"):
         validate(compose(*QUICK, "trainer.args.fp16=true"), False)  # was refused by the Trainer's build, after the data
+
+
+def test_a_directory_a_fifo_or_a_symlink_loop_as_the_data_file_says_what_it_is(tmp_path):
+    from src.config.data import check_file
+
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(loop)
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    (tmp_path / "dir.csv").mkdir()
+    for path, said in ((tmp_path / "dir.csv", "is a directory, not a file"),
+                       (fifo, "not a regular file (a FIFO, socket or device)"),
+                       (loop, "a symlink that leads to no file (a loop, or its target is gone)"),
+                       (tmp_path / "none.csv", "no such file")):  # was "no such file" for all four
+        with pytest.raises(ConfigError, match=rf"^data.train_file={path}: {re.escape(said)}"):
+            check_file("data.train_file", str(path))

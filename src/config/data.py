@@ -72,7 +72,14 @@ FILE_LOADERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json",
 
 def check_file(key: str, path: str) -> None:
     """A data file that is missing, of an unknown kind or empty: one line before anything heavy is imported."""
-    if not os.path.isfile(path):
+    if not os.path.isfile(path):  # what it is instead: "no such file" for a directory sent users looking for a typo
+        if os.path.isdir(path):
+            raise ConfigError(key, path, "is a directory, not a file: give the CSV, JSONL or Parquet file in it")
+        if os.path.exists(path):
+            raise ConfigError(key, path, "not a regular file (a FIFO, socket or device): the rows are read twice, "
+                                         "so give a file on disk")
+        if os.path.islink(path):
+            raise ConfigError(key, path, "a symlink that leads to no file (a loop, or its target is gone)")
         raise ConfigError(key, path, "no such file")
     if os.path.splitext(path)[1].lower() not in FILE_LOADERS:
         raise ConfigError(key, path, "unknown extension; allowed: " + ", ".join(FILE_LOADERS))
