@@ -215,3 +215,17 @@ def test_a_directory_a_fifo_or_a_symlink_loop_as_the_data_file_says_what_it_is(t
                        (tmp_path / "none.csv", "no such file")):  # was "no such file" for all four
         with pytest.raises(ConfigError, match=rf"^data.train_file={path}: {re.escape(said)}"):
             check_file("data.train_file", str(path))
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "nan"])
+def test_a_wandb_init_timeout_that_is_no_positive_number_keeps_the_default_and_says_so(value, tmp_path, monkeypatch, caplog):
+    import wandb
+
+    from src.report.loggers import _init
+
+    seen = {}
+    monkeypatch.setenv("WANDB_INIT_TIMEOUT", value)  # `abc` failed the run
+    monkeypatch.setattr(wandb, "init", lambda **kwargs: seen.update(kwargs) or "a run")
+    assert _init(compose(*QUICK, "logger=wandb", "logger.mode=online"), tmp_path) == "a run"
+    assert seen["settings"].init_timeout == 30
+    assert f"WANDB_INIT_TIMEOUT={value} is no positive number of seconds: waiting 30 s" in caplog.text

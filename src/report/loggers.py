@@ -26,7 +26,7 @@ def _init(cfg, out_dir: Path, **kwargs):
     WANDB_INIT_TIMEOUT seconds (default 30; wandb's own is 90) to reach the server: without a network the
     run starts that much later, not a minute and a half."""
     mode = os.environ.get("WANDB_MODE", cfg.logger.mode)
-    timeout = float(os.environ.get("WANDB_INIT_TIMEOUT", 30))
+    timeout = _init_timeout()
     try:
         import wandb
 
@@ -42,6 +42,22 @@ def _init(cfg, out_dir: Path, **kwargs):
             if mode == "online" else ""
         log.warning("wandb logging is off for this run: %s: %s%s", type(exc).__name__, first, hint)
         return None
+
+
+def _init_timeout(default: float = 30.0) -> float:
+    """WANDB_INIT_TIMEOUT in seconds; a value that is no positive number (`abc`) failed the whole run: the
+    default, with a warning, instead."""
+    raw = os.environ.get("WANDB_INIT_TIMEOUT")
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        log.warning("WANDB_INIT_TIMEOUT=%s is no positive number of seconds: waiting %.0f s", raw, default)
+        return default
+    return value
 
 
 def _run_id(out_dir: Path) -> str:
