@@ -13,9 +13,10 @@ from .outcome import Speedup
 
 # Where whole-model CUDA graphs pay off (experiments/speedup, Qwen3-4B classifier on an H100): at 1.7k-token packed
 # micro-batches the step is launch-bound and graphs ran 20.6k real tok/s against regional compile's 9.6k in one
-# call (17.3k on another machine), after 146 s more compile (101-186 s across calls). Both the compile and the
-# launches it saves grow with depth, so the break-even is a number of micro-batches (~1,100-2,400 there), not of
-# seconds. Above 4k tokens the GPU is busy: graphs unmeasured there.
+# call (17.3k on another machine), after 146 s more compile: ~1,600 micro-batches to break even in that call (calls
+# 2-3's graphed compile and step against call 1's regional, across calls: ~1,300 and ~2,400). Both the compile and
+# the launches it saves grow with depth, so the break-even is a number of micro-batches, not of seconds. Above 4k
+# tokens the GPU is busy: graphs unmeasured there.
 MAX_TOKENS = 4096
 PAY_OFF = 2000  # micro-batches
 
