@@ -14,6 +14,7 @@ from . import run_dir
 from .errors import Choice, ConfigError
 from .paths import CONF_DIR
 from .schema import Config
+from .training import HF_NAMES  # the TrainingArguments names people already type, for the knobs trainsweep owns
 
 _NUMERIC_CHOICE = re.compile(r"^([+~]{0,2})([\w/-]+)=(\d+(?:,\d+)*)$")
 _PLAIN_VALUES = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=([\w.-]+(?:,[\w.-]+)*)$")  # key=a or a sweep key=a,b
@@ -145,11 +146,6 @@ def check_choices(overrides: list[str]) -> None:
             # OmegaConf also takes `PaddingStrategy.packed`, and null where the field is Optional (else refuses it)
             if value != "null" and value.removeprefix(choices.__name__ + ".") not in choices.__members__:
                 raise ConfigError(m.group(1), value, "allowed: " + ", ".join(choices.__members__))
-
-
-# The TrainingArguments names people already type, for the knobs trainsweep owns
-HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch.size",
-            "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps"}
 
 
 RENAMED = {("padding", "bucketed"): "padding=grouped (length-grouped sampling; padding=buckets also pads to "

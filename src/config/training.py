@@ -32,11 +32,14 @@ class EnvConfig:
             raise ConfigError("attention.kernel", "cudnn", f"env.sdp_backends={list(cfg.env.sdp_backends)} leaves cuDNN's kernel out")
 
 
+# The TrainingArguments names people already type, for the knobs trainsweep owns (src/config/cli.py renames them)
+HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch.size",
+            "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps"}
+
+
 def own_keys() -> dict:
     """TrainingArguments fields trainsweep sets from its own keys, which the report reads: trainer.args may not
     set them, and the Hugging Face names on the command line become these keys (src/config/cli.py)."""
-    from .cli import HF_NAMES  # cli imports the schema, which imports this module
-
     return {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
             "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
             "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger", "num_train_epochs": "trainer.epochs",
