@@ -106,6 +106,16 @@ class Report:
 
 
 # -- the printed summary and report.md -------------------------------------------------------------------
+def batch_as_run(config: dict, resolved: dict) -> dict:
+    """The config's batch section as the run trained it: batch.tokens=auto replaced by the budget and grad_accum
+    the probe chose (none without a GPU: batch.size rows)."""
+    b = dict(config.get("batch") or {})
+    if b.get("tokens") == "auto":
+        chosen = resolved.get("budget") or {}
+        b.update(tokens=chosen.get("tokens"), grad_accum=chosen.get("grad_accum", b.get("grad_accum")))
+    return b
+
+
 def summary_rows(r: Report) -> list[tuple[str, str]]:
     c, res = r.config, r.get("resolved") or {}
     rows = [("status", r.status + (f": {r.error}" if r.error else ""))]
@@ -117,10 +127,7 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     env = r.get("env") or {}
     if env:
         rows.append(("device", f"{env['device_name']}" + (f", {env['capacity_gb']:.1f} GB" if env.get("capacity_gb") else "")))
-    b, world = dict(c["batch"]), res.get("world_size", 1)
-    chosen = res.get("budget")
-    if b.get("tokens") == "auto":  # what the probe chose (without a GPU: batch.size rows)
-        b.update(tokens=(chosen or {}).get("tokens"), grad_accum=(chosen or {}).get("grad_accum", b["grad_accum"]))
+    b, world, chosen = batch_as_run(c, res), res.get("world_size", 1), res.get("budget")
     ranks = f" x {world} ranks ({res['distributed']})" if world > 1 else ""
     micro = f"{b['tokens']} tokens (padding-free)" if b.get("tokens") else b["size"]
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world

@@ -20,7 +20,7 @@ from ..base import stats
 from ..base.files import atomic_write  # a reader sees the old file or the new one, never a part
 from ..measure import PHASES
 from .plots import loss_curves, plots
-from .document import Report
+from .document import Report, batch_as_run
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +111,11 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
         r = Report.from_dict(d)
         given = _overrides(d)
         label = ", ".join(f"{k}={given[k]}" for k in keys if k in given) or d["job"]
-        size, accum = r.config.get("batch", {}).get("size"), r.config.get("batch", {}).get("grad_accum")
+        batch = batch_as_run(r.config, r.get("resolved") or {})  # batch.tokens=auto: what it chose
+        size, accum, tokens = batch.get("size"), batch.get("grad_accum"), batch.get("tokens")
         world = (r.get("resolved") or {}).get("world_size") or 1  # a multi-process job's ranks each take a micro-batch
         flat = r.flat()
         verdict, timing = r.get("verdict"), r.get("timing_s") or {}
-        tokens = r.config.get("batch", {}).get("tokens")  # padding-free: the micro-batch is a token budget
-        if tokens == "auto":  # what batch.tokens=auto chose (none without a GPU: batch.size rows) and its grad_accum
-            chosen = (r.get("resolved") or {}).get("budget") or {}
-            tokens, accum = chosen.get("tokens"), chosen.get("grad_accum", accum)
         row = {"job": label, "dir": d["job"], "status": r.status, "batch": size, "batch_tokens": tokens, "grad_accum": accum,
                # rows a step; a token budget's packs hold as many rows as fit, so its batch.size says nothing
                "effective_batch": size * accum * world if size and accum and not tokens else None, "world_size": world,

@@ -36,7 +36,6 @@ REFERENCE = 8192  # the probe's budget, and the rows per optimizer step auto kee
 CANDIDATES = (2048, 4096, 8192, 16384, 32768, 65536)
 BUSY = 0.95  # the share of a step the chosen budget's token-proportional work is predicted to take
 LOOP_MARGIN = 1.15  # the Trainer's host work per step over the probe's forward and backward (see the docstring)
-RESERVED_OVER_ALLOCATED = 1.18  # the allocator's margin over the peak it hands out (memory_model says why)
 
 
 @dataclass(frozen=True)
@@ -89,6 +88,8 @@ class Probe:
         return (self.base_bytes + 2 * self.trainable_bytes + grown) / 2**30
 
     def fits(self, tokens: int, capacity_gb: Optional[float]) -> bool:
+        from ..model.memory_model import RESERVED_OVER_ALLOCATED  # the allocator's margin over the peak it hands out
+
         return capacity_gb is None or self.memory_gb_at(tokens) * RESERVED_OVER_ALLOCATED <= capacity_gb
 
 
