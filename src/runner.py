@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .base import files, ranks
+from .base.laps import Laps
 from .config.errors import ConfigError
 from .config.schema import validate
 from .config.training import uses_cuda_graphs
@@ -62,10 +63,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         if (fingerprint := report_files.data_fingerprint(cfg)) is not None:  # data=files: what the rows were
             rep.data_fingerprint = fingerprint
         # Before torch and before building anything: a bad value or a missing checkpoint answers in a second.
-        validate(cfg, _cuda_available())
-        if (problem := files.cache_problem()) is not None:  # every run caches its rows or its tokenizer there
-            raise ConfigError("TRAINSWEEP_CACHE", files.CACHE, f"can't be written ({problem}): point it at a "
-                                                               "writable directory")
+        check(cfg)
         if refused_resume is not None:
             raise refused_resume
         if not cfg.resume and any((out_dir / "checkpoints").glob("checkpoint-*")):
@@ -77,6 +75,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .data import prepare
         from .machine import ceiling, env
         from .measure import meter as measure
+        from .measure import timing
         from .model import build as models
         from .model import flops, memory_model, speed
         from .report import analysis, loggers
@@ -85,6 +84,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .train import trainer as train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
+        laps, compile_before = Laps(t_start), timing.compile_work()
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
         debug.crash_if_asked(cfg)
         res = env.setup(cfg)
@@ -94,11 +94,14 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         auto_budget = budget.is_auto(cfg) and res.device == "cuda"  # a probe on the built model picks the budget
         if budget.is_auto(cfg):  # until then packs of the probe's budget; without a GPU, batch.size rows for good
             rep.resolved["budget"] = budget.provisional(cfg, res.device)
+        laps.lap("setup")
         prep = prepare.prepare(cfg, conf, out_dir)
+        laps.lap("data")
         conf.update(prep.for_model)  # the model pads and pools by the data's pad id, and names its labels
         rep.data = prep.info
         rep.resolved.update(train.from_the_data(cfg, prep, res.world_size, say=not auto_budget))  # num_labels, epochs
         model = models.build_model(cfg, res, conf)
+        laps.lap("model")
         rep.params, rep.speed_paths = models.parameter_counts(model), model.trainsweep_paths
         lengths = rep.data["lengths"]
         if auto_budget:  # the probe times the model as it will train: compiled where it will be
@@ -106,18 +109,21 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
                 rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
             prep, rep.resolved["budget"] = budget.choose_for_run(cfg, res, model, prep)
             rep.resolved.update(train.from_the_data(cfg, prep, res.world_size))  # epochs count the new packs
+            laps.lap("budget_probe")
         rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, prep.collator, lengths)
+        laps.lap("memory_model")
         rep.flops = Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
                                                          cfg.trainer.gradient_checkpointing),
                           bf16_equivalent=cfg.precision.fp8 != "none")
         if res.device == "cuda" and cfg.measure.ceiling:  # seconds, once per card and shape set: before the timed steps
             top = ceiling.cached(flops.matmul_shapes(model), flops.micro_batch_tokens(cfg, lengths))
             rep.flops.ceiling_tflops, rep.flops.ceiling_tokens_per_s = top["tflops"], top["tokens_per_s"]
+            laps.lap("ceiling")
         expected_loss = analysis.expected_initial_loss(cfg.task.name, cfg.task.num_labels or model.config.num_labels,
                                                       getattr(model.config, "vocab_size", 2))
         watch = [divergence.StopWhenDiverged(expected_loss)]  # a nan or exploded loss ends training where it shows
         counter = measure.TokenCounter(cfg.task.name)
-        meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start)
+        meter = measure.Measure.from_config(counter, res.device, cfg, started=t_start, compile_before=compile_before)
         me = cfg.measure
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional" and not auto_budget:
@@ -133,7 +139,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
             + list(callbacks))
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
-        rep.timing_s = {"build": t_built - t_start}
+        laps.lap("trainer")
+        rep.timing_s = {"build": t_built - t_start, "build_parts": laps.parts}
         if cfg.diagnostics.enabled or cfg.mode == "diagnose":
             rep.diagnostics = preflight.preflight(cfg, res, model, trainer, prep.collator, prep.train, prep.tokenizer, conf,
                                                  expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)
@@ -174,9 +181,11 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     if logs is not None:
         logs.finish(rep, trainer.state.log_history if rep.status == "ok" else [])
     if writer:
-        # The summary first: if the disk is full, the numbers are still on screen (and in the job's log).
+        # The summary first: if the disk is full, the numbers are still on screen (and in the job's log). A config
+        # error has said its one line and has no numbers.
         try:
-            print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
+            if rep.status != "config_error":
+                print(f"\ntrainsweep report: {out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
         except OSError:  # stdout gone (a closed pipe or terminal): the report below still lands
             pass
         try:
@@ -187,6 +196,23 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     return rep.to_dict()
 
 
+def check(cfg: DictConfig) -> None:
+    """The config's own checks and a writable cache: what src/run.py asks before it takes the run directory (a
+    config error then leaves no run directory), and run() again for its direct callers."""
+    validate(cfg, _cuda_available())
+    if (problem := files.cache_problem()) is not None:  # every run caches its rows or its tokenizer there
+        raise ConfigError("TRAINSWEEP_CACHE", files.CACHE, f"can't be written ({problem}): point it at a "
+                                                           "writable directory")
+
+
+HYDRA_OWN = {".hydra", "run.log", "run.lock"}  # what Hydra (and the lock) put into a run directory before the run
+
+
+def discard(out_dir: Path) -> None:
+    """Remove a run directory that only a refused run wrote into: no run directory for a config error."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+
+
 def refused(exc: Exception, cfg: DictConfig, out_dir: Path, overrides: list[str], in_sweep: bool) -> None:
     """A config that can't even be resolved (an interpolation that fails) or a run dir that must not be used:
     one line and exit 2; in a sweep the job's report records it and the sweep goes on."""
@@ -195,8 +221,8 @@ def refused(exc: Exception, cfg: DictConfig, out_dir: Path, overrides: list[str]
         exc = ConfigError(node, unresolved(cfg, node), "cannot be resolved: " + str(exc).strip().splitlines()[0])
     print(f"config error: {exc}", file=sys.stderr)
     if not in_sweep:
-        if out_dir.is_dir() and {p.name for p in out_dir.iterdir()} <= {".hydra", "run.log", "run.lock"}:
-            shutil.rmtree(out_dir, ignore_errors=True)  # Hydra's own files only: no run dir left behind for nothing
+        if out_dir.is_dir() and {p.name for p in out_dir.iterdir()} <= HYDRA_OWN:
+            discard(out_dir)  # Hydra's own files only: no run dir left behind for nothing
         sys.exit(2)
     from .report import document
     from .report import files as report_files

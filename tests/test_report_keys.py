@@ -20,7 +20,7 @@ SECTIONS = {
     "params": ["total", "trainable", "trainable_fraction"],
     "flops": ["hfu", "matmul_params_frozen", "matmul_params_trainable", "mfu", "peak_tflops", "per_token",
               "per_token_hardware", "seq"],
-    "timing_s": ["build", "diagnostics", "measure", "profile_and_rest", "total", "train", "warmup"],
+    "timing_s": ["build", "build_parts", "diagnostics", "measure", "profile_and_rest", "total", "train", "warmup"],
     "memory_gb": ["alloc_retries_in_window", "peak_rss_gb"],  # a GPU run: peak_allocated, peak_reserved, ...
     "loss": ["curve", "expected_initial", "final", "initial"],
     "throughput": ["loss_tokens_per_s", "pad_fraction", "real_tokens_per_s", "real_tokens_per_s_per_gpu",
@@ -30,7 +30,7 @@ SECTIONS = {
     "host_s": ["data", "gc", "gc_collections", "launch"],
     "tokens": ["all", "loss", "real", "samples"],
     "shapes": ["distinct_in_window", "new_in_window"],
-    "compile": ["graphs", "graphs_in_window", "to_first_step_s"],
+    "compile": ["graphs", "graphs_in_window", "to_first_step_s", "work"],
     "verdict": ["bottleneck", "reasons", "saturated"],
 }
 

@@ -24,7 +24,7 @@ from transformers import TrainerCallback
 
 from ..data.packing import PACK_STATS
 from .stop import StopRule
-from .timing import PHASES, BusyProfiler, Clock, StepTimer, Window, compiled_graphs
+from .timing import PHASES, BusyProfiler, Clock, StepTimer, Window, compile_work_since, compiled_graphs
 
 log = logging.getLogger(__name__)
 __all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "window_tokens"]
@@ -127,16 +127,18 @@ class Measure(TrainerCallback):
         self.first_step = 0
         self.first_step_s = None
         self.started = None  # perf_counter when the run began (build included): the cold start is measured from it
+        self.compile_before: dict = {}  # compile_work() at the run's start
         self._graphs_begin = self._graphs_step = 0  # compiled graphs at train begin, at this step's begin
         self._evaluated = False
         self.stopped = False  # the stop rule ended the window once the mean step time was known well enough
 
     @classmethod
-    def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None) -> "Measure":
+    def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None,
+                    compile_before: dict | None = None) -> "Measure":
         me = cfg.measure
         meter = cls(counter, device, me.warmup_steps, cfg.trainer.max_steps, me.profile_steps,
                     me.rel_error if me.stop_when_stable else None, me.min_steps, me.host_ops)
-        meter.started = started
+        meter.started, meter.compile_before = started, compile_before or {}
         return meter
 
     @property
@@ -235,7 +237,7 @@ class Measure(TrainerCallback):
             "stopped_when_stable": self.stopped,
             "not_measured": self._not_measured(w.get("machine") or {}),
             "compile": {"graphs": compiled_graphs() - self._graphs_begin, "graphs_in_window": w["graphs"],
-                        "to_first_step_s": self.first_step_s},
+                        "to_first_step_s": self.first_step_s, "work": compile_work_since(self.compile_before)},
         }
 
 

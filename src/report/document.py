@@ -187,7 +187,10 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("diagnostics", checks_summary(checks)))
         rows += [(f"  {ch['status']}", f"{ch['check']}: {ch['value']} (expected {ch['expected']})"
                   + (f". {ch['hint']}" if ch["hint"] else "")) for ch in checks if ch["status"] != "pass"]
-    rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in (r.get("timing_s") or {}).items())))
+    timing = r.get("timing_s") or {}
+    rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in timing.items() if not isinstance(v, dict))))
+    if timing.get("build_parts"):  # most of the time to step 1 on a warm compile cache
+        rows.append(("build", ", ".join(f"{k} {v:.1f}s" for k, v in timing["build_parts"].items())))
     return rows
 
 

@@ -170,10 +170,14 @@ class Compile(Section):
     graphs: int = 0
     graphs_in_window: Optional[int] = None
     to_first_step_s: Optional[float] = None  # cold start: build, checks and step 1 (its compile included)
+    work: Optional[dict] = None  # measure.timing.compile_work since the run's start: seconds compiling, cache hits
 
     def line(self, layers: int | None) -> str:
+        w = self.work or {}
+        caches = (f"; torch compiled for {w['compile_s']:.1f} s over the run (graph cache {w['fx_graph_cache_hits']} hits, "
+                  f"{w['fx_graph_cache_misses']} misses)") if w.get("compile_s") else ""
         return (f"{self.graphs} graphs" + (f" ({layers} layers, regional)" if layers else "")
-                + f"; first step done {_fmt(self.to_first_step_s, '.1f')} s after the start; "
+                + f"; first step done {_fmt(self.to_first_step_s, '.1f')} s after the start{caches}; "
                 f"{self.graphs_in_window} compiled inside the timed window")
 
 

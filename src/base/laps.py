@@ -1,0 +1,20 @@
+"""Where a run's build time goes: seconds between named marks, summed per name (timing_s.build_parts).
+
+The build (data, model, probe, checks) is most of the time to the first step on a warm compile cache, so the
+report splits it; a few perf_counter reads, nothing that waits for the GPU."""
+from __future__ import annotations
+
+import time
+
+
+class Laps:
+    def __init__(self, start: float | None = None, clock=time.perf_counter):
+        self._clock = clock
+        self._last = clock() if start is None else start
+        self.parts: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        """The time since the previous mark is `name`'s (added, when a name recurs)."""
+        now = self._clock()
+        self.parts[name] = self.parts.get(name, 0.0) + (now - self._last)
+        self._last = now

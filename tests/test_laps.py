@@ -1,0 +1,30 @@
+"""The build's split (timing_s.build_parts) and the compile work of a run (compile.work), on a fake clock and
+fake counters: the figures are the ones set here, whatever the machine's load."""
+from src.base.laps import Laps
+from src.measure import timing
+
+
+def test_laps_give_each_stage_the_time_since_the_previous_mark():
+    now = iter([10.0, 12.5, 13.0, 20.0, 20.25]).__next__
+    laps = Laps(start=9.0, clock=now)
+    laps.lap("data")    # 9.0 -> 10.0
+    laps.lap("model")   # -> 12.5
+    laps.lap("data")    # -> 13.0: a recurring name adds up
+    laps.lap("probe")   # -> 20.0
+    assert laps.parts == {"data": 1.5, "model": 2.5, "probe": 7.0}
+
+
+def test_compile_work_counts_only_what_this_run_compiled(monkeypatch):
+    before = {"compile_s": 30.0, "fx_graph_cache_hits": 2, "fx_graph_cache_misses": 5}
+    monkeypatch.setattr(timing, "compile_work", lambda: {"compile_s": 34.5, "fx_graph_cache_hits": 6,
+                                                         "fx_graph_cache_misses": 5})
+    assert timing.compile_work_since(before) == {"compile_s": 4.5, "fx_graph_cache_hits": 4, "fx_graph_cache_misses": 0}
+
+
+def test_compile_work_reads_torchs_own_counters():
+    import torch
+
+    before = timing.compile_work()
+    torch.compile(lambda x: (x * 2).sin(), backend="eager")(torch.ones(3))
+    after = timing.compile_work_since(before)
+    assert after["compile_s"] > 0 and set(after) >= {"fx_graph_cache_hits", "autograd_cache_misses"}
