@@ -23,6 +23,7 @@
 #   bash experiments/speed/gpu.sh levers    # issue 33: sweep=levers, full depth, anchor first (RESUME=1 continues it)
 #   bash experiments/speed/gpu.sh budget    # issue 53: batch.tokens=auto vs hand-set 8k/16k, classifier and causal LM, bf16 and FP8
 #   bash experiments/speed/gpu.sh budget_bf16  # issue 53: the bf16 reference, 8k vs auto (cold, then warm) vs 16k
+#   bash experiments/speed/gpu.sh fp8full   # issue 53 G5: FP8 vs bf16, two seeds each, full depth, 300 steps; G3's cold/warm first steps
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -274,6 +275,17 @@ if [ "$what" = fp8acc ]; then  # issue 33, call 2: FP8's accuracy against bf16's
   run packed8k_compile_fp8_tensorwise $B $P8 $C precision=fp8 precision.fp8=tensorwise
   run packed2k_compile $B padding=packed batch.tokens=2048 $C
   run packed2k_compile_fp8 $B padding=packed batch.tokens=2048 $C precision=fp8
+fi
+if [ "$what" = fp8full ]; then  # issue 53 G5: FP8 + fused against bf16's own seed-to-seed spread at full depth (36
+  # layers), the same 8k packs for both at each seed; the runs in order (bf16 then FP8, seed 0 then 1) also time the
+  # first step cold, then warm at the same shape (G3: timing_s.build_parts, compile.work)
+  COMMON="model=qwen3 logger=none trainer.save_final=false data.eval_size=512 +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-300} trainer.eval_steps=${STEPS:-300} trainer.logging_steps=10 measure.warmup_steps=10"
+  RUN_TIMEOUT=200
+  for seed in 0 1; do
+    run full_bf16_seed$seed $A trainer.seed=$seed
+    run full_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
+  done
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)
