@@ -170,7 +170,8 @@ def test_an_edited_number_in_a_readme_table_is_caught(tmp_path):
 
 
 def test_a_ratio_across_two_calls_is_refused_unless_the_row_says_so():
-    from experiments.tables import S, CrossCall, Fig, ratio
+    from experiments.figures import CrossCall, Fig, ratio
+    from experiments.speed.tables import S
 
     call1, call2 = Fig(S + "h100_table_call1.jsonl", "packed8k_compile"), Fig(S + "h100_table_call2.jsonl", "packed8k_compile_fp32_adapters")
     with pytest.raises(CrossCall, match="crosses calls"):
@@ -184,7 +185,7 @@ def test_a_rows_own_call_id_decides_its_call_over_its_file_name(tmp_path, monkey
     """Two rows in one file from two device calls (their CALL_ID, written by scripts/collect.py): refused."""
     import json
 
-    from experiments import tables
+    from experiments import figures as tables
 
     rows = [{"label": "a", "call": "callA", "throughput": {"real_tokens_per_s": 100.0}},
             {"label": "b", "call": "callB", "throughput": {"real_tokens_per_s": 90.0}},
@@ -219,7 +220,8 @@ def test_collect_writes_the_call_id_into_each_row(tmp_path):
 def test_an_old_reports_interval_is_computed_as_the_report_code_computes_it():
     """Reports older than the interval code store only their steps: the table computes the interval the way
     src/report/analysis.with_interval does today (its stored one came from the method of its day)."""
-    from experiments.tables import S, Fig
+    from experiments.figures import Fig
+    from experiments.speed.tables import S
     from src.report import analysis
     from src.report.sections import StepTime, Throughput
 
@@ -237,7 +239,8 @@ def test_an_old_reports_interval_is_computed_as_the_report_code_computes_it():
 
 
 def test_a_sweep_report_is_found_by_its_overrides_when_its_label_is_a_hashed_job_name():
-    from experiments.tables import SAT, Fig
+    from experiments.batch_vs_accum_saturation.tables import SAT
+    from experiments.figures import Fig
 
     path, long = SAT + "largest/reports.jsonl", "data.length_mean=1800"
     short = Fig.by_overrides(path, "model=solar-10.7b", "batch.size=16", without=(long,))

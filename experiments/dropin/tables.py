@@ -1,4 +1,4 @@
-"""The tables of experiments/dropin/README.md, built from results/ (registered in experiments/tables.py, which
+"""The tables of experiments/dropin/README.md, built from results/ (found by experiments/tables.py, which
 checks the README's copies). Every figure of a row comes from one device call's files: h200_callN_runs.jsonl
 (experiments/dropin/record.py, a line per run) and h200_callN_anchors.jsonl (the plain-Trainer anchor)."""
 from __future__ import annotations
