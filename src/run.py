@@ -42,11 +42,13 @@ def main(cfg: DictConfig) -> float | None:
     overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)  # as typed: `${...}` unresolved
     from .report import files as report_files
 
-    try:  # every interpolation resolves here, before anything is written
+    try:  # every interpolation resolves and every value is checked here, before anything is written
         digest, data = report_files.config_hash(cfg), report_files.data_fingerprint(cfg)
         report_files.check_run_dir(out_dir)
+        runner.check(cfg)
     except (ConfigError, OmegaConfBaseException) as exc:
         return runner.refused(exc, cfg, out_dir, overrides, in_sweep)
+    fresh = not out_dir.is_dir() or {p.name for p in out_dir.iterdir()} <= runner.HYDRA_OWN
     earlier, why = report_files.finished(out_dir, digest, data)  # read-only: a finished run in a read-only dir answers
     if earlier and not cfg.rerun:  # finished jobs are never recomputed or overwritten unless asked
         print(f"{out_dir}: finished earlier ({earlier.status}); rerun=true recomputes it")
@@ -70,7 +72,11 @@ def main(cfg: DictConfig) -> float | None:
         group = Path(hydra_cfg.sweep.dir).name if in_sweep else None  # a sweep's jobs share a W&B group
         report = runner.run(cfg, out_dir, overrides=overrides, group=group)
     if report["status"] != "ok" and not in_sweep:  # a sweep records the failure and goes on
-        sys.exit(2 if report["status"] == "config_error" else 1)
+        if report["status"] == "config_error":  # a data file or a model found bad while loading
+            if fresh:  # nothing of an earlier run there: no run directory for a config error
+                runner.discard(out_dir)
+            sys.exit(2)
+        sys.exit(1)
     return (report.get("throughput") or {}).get("real_tokens_per_s")
 
 

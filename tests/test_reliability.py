@@ -77,6 +77,9 @@ def test_the_config_hash_follows_the_config_and_the_code_not_rerun_or_resume(mon
 def test_a_config_error_does_not_block_the_corrected_rerun_and_a_changed_config_runs_again(tmp_path):
     where = f"hydra.run.dir={tmp_path}"
     assert cli(*QUICK, "data.max_length=0", where).returncode == 2
+    assert not tmp_path.exists()  # a config error leaves no run directory (test_warts.py)
+    tmp_path.mkdir()
+    (tmp_path / "report.json").write_text(json.dumps({"status": "config_error", "error": "data.max_length=0: ..."}))
     fixed = cli(*QUICK, "data.max_length=64", where)
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert f"{tmp_path}: its earlier run ended config_error: running it again" in fixed.stdout

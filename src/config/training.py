@@ -46,6 +46,31 @@ def own_keys() -> dict:
             "eval_strategy": "trainer.eval_steps", "eval_steps": "trainer.eval_steps"}
 
 
+def training_argument_fields(seq2seq: bool = False) -> set[str] | None:
+    """TrainingArguments' field names (Seq2SeqTrainingArguments' too with seq2seq), read from transformers' source
+    rather than imported (seconds of torch), so a typo in trainer.args answers before anything is built. None where
+    the source can't be read: src/train/trainer.py checks the names again on the imported class."""
+    import ast
+    import os
+
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    classes = {"training_args.py": "TrainingArguments", "training_args_seq2seq.py": "Seq2SeqTrainingArguments"}
+    names: set[str] = set()
+    for file, cls in list(classes.items())[:2 if seq2seq else 1]:
+        try:
+            with open(os.path.join(spec.submodule_search_locations[0], file)) as f:
+                tree = ast.parse(f.read())
+        except (OSError, SyntaxError):
+            return None
+        body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
+        if body is None:
+            return None
+        names |= {n.target.id for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    return names
+
+
 LoggerName = Choice("LoggerName", "none csv wandb")
 LoggerMode = Choice("LoggerMode", "offline online disabled")
 
@@ -114,9 +139,17 @@ class TrainerConfig:
         positive("trainer.logging_steps", tr.logging_steps)
         seed_in_range("trainer.seed", tr.seed)
         own = own_keys()
+        known = training_argument_fields(cfg.task.name == "seq2seq") if tr.args else None
         for key, value in (tr.args or {}).items():  # in a second, not after the data is built
             if key in own:
                 raise ConfigError(f"trainer.args.{key}", value, f"trainsweep sets it: use {own[key]}")
+            if known is not None and key not in known:
+                import difflib
+
+                near = difflib.get_close_matches(key, known, n=1)
+                kind = "Seq2SeqTrainingArguments" if cfg.task.name == "seq2seq" else "TrainingArguments"
+                raise ConfigError(f"trainer.args.{key}", value, f"not a {kind} field"
+                                  + (f"; did you mean trainer.args.{near[0]}?" if near else ""))
         if tr.lr <= 0:
             raise ConfigError("trainer.lr", tr.lr, "must be > 0")
         if tr.epochs is not None and tr.epochs <= 0:
