@@ -93,7 +93,9 @@ def cli() -> None:
     sys.argv = hydra_argv(sys.argv)
     signal.signal(signal.SIGINT, runner.on_interrupt)
     run_dir = next((Path(a.split("=", 1)[1]) for a in sys.argv if a.startswith("hydra.run.dir=")), None)
-    if run_dir and run_dir.is_dir() and "-m" not in sys.argv:  # refused before Hydra writes its .hydra/ there
+    # refused before Hydra writes its .hydra/ there; rank 0 alone: another rank would find rank 0's own lock
+    # (agents on two nodes start their ranks seconds apart) and stop
+    if ranks.is_main() and run_dir and run_dir.is_dir() and "-m" not in sys.argv:
         try:
             with files.lock(run_dir):
                 pass

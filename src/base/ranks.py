@@ -24,6 +24,16 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", 1))
 
 
+def nodes() -> int:
+    """How many hosts (torchrun agents, or a SLURM job's nodes) this launch spans. torchrun sets GROUP_WORLD_SIZE
+    (its agents) and LOCAL_WORLD_SIZE; submitit's export (from_submitit) only the latter, so the count is the
+    world over the processes of one host there."""
+    if os.environ.get("GROUP_WORLD_SIZE", "").isdigit():
+        return int(os.environ["GROUP_WORLD_SIZE"])
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")
+    return max(1, world_size() // int(local)) if local.isdigit() and int(local) > 0 else 1
+
+
 def problem() -> str | None:
     """What is wrong with torchrun's variables in this environment, or None: one that is no whole number was a
     traceback, and a RANK left over from another launch (RANK=1, no WORLD_SIZE) trained, wrote nothing as a

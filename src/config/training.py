@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import II, MISSING, DictConfig
 
+from ..base import ranks
 from .errors import Choice, ConfigError, positive, seed_in_range
 
 
@@ -218,7 +219,8 @@ DistributedBackend = Choice("DistributedBackend", "auto nccl gloo")  # auto: ncc
 @dataclass
 class DistributedConfig:
     strategy: DistributedStrategy = DistributedStrategy.auto
-    nproc_per_job: int = 1  # sweeps: processes (GPUs) per job, started by the launcher as torchrun would
+    nproc_per_job: int = 1  # sweeps: processes (GPUs) per node of a job, started by the launcher as torchrun would
+    nodes: int = 1  # hosts per job: hydra/launcher=slurm allocates them; torchrun --nnodes=N launches them by hand
     backend: DistributedBackend = DistributedBackend.auto
     find_unused_parameters: bool = False  # true walks the graph for unused params every step
     bucket_cap_mb: Optional[int] = None  # DDP gradient bucket size; None: torch's 25 MB
@@ -230,6 +232,11 @@ class DistributedConfig:
     def check(cfg: DictConfig, on_gpu: bool) -> None:
         dd = cfg.distributed
         positive("distributed.nproc_per_job", dd.nproc_per_job)
+        positive("distributed.nodes", dd.nodes)
+        if dd.nodes > 1 and ranks.nodes() != dd.nodes:  # else a launcher that can't span hosts ran it on one, unsaid
+            raise ConfigError("distributed.nodes", dd.nodes,
+                              f"this launch spans {ranks.nodes()} node(s): start it with `torchrun --nnodes={dd.nodes}` "
+                              "on each node, or sweep with hydra/launcher=slurm (the local launcher runs on one host)")
         if dd.strategy == "fsdp":
             if not on_gpu:  # accelerate falls back to DDP on CPU processes without saying so
                 raise ConfigError("distributed", "fsdp", "FSDP shards over CUDA GPUs; on the CPU use distributed=ddp")

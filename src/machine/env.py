@@ -131,6 +131,7 @@ def info(device: str) -> dict:
         "cpu_count": os.cpu_count(),
         "pid": os.getpid(),
         "world_size": ranks.world_size(),
+        "nodes": ranks.nodes(),  # world_size = nodes x the processes of each (torchrun --nnodes, or SLURM's nodes)
         "rank": ranks.rank(),
     }
     if device == "cuda":

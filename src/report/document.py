@@ -128,7 +128,9 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if env:
         rows.append(("device", f"{env['device_name']}" + (f", {env['capacity_gb']:.1f} GB" if env.get("capacity_gb") else "")))
     b, world, chosen = batch_as_run(c, res), res.get("world_size", 1), res.get("budget")
-    ranks = f" x {world} ranks ({res['distributed']})" if world > 1 else ""
+    nodes = env.get("nodes") or 1  # several hosts: the world as nodes x processes each (torchrun --nnodes, SLURM)
+    hosts = f", {nodes} nodes x {world // nodes}" if nodes > 1 else ""
+    ranks = f" x {world} ranks ({res['distributed']}{hosts})" if world > 1 else ""
     micro = f"{b['tokens']} tokens (padding-free)" if b.get("tokens") else b["size"]
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
