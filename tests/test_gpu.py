@@ -198,7 +198,7 @@ def test_env_alloc_conf_reaches_the_allocator():
 def test_the_copies_kernel_time_is_the_gpus_share_of_a_micro_batch():
     """speed_model.gpu_busy_s profiles a copy's kernels: more than nothing, less than the wall time of the same
     forwards and backwards (which the host's launches pad)."""
-    from src.model import speed_model
+    from src.plan import speed_model
 
     model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).cuda()
 

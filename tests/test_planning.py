@@ -8,24 +8,23 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from hydra_plugins.trainsweep import planning
-from src import predict
+from src.plan import predict, speed_model
+from src.plan import sweep as planning
 from src.config.errors import ConfigError
 from src.config.cli import rewrite
-from src.model import speed_model
 from tests.conftest import QUICK, cli, compose
 
 
 @pytest.mark.parametrize("launcher, said", [
     ({"repeats": 1, "params": {}, "predict_on_cpu": False}, "no GPU here, so no cell can be predicted: every cell runs"),
-    ({"repeats": 3, "params": {"gpus_per_node": 1}, "predict_on_cpu": False}, "every cell runs (repeats settle close calls")])
+    ({"repeats": 3, "params": {"gpus_per_node": 1}, "predict_on_cpu": False}, "(repeats settle close calls a plan skips): every cell runs")])
 def test_a_planned_sweep_that_cannot_predict_says_so_and_leaves_every_cell_to_the_plain_sweep(launcher, said, caplog):
     """None from the planner: the launcher then runs every cell as a sweep without a plan does (test_sweep.py)."""
     import types
 
     with caplog.at_level("INFO"):
-        assert planning.run_planned(types.SimpleNamespace(**launcher), [["batch.size=2"], ["batch.size=4"]], 0) is None
-    assert said in caplog.text
+        why = planning.run_planned(types.SimpleNamespace(**launcher), [["batch.size=2"], ["batch.size=4"]], 0)
+    assert said in caplog.text and f"sweep.plan=predict: {why}: every cell runs" in caplog.text  # kept for the summary
 
 
 def test_sweep_plan_takes_all_or_predict():
@@ -279,10 +278,10 @@ def test_a_cell_whose_copy_runs_out_of_memory_is_predicted_out_of_memory_and_its
     assert out["b2"]["memory_gb"] > 0 and out["b2"]["real_tokens_per_s"] > 0 and not out["b2"].get("over_card")
 
     preds = [planning.as_prediction(r, size) for r, size in ((out["b2"], 2), (out["b4"], 4), (out["b8"], 8))]
-    from hydra_plugins.trainsweep import plan
+    from src.plan import decisions, waves
 
-    assert plan.not_run(preds, capacity_gb=None) == {"b8": "predicted out of memory: " + out["b8"]["over_card"]}
-    assert "b8" not in plan.first_wave(preds, None) and "b4" in plan.first_wave(preds, None)  # unpredicted: runs
+    assert decisions.not_run(preds, capacity_gb=None) == {"b8": "predicted out of memory: " + out["b8"]["over_card"]}
+    assert "b8" not in waves.first_wave(preds, None) and "b4" in waves.first_wave(preds, None)  # unpredicted: runs
     assert planning.line(out["b8"], "predicted out of memory: x") == "predicted out of memory: x"
 
 
@@ -372,10 +371,10 @@ def test_a_cell_predicted_over_the_capacity_is_not_timed_and_says_so(monkeypatch
     assert set(timed) == {2} and len(timed) == 2  # b2 on the 2- and 4-layer copies, b8 on neither
     assert out["b8"]["real_tokens_per_s"] is None and out["b8"]["memory_gb"] == pytest.approx(free["b8"]["memory_gb"])
     assert out["b2"]["real_tokens_per_s"] > 0
-    from hydra_plugins.trainsweep import plan
+    from src.plan import decisions, waves
 
     preds = [planning.as_prediction(out[c], size) for c, size in (("b2", 2), ("b8", 8))]
-    said = plan.not_run(preds, cap)
+    said = decisions.not_run(preds, cap)
     assert list(said) == ["b8"] and planning.line(out["b8"], said["b8"]).endswith(f"GB > {cap:.1f} GB")
 
 
@@ -472,7 +471,7 @@ def test_a_measured_cell_carries_whether_it_saturated_memory(tmp_path):
     assert [round(m.tok_s) for m in got] == [109_111, 109_708, 78_575]
     (tmp_path / "oom").mkdir()
     (tmp_path / "oom" / "report.json").write_text(json.dumps({"status": "oom"}))
-    assert planning.measured("oom", tmp_path / "oom") == planning.plan.Measured("oom", "oom")  # no verdict: unsaturated
+    assert planning.measured("oom", tmp_path / "oom") == planning.waves.Measured("oom", "oom")  # no verdict: unsaturated
 
 
 def test_the_new_shape_check_reads_six_new_shapes_synced_and_in_an_unsynced_loop_in_turn(tmp_path):

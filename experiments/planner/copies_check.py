@@ -1,5 +1,5 @@
 """Do the copies predict the real depth's micro-batch? The copies are timed as the predictor times them
-(src/model/speed_model.py), and a copy of the real depth is timed the same way in the same bare loop: what each
+(src/plan/speed_model.py), and a copy of the real depth is timed the same way in the same bare loop: what each
 way of reading the copies predicts at the real depth against what that copy measures. The bare loop leaves the
 Trainer out, so this checks the depth scaling alone. Three readings, per cell:
   line_1_2   the cell's own line through the 1- and 2-layer copies (the predictor before 2026-11-28)
@@ -8,7 +8,7 @@ Trainer out, so this checks the depth scaling alone. Three readings, per cell:
   predicted  what the predictor takes now: on the speed copies, the longer of the family's pooled host line and
              the cell's kernels' line where the cell is host-bound (speed_model.at_depth with host and gpu)
   lines      both readings (own, predicted) on each pair of copies the model is deep enough for: 2-4 and 4-8
-Each copy also times the first call of 3 batch shapes it has not met (src/model/speed_model.first_call_s): the
+Each copy also times the first call of 3 batch shapes it has not met (src/plan/speed_model.first_call_s): the
 predictor takes that cost to be the same at any depth, and this shows whether it is. Kernels are profiled after
 every depth is timed (a profile slows every later launch: profiler_after.py); the checks before call 9's third
 profiled each cell right after timing it.
@@ -28,8 +28,8 @@ from src.data.collate import to_device
 from src.machine import env
 from src.model import build as models
 from src.model import memory_model as mm
-from src.model import speed_model
-from src.predict import new_shape_batches, typical_batch
+from src.plan import speed_model
+from src.plan.predict import new_shape_batches, typical_batch
 
 
 def prep_batch(prep, rows: list, device: str) -> dict:
@@ -51,7 +51,7 @@ def main(out: str, overrides: list[str]) -> None:
     timed, gpu, first_calls, seen = {}, {}, {}, set()
     pairs = [(a, b) for a, b in ((2, 4), (4, 8)) if b <= layers]
     depths = sorted({1, 2, *speed_depths, *(n for pair in pairs for n in pair), layers})
-    for n in depths:  # every depth timed before any kernel is profiled, as the predictor does (src/predict.py)
+    for n in depths:  # every depth timed before any kernel is profiled, as the predictor does (src/plan/predict.py)
         model = mm.build_copy(cfgs[0], res, conf, n)
         speed_model.warm_up(model, prep_batch(preps[0], batches[0][0], res.device), res.amp, res.device)
         for b, prep, (rows, real) in zip(sizes, preps, batches):

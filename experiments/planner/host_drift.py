@@ -13,7 +13,7 @@ import time
 import torch
 
 from src.model import memory_model as mm
-from src.model import speed_model
+from src.plan import speed_model
 
 from typical import setup  # this folder (a script's own directory is on sys.path)
 from vcpu_drift import python_work_s, ran_on

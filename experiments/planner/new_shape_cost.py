@@ -21,8 +21,8 @@ import time
 
 from src.data.collate import to_device
 from src.model import memory_model as mm
-from src.model import speed_model
-from src.predict import new_shape_batches
+from src.plan import speed_model
+from src.plan.predict import new_shape_batches
 
 from typical import setup  # this folder: the script's own directory is on sys.path
 

@@ -15,7 +15,7 @@ import sys
 from statistics import median
 
 from src.model import memory_model as mm
-from src.model import speed_model
+from src.plan import speed_model
 
 from typical import setup  # this folder: the script's own directory is on sys.path
 

@@ -24,8 +24,8 @@ from src.data import prepare
 from src.machine import env
 from src.model import build as models
 from src.model import memory_model as mm
-from src.model import speed_model
-from src.predict import typical_batch
+from src.plan import speed_model
+from src.plan.predict import typical_batch
 from src.train import trainer as train
 
 

@@ -9,7 +9,7 @@ from src.data import prepare
 from src.data.collate import to_device
 from src.machine import env
 from src.model import build as models
-from src.predict import typical_batch
+from src.plan.predict import typical_batch
 
 
 def setup(overrides: list[str]):

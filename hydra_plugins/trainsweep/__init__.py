@@ -1,4 +1,5 @@
-"""trainsweep's Hydra plugins: the `isolated` launcher, with sweep.plan=predict's planner (planning.py, plan.py)."""
+"""trainsweep's Hydra plugins: the `isolated` launcher, a thin adapter that hands its jobs to the package's
+sweep.plan=predict planner (src/plan/) and runs them."""
 import importlib
 import sys
 

@@ -27,7 +27,6 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import LocalLaunche
 from omegaconf import OmegaConf, open_dict
 
 from hydra_plugins.trainsweep import app  # src or trainsweep: the package this process runs
-from hydra_plugins.trainsweep import planning
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ class IsolatedLauncherConf(LocalQueueConf):
     timeout_min: int = 120  # a job still running after this is stopped and recorded as failed
     tasks_per_node: int = "${distributed.nproc_per_job}"  # type: ignore  # >1: each job one DDP/FSDP run of N processes
     repeats: int = 1  # sweep.repeats=N: every job N times, in interleaved rounds (A B C A B C)
-    plan: str = "all"  # sweep.plan=predict: predict every cell first, run only those that could win (planning.py)
+    plan: str = "all"  # sweep.plan=predict: predict every cell first, run only those that could win (src/plan/)
     top: Optional[int] = None  # sweep.plan=predict: the predicted leaders the first wave runs (None: 3; 1 for fastest)
     question: str = "both"  # sweep.question=largest|fastest: which of sweep=fit's two answers the runs confirm
     predict_on_cpu: bool = False  # predictions are timed on a GPU; on a CPU only for tests of the planner
@@ -143,10 +142,14 @@ class IsolatedLauncher(LocalLauncher):
             self.config.hydra.sweep.dir = str(self.config.hydra.sweep.dir)
         if self.plan != "predict" and self.question != "both":
             log.info(f"sweep.question={self.question} asks the planner, and sweep.plan=all runs every cell")
+        planner, fell_back = app("plan.sweep"), None
         if self.plan == "predict":
-            planned = planning.run_planned(self, job_overrides, initial_job_idx)
-            if planned is not None:
+            planned = planner.run_planned(self, job_overrides, initial_job_idx)
+            if not isinstance(planned, str):
+                planner.record(Path(self.config.hydra.sweep.dir), self.plan)
                 return planned
+            fell_back = planned  # why every cell runs instead: the summary says it
+        planner.record(Path(self.config.hydra.sweep.dir), self.plan, fell_back)
         returns = []
         for idx, overrides in enumerate(rounds(job_overrides, self.repeats), start=initial_job_idx):
             returns += self.run_job(idx, overrides)

@@ -106,7 +106,7 @@ def _mean(values: list[float]) -> float | None:
 def timed_window(warmup: int, max_steps: int, profile_steps: int, cuda: bool) -> tuple[int, int]:
     """The optimizer steps a run times (its first and last are warmup+1 and last): after the warm-up, up to the
     profiled tail, which only a GPU run profiles. Measure opens this window; the predictor draws it before the
-    run (src/predict.py)."""
+    run (src/plan/predict.py)."""
     return warmup, max_steps - (profile_steps if cuda else 0)
 
 

@@ -44,6 +44,14 @@ def _autocast(amp: str, device: str):
     return torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
+def forward_backward(model, inputs: dict, amp: str, device: str) -> None:
+    """One forward and backward under the run's autocast: what the planner's copies time (src/plan/speed_model.py)
+    and the budget probes (src/train/budget.py), here at the bottom where both can reach it."""
+    with _autocast(amp, device):
+        loss = model(**inputs).loss
+    loss.float().backward()
+
+
 def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
     """CPU probe: bytes of the distinct storages autograd saves in one forward (parameters and buffers, such as
     an FP8 layer's transposed weight, are not activations). What is saved is all there is on the CPU: peak, kept
@@ -240,7 +248,7 @@ def first_step_workspace(device: str, warm) -> int:
     """Bytes a process's first forward and backward leaves allocated for good (cuBLAS's workspaces, a compiled
     copy's graphs): what is allocated after `warm()` (that first step, on a copy) beyond before it and beyond
     whatever `warm` keeps alive itself. 0 off a GPU, where `warm` still runs. The run's prediction and the
-    planner's (src/predict.py) both measure it here, so their totals agree."""
+    planner's (src/plan/predict.py) both measure it here, so their totals agree."""
     if device != "cuda":
         warm()
         return 0

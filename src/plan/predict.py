@@ -1,6 +1,6 @@
 """A sweep's cells predicted before any of them runs (sweep.plan=predict): each cell's peak memory and its step
 time and real tokens/s, from copies of its model with fewer layers: memory from 1- and 2-layer copies
-(src/model/memory_model.py), speed from 2- and 4-layer ones (src/model/speed_model.py). One process for the
+(src/model/memory_model.py), speed from 2- and 4-layer ones (src/plan/speed_model.py). One process for the
 whole grid, and cells that differ only in their batch settings (a family) share their copies: a grid costs
 three small builds per family plus a few steps per cell. A cell predicted over the capacity is not timed.
 
@@ -8,7 +8,7 @@ Every family is timed before any kernel is profiled: torch's profiler leaves CUP
 launch (Kineto doesn't tear it down unless TEARDOWN_CUPTI=1), and a host-bound micro-batch timed after a profile
 pays for it. So the speed copies are built again at the end, for their kernels alone.
 
-    python -m src.predict CELLS.json PREDICTIONS.json [--memory-only]
+    python -m src.plan.predict CELLS.json PREDICTIONS.json [--memory-only]
     # the launcher runs it; CELLS: [{"cell", "family", "config"}]; --memory-only for sweep.question=largest
 
 A cell that can't be predicted (a whole-model compile, partial checkpointing, several GPUs, a model the copies
@@ -127,13 +127,13 @@ def time_family(cells: list[dict], memory_only: bool = False) -> dict:
     copies, no speed timed). What family_predictions needs, once profile_kernels has added the kernels' time."""
     import torch
 
-    from .data import prepare, sampling
-    from .data.collate import to_device
-    from .machine import env
-    from .measure.meter import timed_window
-    from .model import build as models
-    from .model import memory_model as mm
-    from .model import speed_model
+    from ..data import prepare, sampling
+    from ..data.collate import to_device
+    from ..machine import env
+    from ..measure.meter import timed_window
+    from ..model import build as models
+    from ..model import memory_model as mm
+    from . import speed_model
 
     # where the prediction's own time goes
     spent = {"data": 0.0, "copies": 0.0, "speed": 0.0, "new shapes": 0.0, "memory": 0.0, "kernels": 0.0}
@@ -232,9 +232,9 @@ def profile_kernels(family: dict) -> None:
     kernel launch after it. Off a GPU gpu_busy_s has no figure, and every cell keeps its own line."""
     import torch
 
-    from .data.collate import to_device
-    from .model import memory_model as mm
-    from .model import speed_model
+    from ..data.collate import to_device
+    from ..model import memory_model as mm
+    from . import speed_model
 
     res, timed = family["res"], family["timed"]
     if not timed:
@@ -262,7 +262,7 @@ def profile_kernels(family: dict) -> None:
 def family_predictions(family: dict) -> list[dict]:
     """The family's cells predicted at the real depth: memory, step time and real tokens/s with their intervals,
     the family's pooled host time where a cell is host-bound."""
-    from .model import speed_model
+    from . import speed_model
 
     cells, cfgs, figures, timed = family["cells"], family["cfgs"], family["figures"], family["timed"]
     layers, speed_depths, capacity = family["layers"], family["speed_depths"], family["capacity"]
@@ -305,7 +305,7 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
     """Each cell's predicted peak at the real depth (memory_gb), from its probes on the 1- and 2-layer copies or
     the line between two probed cells (probe_plan), summed as memory_model.predict sums the run's (peak_parts,
     the first step's workspace included)."""
-    from .model import memory_model as mm
+    from ..model import memory_model as mm
 
     rows = [len(w["input_ids"]) for w in widest]
     for i, (lo, hi) in between.items():
@@ -326,7 +326,7 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
 
 def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
     """Every cell, family by family; a family that fails is said, never dropped."""
-    from .config import compose  # noqa: F401  (the resolvers a config left unresolved may name)
+    from ..config import compose  # noqa: F401  (the resolvers a config left unresolved may name)
     families: dict[str, list[dict]] = {}
     out = []
     for cell in cells:

@@ -29,7 +29,7 @@ from statistics import median
 import torch
 
 from ..base import stats
-from .memory_model import _autocast
+from ..model.memory_model import forward_backward as _forward_backward
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +51,6 @@ class StepPrediction:
     def rate(self, tokens_per_step: float) -> tuple[float, float, float]:
         """tokens/s: mean, low, high (the slowest step gives the low rate)."""
         return tokens_per_step / self.step_s, tokens_per_step / self.high, tokens_per_step / self.low
-
-
-def _forward_backward(model, inputs: dict, amp: str, device: str) -> None:
-    with _autocast(amp, device):
-        loss = model(**inputs).loss
-    loss.float().backward()
 
 
 def warm_up(model, batch: dict, amp: str, device: str) -> None:

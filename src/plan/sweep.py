@@ -1,9 +1,11 @@
-"""sweep.plan=predict in the `isolated` launcher: every cell predicted first (one `python -m src.predict`
-process), the predicted table printed, then the cells run in waves as plan.py decides, and every cell's
-prediction and decision kept in its directory (prediction.json, which the summary reads).
+"""sweep.plan=predict, run through the `isolated` launcher (hydra_plugins/trainsweep/launcher.py, which hands
+over its jobs and runs each one): every cell predicted first (one `python -m src.plan.predict` process), the
+predicted table printed, then the cells run in waves as waves.py decides, and every cell's prediction and
+decision (decisions.py) kept in its directory (prediction.json, which the summary reads).
 
 A sweep where nothing can be predicted (no GPU, sweep.repeats > 1, the predictor failing) runs every cell,
-and says why. A cell without a prediction always runs.
+and says why, in the log and in the sweep's plan.json, which the summary names. A cell without a prediction
+always runs.
 """
 import json
 import logging
@@ -16,7 +18,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from hydra_plugins.trainsweep import app, plan
+from ..report import files as report_files
+from ..report.caveats import PLAN_FILE
+from . import decisions as decide
+from . import waves
 
 log = logging.getLogger(__name__)
 BATCH_KEYS = ("batch=", "batch.size=", "batch.grad_accum=", "batch.tokens=")
@@ -32,7 +37,7 @@ def predict(cells: dict, plan_dir: Path, memory_only: bool = False) -> list[dict
     plan_dir.mkdir(parents=True, exist_ok=True)
     (plan_dir / "cells.json").write_text(json.dumps([
         {"cell": key, "family": family(c["overrides"]), "config": c["config"]} for key, c in cells.items()]))
-    package = app("config").__name__.split(".")[0]  # src in a checkout, trainsweep installed
+    package = __name__.rsplit(".", 1)[0]  # src.plan in a checkout, trainsweep.plan installed
     cmd = [sys.executable, "-m", f"{package}.predict", str(plan_dir / "cells.json"), str(plan_dir / "predictions.json")]
     cmd += ["--memory-only"] if memory_only else []
     with open(plan_dir / "predict.log", "w") as out:
@@ -51,23 +56,23 @@ def micro_batch(config: dict) -> int | None:
     return size if isinstance(size, int) else None
 
 
-def as_prediction(raw: dict, size: int | None = None) -> plan.Prediction:
+def as_prediction(raw: dict, size: int | None = None) -> waves.Prediction:
     rate = raw.get("real_tokens_per_s")
     low, high = (min(raw["low"], rate), max(raw["high"], rate)) if rate else (None, None)  # a log-scale interval
-    return plan.Prediction(cell=raw["cell"], family=raw["family"], memory_gb=raw.get("memory_gb"), tok_s=rate,
+    return waves.Prediction(cell=raw["cell"], family=raw["family"], memory_gb=raw.get("memory_gb"), tok_s=rate,
                            low=low, high=high, why_not=raw.get("why_not"), size=size, over_card=raw.get("over_card"))
 
 
-def measured(key: str, job_dir: Path) -> plan.Measured:
-    rep = app("report.files").read(job_dir / "report.json")
+def measured(key: str, job_dir: Path) -> waves.Measured:
+    rep = report_files.read(job_dir / "report.json")
     if rep is None:
-        return plan.Measured(key, "error")
+        return waves.Measured(key, "error")
     th = rep.throughput
     rate = th.real_tokens_per_s if th and rep.status == "ok" else None
     low, high = (th.real_tokens_per_s_low, th.real_tokens_per_s_high) if rate and th.real_tokens_per_s_low else (None, None)
     verdict = rep.get("verdict")
     saturated = bool(verdict and verdict.saturated)  # the summary ranks such a cell apart
-    return plan.Measured(key, rep.status, rate or None, low, high, saturated)
+    return waves.Measured(key, rep.status, rate or None, low, high, saturated)
 
 
 def line(raw: dict, decision: str) -> str:
@@ -77,19 +82,29 @@ def line(raw: dict, decision: str) -> str:
         return decision
     if raw.get("real_tokens_per_s") is None:  # not timed: predicted over the capacity, or sweep.question=largest
         return f"{raw['memory_gb']:.1f} GB" + (f"; {decision}" if decision else "")
-    # decision: plan.not_run's line for a cell predicted out of memory, else empty
+    # decision: decisions.not_run's line for a cell predicted out of memory, else empty
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
             f"real tok/s{'; ' + decision if decision else ''}")
 
 
+def _every_cell(why: str) -> str:
+    log.info(f"sweep.plan=predict: {why}: every cell runs")
+    return why
+
+
+def record(sweep_dir: Path, asked: str, fell_back: str | None = None) -> None:
+    """The sweep's plan.json: the plan asked for, the one used, and why they differ, for the summary to name."""
+    used = "all" if fell_back else asked
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / PLAN_FILE).write_text(json.dumps({"asked": asked, "used": used, "why": fell_back}, indent=1))
+
+
 def run_planned(launcher, job_overrides, first_idx: int):
-    """The planned sweep's JobReturns, or None where every cell must run (said)."""
+    """The planned sweep's JobReturns, or, where every cell must run, why (logged; the launcher records it)."""
     if launcher.repeats > 1:
-        log.info("sweep.plan=predict with sweep.repeats: every cell runs (repeats settle close calls a plan skips)")
-        return None
+        return _every_cell("sweep.repeats is above 1 (repeats settle close calls a plan skips)")
     if not launcher.params.get("gpus_per_node") and not launcher.predict_on_cpu:
-        log.info("sweep.plan=predict: no GPU here, so no cell can be predicted: every cell runs")
-        return None
+        return _every_cell("no GPU here, so no cell can be predicted")
     cells = {}
     for idx, overrides in enumerate(job_overrides, start=first_idx):
         job_cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
@@ -102,28 +117,29 @@ def run_planned(launcher, job_overrides, first_idx: int):
         cells[job_dir.name] = {"idx": idx, "overrides": list(overrides), "config": config, "dir": job_dir}
     started = time.monotonic()
     question = launcher.question
-    raw = predict(cells, Path(str(launcher.config.hydra.sweep.dir)) / ".plan", memory_only=question == "largest")
+    plan_dir = Path(str(launcher.config.hydra.sweep.dir)) / ".plan"
+    raw = predict(cells, plan_dir, memory_only=question == "largest")
     if raw is None:
-        return None
+        return f"the predictor failed (its log: {plan_dir / 'predict.log'})"
     raw = {r["cell"]: r for r in raw}
     preds = [as_prediction(r, micro_batch(cells[key]["config"])) for key, r in raw.items()]
     capacity = next((r["capacity_gb"] for r in raw.values() if r.get("capacity_gb")), None)
-    skipped = plan.not_run(preds, capacity)
+    skipped = decide.not_run(preds, capacity)
     log.info(f"sweep.plan=predict: {len(cells)} cells predicted in {time.monotonic() - started:.0f} s"
              + (f" (capacity {capacity:.1f} GB)" if capacity else ""))
     for key, c in cells.items():
         log.info(f"\t{' '.join(c['overrides'])}: {line(raw[key], skipped.get(key, ''))}")
     results, returns = [], []
-    wave = plan.first_wave(preds, capacity, launcher.top, question)
+    wave = waves.first_wave(preds, capacity, launcher.top, question)
     while wave:
         for key in wave:
             c = cells[key]
             returns += launcher.run_job(c["idx"], c["overrides"])
             results.append(measured(key, c["dir"]))
-        wave = plan.next_wave(preds, results, capacity, launcher.top, question)
-    decisions = plan.decisions(preds, results, capacity, question)
+        wave = waves.next_wave(preds, results, capacity, launcher.top, question)
+    decisions = decide.decisions(preds, results, capacity, question)
     ran = {m.cell for m in results}
-    largest = plan.largest_fits(preds, results, capacity) if question != "fastest" else {}
+    largest = waves.largest_fits(preds, results, capacity) if question != "fastest" else {}
     for fam, key in largest.items():
         confirmed = "ran ok" if any(m.cell == key and m.status == "ok" for m in results) else decisions[key]
         log.info(f"sweep.plan=predict: largest micro-batch predicted to fit{' (' + fam + ')' if fam else ''}: "

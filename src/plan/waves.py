@@ -1,4 +1,4 @@
-"""plan=predict: which cells of a sweep to run, decided from predictions made before anything runs.
+"""sweep.plan=predict: which cells of a sweep to run, decided from predictions made before anything runs.
 
 The one concern is the decision; the launcher does the running. The first wave runs the predicted leaders,
 the fastest cell of each family (to calibrate that family) and every cell whose interval overlaps the
@@ -11,9 +11,9 @@ are weighed against that cell too (the fastest of them runs where none has yet).
 question (sweep.question) runs only that question's cells: `largest` the largest fit of each family (and the
 next down where it ran out of memory), `fastest` all but the largest-fit confirmation, and of the leaders only
 the first (the fewest runs that confirm the winner; the top 3 otherwise). Stdlib only, so importing it costs
-nothing (and no `from __future__ import annotations`: Hydra's plugin scan runs this module before it is in
-sys.modules, where dataclasses cannot resolve string annotations).
+nothing; the line kept for each cell that did or did not run is decisions.py's.
 """
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -108,17 +108,6 @@ def _reaches(p: Prediction, factor: float, target: Measured) -> bool:
     return _bounds(p, factor)[2] >= _bounds(target)[1]
 
 
-def _rate(x: Prediction | Measured, factor: float = 1.0) -> str:
-    tok, low, high = _bounds(x, factor)
-    return f"{tok:,.0f}" if x.low is None else f"{tok:,.0f} ({low:,.0f}-{high:,.0f})"
-
-
-def not_run(preds: Iterable[Prediction], capacity_gb: float | None) -> dict[str, str]:
-    return {p.cell: f"predicted out of memory: {p.over_card}" if p.over_card else
-            f"predicted out of memory: {p.memory_gb:.1f} GB > {capacity_gb:.1f} GB"
-            for p in _by_cell(preds).values() if not _fits(p, capacity_gb)}
-
-
 def largest_fits(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None) -> dict[str, str]:
     """Per family, the cell with the largest micro-batch predicted to fit that has not run out of memory: the
     answer to 'what is the largest micro-batch this card takes', once it has run."""
@@ -207,41 +196,3 @@ def next_wave(preds: Iterable[Prediction], measured: Iterable[Measured], capacit
         could_win += candidates[:1] if fit is None else [p for p in candidates if reaches(p, fit)]
     could_win = list({p.cell: p for p in could_win}.values())
     return [p.cell for p in _in_order(could_win, factors)] + sorted(unconfirmed - {p.cell for p in could_win})
-
-
-def _ran(p: Prediction | None, m: Measured) -> str:
-    if m.status != "ok":
-        predicted = f" (predicted {p.memory_gb:.1f} GB)" if m.status == "oom" and p and p.memory_gb else ""
-        return f"ran: {m.status}{predicted}"
-    error = prediction_error(p, m) if p else None
-    return "ran" if error is None else f"ran: measured {1 + error:.2f}x its prediction"
-
-
-def decisions(preds: Iterable[Prediction], measured: Iterable[Measured], capacity_gb: float | None,
-              question: str = "both") -> dict[str, str]:
-    preds, measured = _by_cell(preds), _by_cell(measured)
-    winner, factors = _winner(measured), calibration(preds.values(), measured.values())
-    fit = _winner(measured, unsaturated=True) if winner is not None and winner.saturated else None
-    under = {p.cell for p in _under_saturation(preds, measured)} if fit is not None else set()
-    out = {}
-    for cell in {**preds, **measured}:
-        p, m = preds.get(cell), measured.get(cell)
-        if m is not None:
-            out[cell] = _ran(p, m)
-        elif not _fits(p, capacity_gb):
-            out[cell] = not_run([p], capacity_gb)[cell]
-        elif question == "largest":
-            out[cell] = f"not run: predicted to fit ({p.memory_gb:.1f} GB), below the largest that does"
-        elif p.tok_s is None:
-            out[cell] = f"not run: no prediction ({p.why_not or 'no reason given'})"
-        elif winner is None:
-            out[cell] = f"not run: predicted {_rate(p)} real tok/s; nothing ran ok to compare it with"
-        else:
-            factor = factors.get(p.family, 1.0)
-            verdict = "could still reach" if _reaches(p, factor, winner) else "<"
-            out[cell] = (f"not run: predicted {_rate(p)} real tok/s, calibrated {_rate(p, factor)} "
-                         f"{verdict} the winner's {_rate(winner)}")
-            if cell in under:  # the winner saturated memory: this cell was weighed against the fastest that didn't
-                out[cell] += (f", {'could still reach' if _reaches(p, factor, fit) else '<'} the fastest "
-                              f"unsaturated one's {_rate(fit)}")
-    return out

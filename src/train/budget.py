@@ -273,7 +273,7 @@ def probe_model(model, batch: dict, amp: str, second: Callable[[Probe], Optional
     it), the peak-memory counter reset. Each shape compiles static (see choose_for_run)."""
     import torch
 
-    from ..model.speed_model import _forward_backward
+    from ..model.memory_model import forward_backward as _forward_backward
 
     cpu_rng, cuda_rng = torch.get_rng_state(), torch.cuda.get_rng_state_all()
     model.train()
