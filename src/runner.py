@@ -283,7 +283,8 @@ def keep_result(cfg: DictConfig, rep, trainer, tokenizer, out_dir: Path) -> None
 
     t_save = time.perf_counter()
     try:
-        saved = train.save_final(trainer, tokenizer, out_dir / "final", "model" if cfg.peft.method == "none" else "adapter")
+        saved = train.save_final(trainer, tokenizer, out_dir / "final", "model" if cfg.peft.method == "none" else "adapter",
+                                 cfg)
         if saved:
             rep.saved = sections.Saved(**saved)
     except Exception as exc:

@@ -158,13 +158,15 @@ def test_a_lora_run_keeps_its_adapter_which_loads_onto_the_base_with_the_same_lo
     keep = _KeepModel()
     rep = run(compose(*QUICK), tmp_path, callbacks=(keep.callback,))
     final = tmp_path / "final"
+    size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file()) / 2**20
     assert rep["status"] == "ok" and rep["saved"] == {"path": str(final), "kind": "adapter", "tokenizer": False,
-                                                      "size_mb": pytest.approx(sum(p.stat().st_size for p in final.iterdir()) / 2**20)}
+                                                      "size_mb": pytest.approx(size), "base": str(final / "base")}
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in final.iterdir()}
-    assert not any(final.glob("model*.safetensors"))  # the adapter only, not the 100x larger base
+    # the adapter beside its base: random weights exist nowhere else (tests/test_load.py loads them back)
+    assert not any(final.glob("model*.safetensors")) and (final / "base" / "model.safetensors").exists()
     assert rep["timing_s"]["save"] >= 1.0 and rep["timing_s"]["train"] < rep["timing_s"]["total"] - 1.0
     assert rep["step_time_s"]["mean"] < 1.0  # the timed window closed before the save
-    assert f"saved        adapter in {final}" in capsys.readouterr().out
+    assert f"saved        adapter and its random base in {final}" in capsys.readouterr().out
     base, conf = _rebuilt_base()
     untrained = _logits(base, conf)
     loaded = PeftModel.from_pretrained(base, final)

@@ -240,10 +240,14 @@ class Saved(Section):
     kind: Optional[str] = None  # adapter (PEFT: adapter_model.safetensors + adapter_config.json) | model (the whole model)
     tokenizer: bool = False  # the tokenizer beside it (synthetic data has none: it is token ids)
     size_mb: Optional[float] = None  # on disk: what each job of a sweep costs
+    # an adapter on random weights: where its base was written (final/base), or why not and a one-line rebuild
+    base: Optional[str] = None
 
     def line(self) -> str:
-        return (f"{self.kind}{' and tokenizer' if self.tokenizer else ''} in {self.path} ({_fmt(self.size_mb, ',.1f')} MB; "
-                f"{'PeftModel.from_pretrained(base, path)' if self.kind == 'adapter' else 'from_pretrained(path)'} loads it)")
+        where = "" if not self.base or self.base.startswith("not saved") else " and its random base"
+        return (f"{self.kind}{where}{' and tokenizer' if self.tokenizer else ''} in {self.path} "
+                f"({_fmt(self.size_mb, ',.1f')} MB; trainsweep.load(run_dir) loads it"
+                + (f"; base {self.base}" if self.base and not where else "") + ")")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from ..data.packing import PACK_STATS
 from ..machine.env import Resolved
 from ..measure.meter import TokenCounter
 from ..model.speed import decoder_layers, liger_kernels
+from . import keep
 from .metrics import evaluate_every
 
 log = logging.getLogger(__name__)
@@ -126,12 +127,13 @@ def from_the_data(cfg, prep, world_size: int, say: bool = True) -> dict:
     return out
 
 
-def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
+def save_final(trainer, tokenizer, final: Path, kind: str, cfg=None) -> dict | None:
     """The trained result, the ecosystem's way: trainer.save_model writes the adapter (adapter_config.json and
     adapter_model.safetensors, which PeftModel.from_pretrained loads onto the base) or the whole model (which
     from_pretrained loads). Every rank calls it, as FSDP's gather of the full weights needs; the Trainer writes
     from the main process only. The tokenizer goes beside it, so the directory is all a user needs. Returns
-    what the report says about it, on the main rank.
+    what the report says about it, on the main rank. An adapter on random weights (`cfg` given) gets its base
+    beside it, or a rebuild recipe in the report (src/train/keep.py).
 
     Written into a fresh `.final.partial` beside final/ and renamed over it only when whole: saved into final/
     itself, a model kept an earlier run's adapter files beside it (peft=lora, then peft=none into the same run
@@ -150,9 +152,11 @@ def save_final(trainer, tokenizer, final: Path, kind: str) -> dict | None:
         return None
     if tokenizer is not None:  # synthetic data is token ids: no tokenizer to keep
         tokenizer.save_pretrained(str(partial))
+    base = keep.keep_base(cfg, trainer, partial, final) if cfg is not None and keep.random_base(cfg) else None
     replace_dir(partial, final)
     size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
-    return {"path": str(final), "kind": kind, "tokenizer": tokenizer is not None, "size_mb": size / 2**20}
+    return {"path": str(final), "kind": kind, "tokenizer": tokenizer is not None, "size_mb": size / 2**20,
+            **({"base": base} if base else {})}
 
 
 def replace_dir(new: Path, old: Path) -> None:
