@@ -212,10 +212,13 @@ def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
     baseline = baseline or (given[0] if given else None)
     lines = warnings(sweep_dir, reports) + [x for x in [planned(df)] if x] + recommend(df, baseline)
     atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
-    md = _markdown(df, lines, sweep_dir)
+    from .scaling import write as scaling  # a sweep over GPU counts: speed-up and per-GPU efficiency vs 1 GPU
+
+    scale_md, scale_images = scaling(sweep_dir, df, reports)
+    md = _markdown(df, lines, sweep_dir) + (f"\n{scale_md}" if scale_md else "")
     atomic_write(sweep_dir / "summary.md", md)
     runs = table(reports, combine=False) if (df["repeat"] != "0").any() else df  # every run's own curve
-    images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, runs, sweep_dir)] if p]
+    images = plots(df, sweep_dir) + [p for p in [loss_curves(reports, runs, sweep_dir)] if p] + scale_images
     if cfg is not None and cfg.logger.name == "wandb":
         from .loggers import log_sweep
 
