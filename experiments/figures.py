@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from experiments import calltrace  # noqa: E402
 from src.base import stats  # noqa: E402
 
 HERE = Path(__file__).resolve().parent  # experiments/: every figure's path is relative to it
@@ -37,7 +38,82 @@ def _records(path: str) -> tuple[dict, ...]:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:  # the anchor script's Trainer prints dicts in Python's repr
                 pass
+    for i, row in enumerate(rows):
+        _CALL[id(row)] = call_of(path, i, row)
+    if calltrace.TRACING:  # the scan test's run: each number remembers the call of its row
+        rows = [calltrace.tag(row, _CALL[id(row)]) for row in rows]
+        for i, row in enumerate(rows):
+            _CALL[id(row)] = call_of(path, i, row)
     return tuple(rows)
+
+
+_CALL: dict[int, str] = {}  # id(row) -> its call, for the rows _records keeps (cached, so their ids stay theirs)
+
+
+def call_of(path: str, index: int, row: dict) -> str:
+    """A row's device call: its own (scripts/collect.py writes CALL_ID into each row since issue 52), else the one
+    LEGACY_CALLS gives its file (rows written before then), else its file's name without `_anchors`."""
+    if row.get("call"):
+        return row["call"]
+    legacy = LEGACY_CALLS.get(path)
+    if legacy is None:
+        legacy = next((v for k, v in LEGACY_CALLS.items() if k.endswith("/") and path.startswith(k)), None)
+    if callable(legacy):
+        return legacy(index, row)
+    if isinstance(legacy, dict):
+        return legacy[row.get("label", row.get("name"))]
+    return legacy or Path(path).stem.removesuffix("_anchors")
+
+
+# Rows written before they carried their call (issue 52), where the file's name doesn't say it: a call for the
+# whole file (a path, or a folder ending in /), one per label, or one computed from the row (its position, its label).
+_LADDER_B = ("rung_4_bf16", "rung_5_no_checkpointing", "rung_6_bs16", "rung_7_compile", "rung_8_padding_free")
+LEGACY_CALLS = {
+    "speed/results/h100_levers_sweep/": "h100_levers_call3",  # the sweep's reports and its anchor: one call
+    "speed/results/h100_levers_call7/reports_a.jsonl": "h100_levers_call7a",
+    "speed/results/h100_levers_call7/anchors.jsonl": "h100_levers_call7a",
+    "speed/results/h100_levers_call7/reports_b.jsonl": "h100_levers_call7b",  # fp8_fused, a second call, same machine
+    "twelve_x_slowdown/results/ladder/reports.jsonl": lambda i, row: "twelve_x_call_" + ("B" if row["label"] in _LADDER_B else "A"),
+    "twelve_x_slowdown/results/ladder/anchor_call_A.jsonl": "twelve_x_call_A",
+    "twelve_x_slowdown/results/ladder/anchor_call_B.jsonl": "twelve_x_call_B",
+    "twelve_x_slowdown/results/ladder_c/": "twelve_x_call_C",
+    # rounds 1-2 and the third round's `none` in call 1 (results/interleaved), the rest of round 3 in call 2 (round3)
+    "loop_overheads/results/pooled/reports.jsonl":
+        lambda i, row: "loop_overheads_call" + ("2" if row["label"].endswith(",repeat=3") else "1"),
+    # G1 P1 in call 2, G2 P2 in call 3, in the order they ran
+    "speedup/results/h100_graphs_calls2_3.jsonl": lambda i, row: f"h100_graphs_call{2 + i // 2}",
+    # experiments/planner: a prediction's call is its decisions file's; where plan=all was cut in one call and
+    # resumed in the next, its reports are the two calls' (a pooled id: any ratio to them is labelled)
+    "planner/results/h100_plan_predict_decisions.jsonl": "h100_planner_call",  # with h100_planner_call.log
+    "planner/results/h100_call2/": "h100_planner_call2",
+    "planner/results/h100_grid18/all_1/": "h100_grid18_all_call1",  # plan=all in two calls on one machine,
+    "planner/results/h100_grid18/all_2/": "h100_grid18_all_call2",
+    "planner/results/h100_grid18/predict/": "h100_grid18_predict_call",  # plan=predict on a later machine
+    "planner/results/h100_grid18_v2/": "h100_planner_call6",
+    "planner/results/h200_grid18/": "h200_planner_call7",  # both plans in one session on one machine
+    "planner/results/h200_g4/decisions_largest.jsonl": "h200_g4_call1",
+    "planner/results/h200_g4/reports_largest_predict.jsonl": "h200_g4_call1",
+    "planner/results/h200_g4/reports_largest_all.jsonl": "h200_g4_calls1-2",
+    "planner/results/h200_g4/decisions_fastest.jsonl": "h200_g4_call3",
+    "planner/results/h200_g4/reports_fastest_predict.jsonl": "h200_g4_call3",
+    "planner/results/h200_g4/reports_fastest_all.jsonl": "h200_g4_call3",
+    "planner/results/h200_g4/decisions_fastest_leader.jsonl": "h200_g4_call4",
+    "planner/results/h200_g4/reports_fastest_leader_predict.jsonl": "h200_g4_call4",
+    "planner/results/h200_g4/reports_fastest_leader_all.jsonl": "h200_g4_call4",
+    "planner/results/h200_fastest5/decisions_fastest5.jsonl": "h200_fastest5_call1",
+    "planner/results/h200_fastest5/reports_fastest5_predict.jsonl": "h200_fastest5_call1",
+    "planner/results/h200_fastest5/reports_fastest5_all.jsonl": "h200_fastest5_calls1-2",
+    **{f"planner/results/h200_fastest5/{f}_fastest5_fixed{g}.jsonl": "h200_fastest5_call3"
+       for f, g in (("decisions", ""), ("reports", "_predict"), ("reports", "_all"))},
+    "planner/results/h200_preset/decisions_preset.jsonl": "h200_preset_call1",
+    "planner/results/h200_preset/reports_preset_predict.jsonl": "h200_preset_call1",
+    "planner/results/h200_preset/reports_preset_all.jsonl": "h200_preset_calls1-2",
+}
+
+
+def row_call(row: dict) -> str:
+    """The call of a row that _records returned."""
+    return _CALL[id(row)]
 
 
 @dataclass(frozen=True)
@@ -46,7 +122,6 @@ class Fig:
 
     path: str
     label: str
-    call: str | None = None
 
     @property
     def record(self) -> dict:
@@ -66,9 +141,8 @@ class Fig:
 
     @property
     def call_id(self) -> str:
-        """The device call the figure came from: the one the table names, else the row's own (scripts/collect.py
-        writes CALL_ID into each row since issue 52), else its file's (older rows carry none)."""
-        return self.call or self.record.get("call") or Path(self.path).stem.removesuffix("_anchors")
+        """The device call the figure came from, read from its row (call_of)."""
+        return row_call(self.record)
 
     @property
     def rate(self) -> float:
@@ -98,13 +172,46 @@ class Fig:
 
 def ratio(a: Fig, b: Fig, across_calls: bool = False) -> str:
     """a / b, with its 95% interval where both sides have one, and 'a tie' where that interval says so."""
-    if a.call_id != b.call_id and not across_calls:
-        raise CrossCall(f"{a.label} ({a.call_id}) / {b.label} ({b.call_id}) crosses calls")
-    c = stats.compare(a.interval, b.interval, a.rate, b.rate)
+    check(a.call_id, b.call_id, across_calls, f"{a.label} ({a.call_id}) / {b.label} ({b.call_id})")
+    with calltrace.allowed():
+        c = stats.compare(a.interval, b.interval, a.rate, b.rate)
     text = f"{c.ratio:.2f}"
     if c.high != float("inf"):
         text += f" ({c.low:.2f}-{c.high:.2f}){': a tie' if c.tie else ''}"
-    return text + (" (across calls)" if a.call_id != b.call_id else "")
+    return text + (ACROSS if a.call_id != b.call_id else "")
+
+
+ACROSS = " (across calls)"  # what a ratio between two calls' figures says of itself
+
+
+def check(a_calls: str | set, b_calls: str | set, across_calls: bool = False, what: str = "") -> bool:
+    """Refuse a ratio whose two sides come from different device calls (a side may pool several: then it crosses
+    too) unless the builder asks (across_calls), and then its cell says ACROSS; True where it crosses. Every ratio a
+    builder takes passes here, ratio() included, and calltrace's scan notes each one."""
+    a_calls, b_calls = ({x} if isinstance(x, str) else set(x) for x in (a_calls, b_calls))
+    crosses = a_calls != b_calls or len(a_calls) > 1
+    if crosses and not across_calls:
+        what = what or f"{' + '.join(sorted(a_calls))} / {' + '.join(sorted(b_calls))}"
+        raise CrossCall(f"{what} crosses calls")
+    calltrace.note(a_calls | b_calls, crosses)
+    return crosses
+
+
+def over(a: float, b: float, a_calls: str | set, b_calls: str | set, spec: str = ".2f", bold: bool = False,
+         across_calls: bool = False) -> str:
+    """a / b by hand as a table cell: the value, bold where asked, then ACROSS where its sides' calls differ."""
+    crosses = check(a_calls, b_calls, across_calls)
+    calltrace.declared(a, a_calls), calltrace.declared(b, b_calls)
+    text = f"{float(a) / float(b):{spec}}"
+    return (f"**{text}**" if bold else text) + (ACROSS if crosses else "")
+
+
+def quotient(a: float, b: float, a_calls: str | set, b_calls: str | set, across_calls: bool = False) -> float:
+    """a / b for a ratio a builder takes by hand (means of runs, measured over predicted): refused across calls
+    unless labelled, as ratio()."""
+    check(a_calls, b_calls, across_calls)
+    calltrace.declared(a, a_calls), calltrace.declared(b, b_calls)
+    return float(a) / float(b)
 
 
 def rate(f: Fig, bold: bool = False) -> str:
@@ -131,8 +238,6 @@ def ranks(summary_csv: str) -> dict[str, str]:
     """A sweep's ranks by job, from its summary.csv (src/report/summary.py: jobs it can't tell apart share one)."""
     with open(HERE / summary_csv) as f:
         return {row["job"]: row["rank"] for row in csv.DictReader(f)}
-
-
 
 
 

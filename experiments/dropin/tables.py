@@ -3,8 +3,9 @@ checks the README's copies). Every figure of a row comes from one device call's 
 (experiments/dropin/record.py, a line per run) and h200_callN_anchors.jsonl (the plain-Trainer anchor)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from experiments.figures import _records
 
 from .agree import agree
 
@@ -13,14 +14,9 @@ CALLS = ("h200_call1", "h200_call2", "h200_call3")  # call 3: the classifier at 
 NAMES = {"lora_classifier": "Qwen3-4B LoRA classifier, bs 8", "trl_sft_lora": "Llama-3.2-3B TRL SFT LoRA, bs 8"}
 
 
-def _lines(path: str) -> list[dict]:
-    out = []
-    for line in (HERE / "results" / path).read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # the anchor's Trainer prints its metrics as a Python dict
-            pass
-    return out
+def _lines(path: str) -> tuple[dict, ...]:
+    """A results file's JSON lines, through figures._records: the calltrace scan sees each number's call."""
+    return _records(f"dropin/results/{path}")
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:

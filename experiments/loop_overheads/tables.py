@@ -1,7 +1,7 @@
 """The tables of experiments/loop_overheads/README.md: each habit over its rounds, pandas.concat's cost."""
 from __future__ import annotations
 
-from experiments.figures import HERE, Fig, _records, markdown
+from experiments.figures import ACROSS, HERE, Fig, _records, check, markdown
 from src.base import stats
 
 
@@ -17,10 +17,11 @@ def loop_overheads() -> str:
         rates = [f"{f.rate:,.0f}" + (" (call 1)" if habit == "none" and r == 2 else "") for f, r in zip(fs, habits[habit])]
         busy = [f.get("gpu_busy_fraction") for f in fs]
         against = ""
-        if habit != "none":
+        if habit != "none":  # both sides pool the rounds of calls 1 and 2 (a block design): labelled as crossing
+            across = check({f.call_id for f in figs["none"]}, {f.call_id for f in fs}, across_calls=True, what=habit)
             c = stats.compare(ci["none"], ci[habit], ci["none"].mean, ci[habit].mean)
             against = (f"tie ({c.ratio:.2f}x, {c.low:.2f}-{c.high:.2f})" if c.tie
-                       else f"**loses: none is {c.ratio:.2f}x ({c.low:.2f}-{c.high:.2f})**")
+                       else f"**loses: none is {c.ratio:.2f}x ({c.low:.2f}-{c.high:.2f})**") + (ACROSS if across else "")
         rows.append([habit, ", ".join(rates), f"{ci[habit].mean:,.0f} ({ci[habit].low:,.0f}-{ci[habit].high:,.0f})",
                      f"{sum(f.get('step_time_s.mean') for f in fs) / len(fs) * 1000:.0f}", f"{min(busy) * 100:.0f}-{max(busy):.0%}", against])
     return markdown(["habit", "real tok/s per run (rounds 1, 2, 3)", "mean (95%)", "step ms", "GPU busy", "against none"], rows)

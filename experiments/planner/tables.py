@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from experiments.figures import HERE, _records, markdown, ranks
+from experiments.figures import ACROSS, HERE, _records, markdown, over, ranks, row_call
 
 
 def _planner_jobs(log: str) -> dict[str, dict]:
@@ -34,7 +34,8 @@ def planner() -> str:
             j = jobs[sweep].get(key)
             cells.append("" if j is None else j["status"] if j["status"] != "ok" else f"{j['rate']:,.0f} ({j['low']:,.0f}-{j['high']:,.0f})")
         ref = jobs["all"].get(key)
-        error = f"{ref['rate'] / p['real_tokens_per_s']:.2f}" if ref and ref["status"] == "ok" else ""
+        error = (over(ref["rate"], p["real_tokens_per_s"], "h100_planner_call", row_call(r), across_calls=True)
+                 if ref and ref["status"] == "ok" else "")
         decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
         rows.append((batch, padding, [str(batch), padding, f"{p['memory_gb']:.2f}",
                      f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", cells[0] or "cut (call's time)", error,
@@ -61,7 +62,7 @@ def planner_call2() -> str:
                 th, peak = ran[0]["throughput"], ran[0]["memory_gb"]["peak_allocated"]
                 measured = (f"{th['real_tokens_per_s']:,.0f} ({th['real_tokens_per_s_low']:,.0f}-{th['real_tokens_per_s_high']:,.0f}); "
                             f"{peak:.2f} GB")
-                vs = f"{th['real_tokens_per_s'] / p['real_tokens_per_s']:.2f}; {peak / p['memory_gb']:.3f}"
+                vs = _vs({"rate": th["real_tokens_per_s"], "gb": peak, "call": row_call(ran[0])}, r)
             decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
             rows.append((sweep, batch, padding, [f"`sweep.plan=predict`" if sweep == "predict" else "`sweep=fit`",
                          str(batch), padding, f"{p['memory_gb']:.2f}", f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})",
@@ -89,7 +90,16 @@ def _measured(r: dict | None) -> tuple[str, dict | None]:
         return r["status"], None
     th = r["throughput"]
     return (f"{th['real_tokens_per_s']:,.0f} ({th['real_tokens_per_s_low']:,.0f}-{th['real_tokens_per_s_high']:,.0f}); "
-            f"{r['memory_gb']['peak_allocated']:.2f} GB"), {"rate": th["real_tokens_per_s"], "gb": r["memory_gb"]["peak_allocated"]}
+            f"{r['memory_gb']['peak_allocated']:.2f} GB"), {"rate": th["real_tokens_per_s"], "gb": r["memory_gb"]["peak_allocated"],
+                                                            "call": row_call(r)}
+
+
+def _vs(fig: dict, decided: dict, bold: bool = False) -> str:
+    """Measured over predicted, real tok/s then GB: the measurement's call against the prediction's (its decisions
+    row's), labelled where they differ (a plan=all that ran in other calls than the planned sweep)."""
+    p, call = decided["prediction"], row_call(decided)
+    speed = over(fig["rate"], p["real_tokens_per_s"], fig["call"], call, bold=bold, across_calls=True)
+    return f"{speed.removesuffix(ACROSS)}; {over(fig['gb'], p['memory_gb'], fig['call'], call, '.3f', across_calls=True)}"
 
 
 def planner_grid18() -> str:
@@ -105,7 +115,7 @@ def planner_grid18() -> str:
         job = f"batch={batch}, padding={padding}"
         text_all, fig_all = _measured(every.get((batch, padding)))
         text_plan, _ = _measured(planned.get((batch, padding)))
-        vs = f"{fig_all['rate'] / p['real_tokens_per_s']:.2f}; {fig_all['gb'] / p['memory_gb']:.3f}" if fig_all else ""
+        vs = _vs(fig_all, r) if fig_all else ""
         decision = r["decision"].split(":")[0] if r["decision"].startswith(("not run", "predicted")) else "ran"
         rows.append(((padding, batch), [padding, str(batch), f"{p['memory_gb']:.2f}",
                      f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", text_all, rank_all.get(job, ""), vs,
@@ -135,7 +145,7 @@ def planner_grid18_v2() -> str:
         for m in ran.get((batch, padding), [None]):
             text, fig = _measured(m)
             sweep = "" if m is None else "plan=predict" if m["label"].startswith("plan_predict") else "plan=all"
-            vs = f"**{fig['rate'] / p['real_tokens_per_s']:.2f}**; {fig['gb'] / p['memory_gb']:.3f}" if fig else ""
+            vs = _vs(fig, r, bold=True) if fig else ""
             new = f"{p['new_shapes']:.1f}" + (f" / {m['shapes']['new_in_window']}" if fig else "")
             rows.append(((padding, batch), [padding, str(batch), f"{p['memory_gb']:.2f}", new,
                          f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", decision, sweep, text, vs]))
@@ -182,7 +192,7 @@ def planner_h200() -> str:
         cells = []
         for m in (planned.get(key), every.get(key)):
             text, fig = _measured(m)
-            cells += [text, f"**{fig['rate'] / p['real_tokens_per_s']:.2f}**; {fig['gb'] / p['memory_gb']:.3f}" if fig else ""]
+            cells += [text, _vs(fig, r, bold=True) if fig else ""]
         rows.append((key, [key[0], str(key[1]), f"{p['memory_gb']:.2f}", p.get("bound") or "own line",
                            f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f})", decision, *cells[:2],
                            cells[2], rank.get(f"batch={key[1]}, padding={key[0]}", ""), cells[3]]))

@@ -8,7 +8,7 @@ import re
 from datetime import datetime
 from statistics import correlation, fmean, median
 
-from experiments.figures import HERE, _records, markdown
+from experiments.figures import HERE, _records, markdown, over, row_call
 
 
 G4 = "planner/results/h200_g4/"
@@ -25,7 +25,7 @@ def _sweeps(*logs: str) -> dict[str, list[dict]]:
     for log in logs:
         for line in (HERE / log).read_text().splitlines():
             if m := _WALL.match(line):
-                out.setdefault(m[1], []).append({"wall_s": int(m[3]), "cut": m[2] == "124", "jobs": jobs})
+                out.setdefault(m[1], []).append({"wall_s": int(m[3]), "cut": m[2] == "124", "jobs": jobs, "log": log})
                 jobs, started = {}, {}
             elif m := _JOB.match(line):
                 at, text = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), m[2]
@@ -82,9 +82,13 @@ def planner_g4(sweeps=G4_SWEEPS) -> str:
                 else:
                     th, peak = m["throughput"], m["memory_gb"]["peak_allocated"]
                     low, rate = th.get("real_tokens_per_s_low"), th["real_tokens_per_s"]
-                    cells += [f"{peak:.2f} ({peak / p['memory_gb']:.3f})",
+                    # measured over predicted: the measurement's call against the prediction's, labelled where they
+                    # differ (plan=all cut in one call and resumed in the next)
+                    calls = (row_call(m), row_call(predicted[r["label"]]))
+                    cells += [f"{peak:.2f} ({over(peak, p['memory_gb'], *calls, '.3f', across_calls=True)})",
                               f"{rate:,.0f}" + (f" ({low:,.0f}-{th['real_tokens_per_s_high']:,.0f})" if low else "")
-                              + (f"; **{rate / p['real_tokens_per_s']:.2f}**" if p.get("real_tokens_per_s") else "")]
+                              + (f"; {over(rate, p['real_tokens_per_s'], *calls, bold=True, across_calls=True)}"
+                                 if p.get("real_tokens_per_s") else "")]
             rate = (f"{p['real_tokens_per_s']:,.0f} ({p['low']:,.0f}-{p['high']:,.0f}), {p['bound'] or 'own line'}"
                     if p.get("real_tokens_per_s") else "not timed")
             decision = predicted[r["label"]]["decision"]
@@ -116,7 +120,8 @@ def planner_g4_times(sweeps=G4_SWEEPS) -> str:
         predictor = float(re.search(r"process: ([\d.]+) s", (HERE / folder / f"predict_{name}.log").read_text())[1])
         rows.append([question, ", ".join(log.split("_")[0].replace("call", "") for log in logs),
                      f"{len(plan['jobs'])} of {len(jobs)}", f"{plan['wall_s']} (predictor {predictor:.0f})",
-                     f"{sum(jobs):.0f} + {start:.0f}", f"**{plan['wall_s'] / (sum(jobs) + start):.2f}**"])
+                     f"{sum(jobs):.0f} + {start:.0f}", over(plan["wall_s"], sum(jobs) + start, {plan["log"]},
+                                                            {run["log"] for run in runs}, bold=True, across_calls=True)])
     return markdown(["question", "call", "cells run", "plan=predict: wall s", "plan=all: jobs' s + a sweep's start",
                      "planned / all"], rows)
 

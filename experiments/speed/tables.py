@@ -84,12 +84,12 @@ SWEEP = S + "h100_levers_sweep/"
 
 
 def lever(padding: str, compiled: bool) -> Fig:
-    """One job of call 3's `sweep=levers` (its reports and its anchor are one call: 'levers')."""
-    return Fig(SWEEP + "reports.jsonl", f"logger=none,model=qwen3,padding={padding},trainer.torch_compile={compiled}", "levers")
+    """One job of call 3's `sweep=levers` (its reports and its anchor are one call: figures.LEGACY_CALLS)."""
+    return Fig(SWEEP + "reports.jsonl", f"logger=none,model=qwen3,padding={padding},trainer.torch_compile={compiled}")
 
 
 def speed_call3() -> str:
-    anchor, base = Fig(SWEEP + "anchors.jsonl", "bf16_sdpa_b32_group", "levers"), lever("max_length", False)
+    anchor, base = Fig(SWEEP + "anchors.jsonl", "bf16_sdpa_b32_group"), lever("max_length", False)
     rows = []
     for compiled in (False, True):
         for padding in ("max_length", "buckets", "packed_8k"):
@@ -116,12 +116,12 @@ LEVER_ROWS = [("packed_8k", "the reference: packed 8k, regional compile, varlen 
 
 def lever7(name: str) -> Fig:
     part = "b" if name == "fp8_fused" else "a"
-    return Fig(LEVERS7 + f"reports_{part}.jsonl", f"+lever={name},logger=none,model=qwen3", f"levers7{part}")
+    return Fig(LEVERS7 + f"reports_{part}.jsonl", f"+lever={name},logger=none,model=qwen3")
 
 
 def speed_call7() -> str:
     """Issue 33 item 6: sweep=levers at full depth, every lever against the reference, the anchor in call 7a."""
-    anchor, ref = Fig(LEVERS7 + "anchors.jsonl", "bf16_sdpa_b32_group", "levers7a"), lever7("packed_8k")
+    anchor, ref = Fig(LEVERS7 + "anchors.jsonl", "bf16_sdpa_b32_group"), lever7("packed_8k")
     rows = [["plain Trainer bf16 sdpa bs 32 grouped", "", "", rate(anchor), "", "1.00", "", "", "", "", ""]]
     for name, what, overrides in LEVER_ROWS:
         f = lever7(name)
@@ -220,13 +220,13 @@ def speed_budget() -> str:
                                          ("the same, auto again (warm caches)", "ref_auto_again", "ref")])]
     rows = []
     for call, n, runs in calls:
-        anchor = Fig(S + call + "_anchors.jsonl", "bf16_sdpa_b32_group", call=call)
+        anchor = Fig(S + call + "_anchors.jsonl", "bf16_sdpa_b32_group")
         rows.append([n, "plain Trainer bf16 sdpa bs 32 grouped", rate(anchor), "1.00", "", "", "", "", "", ""])
         for what, label, versus in runs:
-            f = Fig(S + call + ".jsonl", label, call=call)
+            f = Fig(S + call + ".jsonl", label)
             chosen = (f.get("resolved.budget") or {}).get("tokens")
             rows.append([n, what, rate(f, bold=chosen is not None), ratio(f, anchor),
-                         ratio(f, Fig(S + call + ".jsonl", versus, call=call)) if versus else "",
+                         ratio(f, Fig(S + call + ".jsonl", versus)) if versus else "",
                          pct(f.get("flops.mfu")), f"{f.get('gpu_busy_fraction'):.0%}", f"{chosen:,}" if chosen else "",
                          f"{f.get('compile.to_first_step_s'):.0f} s",
                          f"{f.get('memory_gb.peak_allocated'):.1f} / {f.get('memory_predicted_gb.peak_allocated'):.1f}"])

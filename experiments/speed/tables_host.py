@@ -56,7 +56,7 @@ def speed_overlap_full() -> str:
              (S + "h100_overlap_bf16_call.jsonl", [
                  ("8k packs, bf16, regional compile, copies wait", "`padding=packed_8k trainer.torch_compile=true dataloader.non_blocking=false`", "f8k_bf16_wait"),
                  ("the same, non-blocking copies (the default)", "`padding=packed_8k trainer.torch_compile=true`", "f8k_bf16")])]
-    anchor = Fig(S + "h100_overlap_full_call_anchors.jsonl", "bf16_sdpa_b8", call="h100_overlap_full_call")
+    anchor = Fig(S + "h100_overlap_full_call_anchors.jsonl", "bf16_sdpa_b8")
     rows = [["plain Trainer bf16 sdpa bs 8 (call 6a)", "", rate(anchor), "", "", "", "", "", "", ""]]
     for path, runs in calls:
         wait = Fig(path, runs[0][2])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from experiments.figures import HERE, _records, markdown
+from experiments.figures import HERE, _records, markdown, quotient, row_call
 
 
 RUN_MARK = {"plain": "P", "sped": "S", "graphs": "G"}  # as written, speedup(trainer), speedup(trainer, graphs=True)
@@ -29,18 +29,23 @@ def speedup_runs(path: str, scripts: tuple[str, ...]) -> str:
 
 
 def speedup_ratios(path: str, scripts: tuple[str, ...], modes: tuple[str, ...] = ("sped",)) -> str:
-    """Per script and sped-up mode: its runs' mean over the plain runs' mean, and the range of S/P (or G/P) over
-    every pairing."""
+    """Per script, sped-up mode and device call: its runs' mean over the plain runs' mean, and the range of S/P (or
+    G/P) over every pairing. A file of several calls gets a row per call (its calls from figures.row_call): no ratio
+    pairs runs of two calls."""
     rows = []
+    calls = list(dict.fromkeys(row_call(r) for r in _records(path)))
     for script in scripts:
-        runs = [r for r in _records(path) if r["script"] == script]
-        plain = [r["own_clock_tok_s"] for r in runs if r["mode"] == "plain"]
-        for mode in modes:
-            sped = [r["own_clock_tok_s"] for r in runs if r["mode"] == mode]
-            line = f"{script}, speedup(trainer, graphs=True)" if mode == "graphs" else script
-            rows.append([line, ", ".join(f"{x:,.0f}" for x in plain), ", ".join(f"{x:,.0f}" for x in sped),
-                         f"**{fmean(sped) / fmean(plain):.2f}x**",
-                         f"{min(sped) / max(plain):.2f}-{max(sped) / min(plain):.2f}"])
+        for call in calls:
+            runs = [r for r in _records(path) if r["script"] == script and row_call(r) == call]
+            plain = [r["own_clock_tok_s"] for r in runs if r["mode"] == "plain"]
+            for mode in modes:
+                sped = [r["own_clock_tok_s"] for r in runs if r["mode"] == mode]
+                line = f"{script}, speedup(trainer, graphs=True)" if mode == "graphs" else script
+                pairings = (f"{quotient(min(sped), max(plain), call, call):.2f}-{quotient(max(sped), min(plain), call, call):.2f}"
+                            if len(sped) * len(plain) > 1 else "one pairing")
+                rows.append([line + (f" ({call})" if len(calls) > 1 else ""), ", ".join(f"{x:,.0f}" for x in plain),
+                             ", ".join(f"{x:,.0f}" for x in sped), f"**{quotient(fmean(sped), fmean(plain), call, call):.2f}x**",
+                             pairings])
     return markdown(["script", "plain runs, real tok/s", "sped-up runs, real tok/s", "speedup (means)",
                      "range over every P/S pairing"], rows)
 

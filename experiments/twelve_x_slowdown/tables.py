@@ -20,8 +20,8 @@ LABELS = ["rung_0_before", "rung_1_padding", "rung_2_dataloader", "rung_3_env", 
 
 def twelve_x_ladder() -> str:
     """Rungs 0-3 ran in call A, 4-8 in call B (one file): the step from 3 to 4 and 'x before' past rung 3 cross calls."""
-    figs = [Fig(L + "reports.jsonl", label, call) for label, (_, _, call) in zip(LABELS, RUNGS)]
-    plain = {"A": Fig(L + "anchor_call_A.jsonl", "seed_before", "A"), "B": Fig(L + "anchor_call_B.jsonl", "bf16_sdpa_b32_group", "B")}
+    figs = [Fig(L + "reports.jsonl", label) for label in LABELS]
+    plain = {"A": Fig(L + "anchor_call_A.jsonl", "seed_before"), "B": Fig(L + "anchor_call_B.jsonl", "bf16_sdpa_b32_group")}
     rows = []
     for i, ((name, adds, call), f) in enumerate(zip(RUNGS, figs)):
         step = "" if i == 0 else ratio(f, figs[i - 1], across_calls=True)
@@ -49,10 +49,10 @@ def twelve_x_ladder_c() -> str:
             ("rung 4 bf16 (3rd)", "rung_4_bf16_b"), ("rung 3 env (4th)", "rung_3_env_b")]
     rows = []
     for what, label in runs:
-        f = Fig(C + "reports.jsonl", label, "C")
+        f = Fig(C + "reports.jsonl", label)
         rows.append([what, rate(f), f"{f.get('step_time_s.mean'):.3f}", f"{f.get('gpu_busy_fraction'):.0%}",
                      f"{f.get('host_s.launch'):.3f}", gb(f.get("memory_gb.peak_allocated"))])
-    a = Fig(C + "anchor.jsonl", "bf16_sdpa_b16_gc", "C")
+    a = Fig(C + "anchor.jsonl", "bf16_sdpa_b16_gc")
     rows.append(["plain Trainer, bf16 sdpa, checkpointing, bs 16 x ga 1 (`bf16_sdpa_b16_gc`, before them)", rate(a),
                  f"{a.get('step_s'):.3f}", "", "", gb(a.get("peak_alloc_gb"))])
     return markdown(["run (order)", "real tok/s (95%)", "step s", "GPU busy", "host launch s/step", "peak GB"], rows)
