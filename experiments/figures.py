@@ -6,8 +6,9 @@ A figure is one labelled report (`report.json` as scripts/collect.py appends it)
 in a results file, at a path relative to experiments/. Its 95% interval is the one the report stores, or, for
 reports older than the interval code, the same batch-means interval computed from its stored step times. A ratio
 is taken only between two figures of one device call (one machine, one sitting): a figure's call is its row's own
-(scripts/collect.py writes CALL_ID into each row), else the one the table names, else its file's name without
-`_anchors`. A ratio that must cross calls is refused unless its row asks for it, and then it says so.
+(scripts/collect.py writes CALL_ID into each row), else LEGACY_CALLS' (older rows), else its file's name without
+`_anchors`. A ratio that must cross calls is refused unless its builder asks for it, and then its cell says so; a
+ratio taken by hand (means of runs, measured over predicted) goes through quotient() or over() under the same rule.
 """
 from __future__ import annotations
 
