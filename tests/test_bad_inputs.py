@@ -75,7 +75,7 @@ def test_rows_with_empty_text_are_dropped_with_a_warning(tmp_path, caplog):
     rows = [{"text": "식대 지출", "label": "a"}, {"text": "", "label": "b"}, {"text": "교통비", "label": "a"},
             {"text": "회식비", "label": "b"}]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    rep = run(compose(*QUICK, *FILES, f"data.train_file={path}", "task.num_labels=2"), tmp_path / "run")
+    rep = run(compose(*QUICK, *FILES, f"data.train_file={path}", "task.num_labels=2", "batch=2"), tmp_path / "run")
     assert rep["status"] == "ok" and rep["data"]["lengths"]["rows"] == 3
     assert "train: 1 of 4 rows have empty text (0 tokens; first: row 1): dropped" in caplog.text
     assert all(c["status"] != "fail" for c in rep["diagnostics"])  # no misleading pooling failure

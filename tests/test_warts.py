@@ -56,3 +56,79 @@ def test_the_trainer_args_fields_read_from_source_are_the_classes_fields():
 
     assert training_argument_fields() == {f.name for f in dataclasses.fields(TrainingArguments)}
     assert training_argument_fields(True) == {f.name for f in dataclasses.fields(Seq2SeqTrainingArguments)}
+
+
+# -- silently taken for something else --------------------------------------------------------------------------
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    from src.base import files as disk
+
+    monkeypatch.setattr(disk, "CACHE", tmp_path / "cache")
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("twice.csv", "text,label,text\nalpha,x,beta\ngamma,y,delta\n",  # pandas read the second as `text.1`
+     r"^data.train_file=.*twice.csv: the header names column 'text' twice \(columns 1 and 3\)"),
+    ("list.jsonl", '{"text": "a", "label": [1, 2]}\n{"text": "b", "label": [3]}\n',  # was the class "[1, 2]"
+     r"^data.label_column=label: row 0 has the list \[1, 2\]: a class label is one id or one name"),
+    ("dict.jsonl", '{"text": "a", "label": {"k": 1}}\n{"text": "b", "label": {"k": 2}}\n',
+     r"^data.label_column=label: row 0 has the dict \{'k': 1\}"),
+])
+def test_a_column_named_twice_and_list_or_dict_labels_are_refused(name, content, said, tmp_path, private_cache):
+    from src.data.sources import read_files
+
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=said):
+        read_files(compose("data=files", f"data.train_file={path}"))
+
+
+def test_class_ids_in_the_train_file_and_names_in_the_eval_file_is_one_line(tmp_path, private_cache):
+    from src.data.sources import read_files
+
+    (tmp_path / "train.csv").write_text("text,label\na,0\nb,1\nc,0\n")
+    (tmp_path / "eval.csv").write_text("text,label\na,x\nb,y\n")
+    with pytest.raises(ConfigError, match=r"eval.csv: has label names \('x'\) where the training file has class ids"):
+        read_files(compose("data=files", f"data.train_file={tmp_path / 'train.csv'}",  # was int('x'): a traceback
+                           f"data.eval_file={tmp_path / 'eval.csv'}"))
+
+
+def test_a_max_length_beyond_the_models_positions_is_refused_at_startup(local_model_dir):
+    with pytest.raises(ConfigError, match=r"^data.max_length=5000: beyond the model's 1024 positions"):
+        validate(compose(*QUICK, "data.max_length=5000"), False)  # the tiny model's arch: 1024
+    import json
+
+    positions = json.loads((local_model_dir / "config.json").read_text())["max_position_embeddings"]
+    with pytest.raises(ConfigError, match=rf"^data.max_length={positions + 1}: beyond the model's {positions} positions"):
+        validate(compose(*QUICK, "model=auto", f"model.name_or_path={local_model_dir}",
+                         f"data.max_length={positions + 1}"), False)
+    validate(compose(*QUICK, "data.max_length=1024"), False)
+
+
+def test_more_rows_a_step_than_the_data_has_is_refused():
+    from types import SimpleNamespace
+
+    from src.train.trainer import from_the_data
+
+    prep = SimpleNamespace(for_trainer=[{}] * 256, info={"num_labels": 2})
+    with pytest.raises(ConfigError, match=r"^batch.size=1000000: 1000000 rows a step .* the training data has 256: at "
+                                          r"most 256 a step$"):
+        from_the_data(compose(*QUICK, "batch=1000000"), prep, 1)  # trained on 256-row batches, reported 10^6
+    with pytest.raises(ConfigError, match=r"^batch.size=64: 512 rows a step"):
+        from_the_data(compose(*QUICK, "batch=64", "batch.grad_accum=4"), prep, 2)
+    from_the_data(compose(*QUICK, "batch=64", "batch.grad_accum=4"), prep, 1)
+
+
+def test_a_model_directory_without_tokenizer_files_says_so(local_model_dir, tmp_path):
+    import shutil
+
+    from src.data.tokenize import load_tokenizer
+
+    bare = tmp_path / "model"
+    bare.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(local_model_dir / name, bare / name)
+    with pytest.raises(ConfigError, match=r"its tokenizer turns text into no tokens: the directory has no tokenizer "
+                                          r"files"):  # was "every train row's text is empty"
+        load_tokenizer(compose("model=auto", f"model.name_or_path={bare}"))
+    assert load_tokenizer(compose("model=auto", f"model.name_or_path={local_model_dir}")) is not None

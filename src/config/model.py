@@ -53,6 +53,7 @@ class ModelConfig:
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
         m = cfg.model
+        settings = dict(m.arch or {})  # the model's sizes: its arch, or its directory's config.json
         if m.model_type == "auto" or m.pretrained:
             if not m.name_or_path:
                 raise ConfigError("model.name_or_path", None, "set it to a local model directory (or a hub id)")
@@ -62,18 +63,24 @@ class ModelConfig:
             if m.name_or_path.startswith((".", "/", "~")) or os.path.exists(path):
                 if not os.path.isfile(os.path.join(path, "config.json")):
                     raise ConfigError("model.name_or_path", m.name_or_path, "no config.json there; give a Hugging Face model directory")
-                ModelConfig.check_directory(path)
+                settings = ModelConfig.check_directory(path)
         elif not m.arch:
             raise ConfigError("model.arch", "{}", "pretrained=false builds from the architecture: give model.arch")
         for key in SIZE_KEYS:  # a 0 or negative size failed deep inside the model's build, a traceback
             value = (m.arch or {}).get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"model.arch.{key}", value, "must be a positive whole number")
+        positions = settings.get("max_position_embeddings")
+        if isinstance(positions, int) and isinstance(cfg.data.max_length, int) and cfg.data.max_length > positions:
+            # rows past the model's positions: an index error mid-run, or positions it never learned
+            raise ConfigError("data.max_length", cfg.data.max_length, f"beyond the model's {positions} positions "
+                                                                      f"(max_position_embeddings): at most {positions}")
 
     @staticmethod
-    def check_directory(path: str) -> None:
+    def check_directory(path: str) -> dict:
         """What from_pretrained would fail on seconds later, with a 40-line traceback: config.json that is not
-        JSON, and no weights. (A model_type transformers doesn't know is found when it loads: models.hf_config.)"""
+        JSON, and no weights. (A model_type transformers doesn't know is found when it loads: models.hf_config.)
+        Returns config.json's settings."""
         conf = os.path.join(path, "config.json")
         try:
             with open(conf) as f:
@@ -92,6 +99,7 @@ class ModelConfig:
         if not weights:
             raise ConfigError("model.name_or_path", path, "no weights there (model.safetensors, pytorch_model.bin "
                                                           "or a sharded index); pretrained=false builds from model.arch")
+        return settings
 
 
 Task = Choice("Task", "classification causal_lm seq2seq")

@@ -4,7 +4,8 @@ local text files (CSV, TSV, JSONL, Parquet) through `datasets` (memory-mapped Ar
 Bad input is a ConfigError naming the key: missing file, unknown extension, missing column (with the columns
 that exist), no rows, a text cell that is not a string (with its row), labels out of range, fractional or
 missing, classes other than task.num_labels (with the override), numbers mixed with names, bytes that are
-not UTF-8 (with the line), a broken JSON line (with its number). String labels are mapped to ids in sorted
+not UTF-8 (with the line), a broken JSON line (with its number), a header naming a column twice, a list or a dict
+as a label, names in the eval file where the train file has ids. String labels are mapped to ids in sorted
 order (the mapping is saved with the run); integer labels (and floats that are whole numbers) are used as
 they are. data.format=alpaca|sharegpt|messages rows are checked by src/data/formats.py.
 
@@ -43,6 +44,20 @@ def _first_bad_line(path: str) -> tuple[int, int] | None:
     return None
 
 
+def _repeated_column(path: str, delimiter: str) -> str | None:
+    """A header naming one column twice: pandas would read the second as `text.1` and the run the first, unsaid."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f, delimiter=delimiter), [])
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, start=1):
+        if name in seen:
+            return f"the header names column {name!r} twice (columns {seen[name]} and {i}); give each column its own name"
+        seen[name] = i
+    return None
+
+
 def _first_bad_json_line(path: str) -> str | None:
     """Where a JSON-lines file stops parsing, e.g. "line 3 is not JSON: Expecting ...", or None."""
     with open(path, encoding="utf-8") as f:
@@ -68,6 +83,8 @@ def _read(path: str, key: str, na_values: list | None = None) -> tuple[Dataset, 
     kwargs = {"delimiter": "\t"} if ext == ".tsv" else {}
     if ext in (".csv", ".tsv"):
         kwargs.update(keep_default_na=False, na_values=list(na_values if na_values is not None else [""]))
+        if twice := _repeated_column(path, "\t" if ext == ".tsv" else ","):
+            raise ConfigError(key, path, twice)
     digest = disk.content_hash(path)
     # datasets keys its own Arrow copy by path and mtime: a cache directory per content makes it by content
     cache_dir = disk.CACHE / "datasets" / f"file-{digest[:16]}"
@@ -116,6 +133,9 @@ def _labels(ds: Dataset, column: str) -> list:
     for row, v in enumerate(values):
         if v is None or (isinstance(v, float) and math.isnan(v)):
             raise ConfigError(key, column, f"row {row} has no label (an empty cell)")
+        if isinstance(v, (list, dict)):  # its text would be a class: "[1, 2]"
+            raise ConfigError(key, column, f"row {row} has the {type(v).__name__} {v!r}: a class label is one id or one "
+                                           "name (rows of several labels are not supported)")
     numeric = [isinstance(v, (int, float)) for v in values]
     if any(numeric) and not all(numeric):
         n, t = numeric.index(True), numeric.index(False)
@@ -214,7 +234,10 @@ def read_files(cfg) -> Files:
     if task == "classification" and d.format == "text":
         out.label2id, out.num_labels = label_map(out.rows["train"], d.label_column, cfg.task.num_labels, d.train_file)
         if "eval" in out.rows:  # a class the head was never trained on can't be scored: named, not just counted
-            seen = out.rows["eval"][d.label_column]
+            seen = _labels(out.rows["eval"], d.label_column)
+            if out.label2id is None and (name := next((v for v in seen if isinstance(v, str)), None)) is not None:
+                raise ConfigError("data.eval_file", d.eval_file, f"has label names ({name!r}) where the training file "
+                                                                 "has class ids: use one or the other in both")
             unknown = sorted({str(v) for v in seen if (str(v) not in out.label2id if out.label2id
                                                       else not 0 <= int(v) < out.num_labels)})
             if unknown:

@@ -31,6 +31,10 @@ def load_tokenizer(cfg):
     if not (m.pretrained or m.model_type == "auto"):
         return None
     tok = AutoTokenizer.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+    if not tok("text", add_special_tokens=False)["input_ids"]:  # loaded from no files: every row became 0 tokens
+        raise ConfigError("model.name_or_path", m.name_or_path, "its tokenizer turns text into no tokens: the directory "
+                                                                "has no tokenizer files (tokenizer.json, or vocab.json and "
+                                                                "merges.txt, or tokenizer.model); copy them beside the model")
     tok.padding_side = cfg.padding.side
     if tok.pad_token is None:
         # Common practice, and the loss-69 report's suspect: the diagnostics check pad == eos.

@@ -111,14 +111,19 @@ def from_the_data(cfg, prep, world_size: int, say: bool = True) -> dict:
     from omegaconf import OmegaConf
 
     out = {}
+    micro = 1 if cfg.batch.tokens else cfg.batch.size  # a token budget: one pack per micro-batch
+    per_step, rows = micro * cfg.batch.grad_accum * world_size, len(prep.for_trainer)
+    if per_step > rows:  # each step would see every row and report a batch it never had
+        what = "packs" if cfg.batch.tokens else "rows"
+        raise ConfigError("batch.size", cfg.batch.size, f"{per_step} {what} a step (batch.size x batch.grad_accum x "
+                                                        f"{world_size} process(es)), but the training data has {rows}: "
+                                                        f"at most {rows} a step")
     if cfg.task.name == "classification" and cfg.task.num_labels is None:
         OmegaConf.update(cfg, "task.num_labels", prep.info["num_labels"])
         out["num_labels"] = cfg.task.num_labels
         log.info("task.num_labels=%d: the classes in the data", cfg.task.num_labels)
     if cfg.trainer.epochs:
-        micro = 1 if cfg.batch.tokens else cfg.batch.size  # a token budget: one pack per micro-batch
-        per_step = micro * cfg.batch.grad_accum * world_size
-        steps = max(1, math.ceil(cfg.trainer.epochs * len(prep.for_trainer) / per_step))
+        steps = max(1, math.ceil(cfg.trainer.epochs * rows / per_step))
         if say:  # not when batch.tokens=auto will repack and count again
             print(f"trainer.epochs={cfg.trainer.epochs:g}: {steps} optimizer steps ({len(prep.for_trainer)} "
                   f"{'packs' if cfg.batch.tokens else 'rows'}, {per_step} a step; trainer.max_steps={cfg.trainer.max_steps} unused)")
