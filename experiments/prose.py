@@ -1,0 +1,228 @@
+"""The figures in the project's prose (README.md, docs/*.md, experiments/*/README.md), outside the generated tables,
+and where each comes from. tests/test_prose.py fails on a figure nothing backs, so a number edited in prose
+(2.73x -> 3.73x, 33,644 -> 43,644) fails unless the files say it.
+
+A figure is a number with a unit (x, %, k, GB, s, ms, min, tok/s, steps), or a decimal, or a number with a
+thousands comma, in prose: not inside a generated block, a code fence, an indented code block or `inline code`.
+Each is backed, first match wins, by
+  - claim: a registered claim (experiments/claims.py) whose exact text holds it, recomputed from its files;
+  - table: the same value, as rounded in the prose, in a generated table of the same page (tables are recomputed
+    from their files by tests/test_experiments.py, so the prose follows the files through them);
+  - data: a value of the page's own result files (experiments/<name>/results; for README.md and docs/, any
+    experiment's), at the prose's rounding, where the figure has 3 or more significant digits;
+  - allowed: a setting, not a measurement (ALLOWED: a packing budget, a memory cap, a timeout);
+  - pending: frozen in prose_pending.json (a count per page and figure): not yet backed by a file, so only its text
+    is held; the debt `python -m experiments.prose --pending` lists.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PENDING = Path(__file__).with_name("prose_pending.json")
+UNITS = r"x\b|%|k\b|GB\b|GiB\b|MB\b|ms\b|s\b|min\b|minutes\b|seconds\b|hours?\b|h\b|tok/s|steps\b"
+FIGURE = re.compile(rf"(?<![\w.,/=+-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+\.\d+|\d+)(\s?(?:{UNITS}))?(?![\w.]*\d)")
+# settings and names, not measurements: the text around a figure that makes it one
+ALLOWED = [re.compile(p) for p in (
+    r"packed[ _]\d+k|\d+k[- ]token|\d+k packs|batch\.tokens|tokens=\d",  # packing budgets
+    r"\d+ GB cap|cap of \d+ GB|memory_cap_gb|\d+ ?GB card|\d+GB HBM",  # memory caps, cards' sizes
+    r"\d{4}-\d\d-\d\d",  # dates
+    r"timeout|limit of \d+|\d+-minute limit|\d+ min(?:utes)? (?:limit|a call|per call)",  # the calls' limits
+)]
+
+
+@dataclass(frozen=True)
+class Figure:
+    page: str  # relative to the repository root
+    line: int
+    start: int  # offset in the page's text
+    end: int
+    text: str  # as written: number and unit
+    number: str
+    unit: str
+
+
+def pages() -> list[Path]:
+    return sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("experiments/*/README.md"),
+                   ROOT / "experiments/README.md"])
+
+
+def _masked(text: str) -> str:
+    """The page with everything that is not prose blanked (same offsets): generated blocks, code, link targets."""
+    out, inblock, fence = [], False, False
+    for line in text.splitlines(keepends=True):
+        blank = re.sub(r"[^\n]", " ", line)
+        if line.startswith("<!-- table:"):
+            inblock = True
+        if line.lstrip().startswith("```"):
+            fence = not fence
+            out.append(blank)
+            continue
+        if inblock or fence or line.startswith("    ") or line.startswith("<!--"):
+            out.append(blank)
+        else:
+            line = re.sub(r"`[^`]*`", lambda m: " " * len(m[0]), line)
+            line = re.sub(r"\]\([^)]*\)", lambda m: " " * len(m[0]), line)
+            out.append(line)
+        if line.startswith("<!-- /table"):
+            inblock = False
+    return "".join(out)
+
+
+def figures(page: str, text: str) -> list[Figure]:
+    prose = _masked(text)
+    out = []
+    for m in FIGURE.finditer(prose):
+        number, unit = m[1], (m[2] or "").strip()
+        if not unit and "," not in number and "." not in number:
+            continue  # a bare integer: a count, a size, a step number
+        out.append(Figure(page, text.count("\n", 0, m.start()) + 1, m.start(), m.end(), m[0], number, unit))
+    return out
+
+
+SCALES = {"k": (1e-3,), "%": (100.0, 1.0), "ms": (1e3, 1.0)}  # a unit's ways from a stored value to the prose's
+
+
+def _forms(v: float, unit: str = "") -> set[str]:
+    """How a value may be written in prose with this unit: 0-3 decimals, with or without thousands commas, scaled
+    as the unit says (k: thousands; %: a fraction or a percentage; ms: seconds or ms)."""
+    out = set()
+    for scale in SCALES.get(unit, (1.0,)):
+        scaled = v * scale
+        if abs(scaled) >= 1e12:
+            continue
+        for d in range(4):
+            out.add(f"{scaled:.{d}f}")
+            out.add(f"{scaled:,.{d}f}")
+    return out
+
+
+def _values(obj, out: list) -> None:
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, (int, float)):
+        out.append(float(obj))
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _values(v, out)
+    elif isinstance(obj, list) and len(obj) <= 64:  # not a series (step times, losses): prose quotes their stats
+        for v in obj:
+            _values(v, out)
+
+
+@cache
+def data_forms(folder: str, unit: str = "") -> frozenset[str]:
+    """Every value of the result files under experiments/<folder> (or all of them for ''), in its written forms."""
+    base = ROOT / "experiments" / folder
+    values: list[float] = []
+    for path in sorted(base.rglob("*.json*")):
+        if path.suffix not in (".json", ".jsonl"):
+            continue
+        for line in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
+            try:
+                _values(json.loads(line), values)
+            except json.JSONDecodeError:
+                continue
+    return frozenset().union(*(_forms(v, unit) for v in set(values))) if values else frozenset()
+
+
+@cache
+def table_forms(text: str, unit: str = "") -> frozenset[str]:
+    """The numbers of a page's generated blocks, in their written forms."""
+    blocks = re.findall(r"<!-- table: [^>]*-->\n(.*?)<!-- /table -->", text, re.S)
+    forms = set()
+    for block in blocks:
+        for n in re.findall(r"\d[\d,]*(?:\.\d+)?", block):
+            try:
+                forms |= _forms(float(n.replace(",", "")), unit)
+            except ValueError:
+                pass
+    return frozenset(forms)
+
+
+def _significant(number: str) -> int:
+    return len(number.replace(",", "").replace(".", "").lstrip("0"))
+
+
+def backing(f: Figure, text: str, claimed: list[tuple[int, int]]) -> str | None:
+    """What backs a figure (module docstring), or None."""
+    if any(a <= f.start and f.end <= b for a, b in claimed):
+        return "claim"
+    unit = f.unit if f.unit in SCALES else ""
+    if f.number in table_forms(text, unit):
+        return "table"
+    folder = f.page.split("/")[1] if f.page.startswith("experiments/") and f.page.count("/") == 2 else ""
+    if _significant(f.number) >= (4 if folder else 5) and f.number in data_forms(folder, unit):
+        return "data"
+    line = text.splitlines()[f.line - 1]
+    if any(p.search(line) and _near(p, line, f) for p in ALLOWED):
+        return "allowed"
+    return None
+
+
+def _near(pattern: re.Pattern, line: str, f: Figure) -> bool:
+    """The allowing text holds the figure's number (so a setting on the line doesn't allow a measurement beside it)."""
+    return any(f.number in m[0] or f.number.split(".")[0] in m[0] for m in pattern.finditer(line))
+
+
+def unbacked_in(page: str, text: str) -> Counter:
+    """The figures of one page's text that nothing backs (its claims found in that text)."""
+    from experiments import claims
+
+    spans = claims.spans_in(text)
+    return Counter(f.text for f in figures(page, text) if backing(f, text, spans) is None)
+
+
+def unbacked() -> dict[str, Counter]:
+    """Per page, the figures nothing backs: {page: Counter(figure text)}."""
+    out = {}
+    for path in pages():
+        got = unbacked_in(str(path.relative_to(ROOT)), path.read_text())
+        if got:
+            out[page_of(path)] = got
+    return out
+
+
+def page_of(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def pending() -> dict[str, Counter]:
+    if not PENDING.exists():
+        return {}
+    return {page: Counter(c) for page, c in json.loads(PENDING.read_text()).items()}
+
+
+def beyond_pending() -> dict[str, dict[str, int]]:
+    """Unbacked figures the frozen list doesn't hold (new, or edited): what tests/test_prose.py fails on."""
+    frozen, out = pending(), {}
+    for page, got in unbacked().items():
+        extra = got - frozen.get(page, Counter())
+        if extra:
+            out[page] = dict(extra)
+    return out
+
+
+if __name__ == "__main__":
+    if "--freeze" in sys.argv[1:]:  # take today's unbacked figures as the pending debt
+        PENDING.write_text(json.dumps({p: dict(sorted(c.items())) for p, c in sorted(unbacked().items())}, indent=1) + "\n")
+    elif "--pending" in sys.argv[1:]:
+        for page, c in unbacked().items():
+            print(f"{page}: {sum(c.values())} figures: " + ", ".join(sorted(c)))
+    else:
+        from experiments import claims
+
+        kinds = Counter()
+        for path in pages():
+            text = path.read_text()
+            spans = claims.spans_in(text)
+            for f in figures(page_of(path), text):
+                kinds[(page_of(path), backing(f, text, spans))] += 1
+        for (page, kind), n in sorted(kinds.items(), key=str):
+            print(f"{page:50} {kind or 'UNBACKED':8} {n}")

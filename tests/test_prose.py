@@ -1,0 +1,59 @@
+"""Every figure in the project's prose is backed (issue 52, item 2): a registered claim recomputed from its files,
+a generated table of its page, a value of its result files, or a setting; what is none of these is only the frozen
+debt of experiments/prose_pending.json, and any figure beyond it fails (experiments/prose.py says how each is found).
+"""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from experiments import claims, prose  # noqa: E402
+
+
+@pytest.mark.parametrize("claim", claims.CLAIMS, ids=lambda c: c.text[:60])
+def test_each_claim_is_in_a_page_and_recomputes_from_its_files(claim):
+    pages = [prose.page_of(p) for p in prose.pages() if claim.text in p.read_text()]
+    assert pages, f"no page says {claim.text!r} (reworded? update experiments/claims.py)"
+    assert claim.value() == claim.text
+
+
+def test_no_figure_in_prose_is_unbacked_beyond_the_frozen_debt():
+    beyond = prose.beyond_pending()
+    assert beyond == {}, ("figures in prose nothing backs (register them in experiments/claims.py, or if a setting "
+                          f"add it to prose.ALLOWED): {beyond}")
+
+
+def _page_with(text: str) -> str:
+    return next(prose.page_of(p) for p in prose.pages() if text in p.read_text())
+
+
+@pytest.mark.parametrize("before, after", [("2.73x", "3.73x"), ("33,644", "43,644"), ("4.98x", "4.89x")])
+def test_a_figure_edited_in_prose_fails(before, after):
+    """The issue's own examples: each figure, edited in the page that states it, is beyond what backs the page."""
+    page = _page_with(before)
+    text = (ROOT / page).read_text()
+    edited = text.replace(before, after)
+    frozen = prose.pending().get(page, Counter())
+    assert not prose.unbacked_in(page, text) - frozen
+    assert prose.unbacked_in(page, edited) - frozen, f"{before} -> {after} in {page} passes"
+
+
+def test_a_pending_figure_edited_fails_too():
+    """A figure only frozen (not yet backed by a file) still can't change unseen: its text is what is held."""
+    page, frozen = next((p, c) for p, c in prose.pending().items() if c)
+    text = (ROOT / page).read_text()
+    figure = next(f for f in prose.figures(page, text) if frozen.get(f.text))
+    edited = text[:figure.start] + figure.text.replace(figure.number, figure.number + "7", 1) + text[figure.end:]
+    assert prose.unbacked_in(page, edited) - frozen
+
+
+def test_the_scanner_reads_prose_only():
+    text = ("Speed 1.23x here.\n\n    python x.py --lr 4.56\n\n```\n7.89 s\n```\n`9.87x` inline\n"
+            "<!-- table: t -->\n| 6.54x |\n<!-- /table -->\n[link](http://a/3.21x) and 2,000 rows and 5 steps\n")
+    assert [f.text for f in prose.figures("p.md", text)] == ["1.23x", "2,000", "5 steps"]
