@@ -95,3 +95,17 @@ def test_a_gpu_count_sweep_summary_ends_in_the_scaling_table_and_plot(tmp_path):
     fig = scaling.figure(_scale([_report("a", 1, 1000), _report("b", 2, 1900)]), "qwen3 on " + H200)
     [line] = [c for c in fig.axes[0].containers]  # one family of jobs, its points with error bars
     assert list(line.lines[0].get_ydata()) == pytest.approx([1.0, 0.95])
+
+
+@pytest.mark.slow  # two jobs, the second of two processes (gloo), on a 2-core machine: ~35 s
+def test_a_real_sweep_over_process_counts_runs_each_job_on_its_own_count_and_ends_in_the_table(tmp_path):
+    # The launcher's params are resolved once per sweep: before each job took its own count, every job of
+    # `distributed.nproc_per_job=1,2` ran as one process. CPU timings say nothing of GPU scaling: only the shape here.
+    from tests.conftest import QUICK, cli, read_report
+
+    proc = cli("-m", "distributed=ddp", "distributed.nproc_per_job=1,2", *QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    worlds = sorted(read_report(p.parent)["env"]["world_size"] for p in tmp_path.glob("*/report.json"))
+    assert worlds == [1, 2]
+    md = (tmp_path / "scaling.md").read_text()
+    assert "| 1 x 2 | 2 |" in md and "the 1-GPU reference" in md and (tmp_path / "scaling.png").exists()

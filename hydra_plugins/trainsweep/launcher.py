@@ -176,6 +176,9 @@ class IsolatedLauncher(LocalLauncher):
         if why:
             log.info(f"{name}: {why}, running it again")
         returns = []
+        # the job's own process count: the launcher's params were resolved once, against the sweep's config, so
+        # `distributed.nproc_per_job=1,2,4` ran every job as one process
+        self.params["tasks_per_node"] = int(job_cfg.hydra.launcher.tasks_per_node)
         try:
             for ret in super().launch([overrides], idx):
                 ret.working_dir = str(job_dir)  # where the job wrote (jobs don't chdir)
