@@ -132,3 +132,36 @@ def test_a_model_directory_without_tokenizer_files_says_so(local_model_dir, tmp_
                                           r"files"):  # was "every train row's text is empty"
         load_tokenizer(compose("model=auto", f"model.name_or_path={bare}"))
     assert load_tokenizer(compose("model=auto", f"model.name_or_path={local_model_dir}")) is not None
+
+
+# -- a !!python tag: never constructed ----------------------------------------------------------------------------
+def test_a_python_tag_in_an_experiment_yaml_is_one_line_and_never_constructed(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    project = tmp_path / "project"  # a copy: the experiment YAML is written into its conf/, not the checkout's
+    for part in ("src", "conf", "hydra_plugins"):
+        shutil.copytree(ROOT / part, project / part, ignore=shutil.ignore_patterns("__pycache__"))
+    marker = tmp_path / "constructed"
+    (project / "conf/experiment/evil.yaml").write_text(
+        f"# @package _global_\ntrainer:\n  lr: !!python/object/apply:os.system [\"touch {marker}\"]\n")
+    proc = subprocess.run([sys.executable, "-m", "src.run", *QUICK, "+experiment=evil", f"hydra.run.dir={tmp_path / 'r'}"],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+    line = _one_line(proc)  # was a yaml ConstructorError traceback
+    assert line.startswith("config error: experiment=evil: ") and "line 3 holds the tag !!python/object/apply:os.system" in line
+    assert not marker.exists() and not (tmp_path / "r").exists()
+
+
+def test_resume_reads_no_yaml_of_the_run_directory(tmp_path):
+    """A run's config.yaml is written for people; a resume trusts each checkpoint's JSON stamp, so a tag put there
+    builds nothing."""
+    marker = tmp_path / "constructed"
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints" / "checkpoint-2").mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(f"trainer:\n  lr: !!python/object/apply:os.system [\"touch {marker}\"]\n")
+    proc = cli(*QUICK, "resume=true", f"hydra.run.dir={run_dir}")
+    assert _one_line(proc).startswith(f"config error: resume=True: no complete checkpoint in {run_dir / 'checkpoints'}")
+    assert not marker.exists()

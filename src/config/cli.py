@@ -133,6 +133,19 @@ def check_group_choice(group: str, value: str) -> None:
             near = difflib.get_close_matches(choice, names, n=1)
             raise ConfigError(group, choice, f"no such {group}" + (f"; did you mean {near[0]}?" if near else "")
                               + f" (allowed: {', '.join(names)})")
+        if choice != "null" and (tag := python_tag(os.path.join(CONF_DIR, group, f"{choice}.yaml"))):
+            raise ConfigError(group, choice, tag)
+
+
+def python_tag(path: str) -> str | None:
+    """A `!!python/...` tag in a YAML file: loading constructs Python objects (or runs code) from it. Hydra's loader
+    refuses it too, in a traceback; trainsweep reads plain YAML only."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if m := re.search(r"!!?python/[\w/.:-]*", line.split("#", 1)[0]):
+                return f"{path} line {number} holds the tag {m.group(0)}, which builds Python objects: trainsweep reads " \
+                       "plain YAML values only; remove the tag"
+    return None
 
 
 def check_choices(overrides: list[str]) -> None:
