@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from experiments.figures import Fig, pct, ratio  # noqa: E402,F401  (the claims' expressions use them)
+from experiments.figures import Fig, pct, quotient, ratio  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,3 +31,120 @@ def spans_in(text: str) -> list[tuple[int, int]]:
             out.append((start, start + len(claim.text)))
             start = text.find(claim.text, start + 1)
     return out
+
+
+# -- how a figure is written in prose ----------------------------------------------------------------------
+def n(x: float) -> str:
+    """A rate as prose writes it: 33,644."""
+    return f"{x:,.0f}"
+
+
+def k(x: float) -> str:
+    """A rate in thousands: 23.3k."""
+    return f"{x / 1000:.1f}k"
+
+
+def ci(f: Fig) -> str:
+    """A figure's rate with its 95% interval: 33,644 (32,608-34,374)."""
+    i = f.interval
+    return f"{n(f.rate)} ({n(i.low)}-{n(i.high)})"
+
+
+def times(a: Fig, b: Fig, across_calls: bool = False) -> str:
+    """ratio() as prose writes it: 1.08x (1.04-1.12), or 2.73x where a side has no interval."""
+    text = ratio(a, b, across_calls).removesuffix(" (across calls)")
+    head, _, tail = text.partition(" ")
+    return f"{head}x" + (f" {tail}" if tail else "")
+
+
+def mfu(f: Fig) -> str:
+    return pct(f.get("flops.mfu"))
+
+
+def busy(f: Fig) -> str:
+    return f"{f.get('gpu_busy_fraction'):.0%}"
+
+
+def share(x: float) -> str:
+    return f"{x:.0%}"
+
+
+S = "speed/results/"
+CALL1, CALL1_ANCHORS = S + "h100_table_call1.jsonl", S + "h100_table_call1_anchors.jsonl"
+CALL2, CALL2_ANCHORS = S + "h100_table_call2.jsonl", S + "h100_table_call2_anchors.jsonl"
+CALL4, CALL4_ANCHORS = S + "h100_fp8_fused_call.jsonl", S + "h100_fp8_fused_call_anchors.jsonl"
+FASTEST, FASTEST_WAIT = Fig(S + "h100_overlap_fp8_call.jsonl", "f8k_fastest"), Fig(S + "h100_overlap_fp8_call.jsonl", "f8k_fastest_wait")
+GRAPHS6, GRAPHS6_WAIT = Fig(S + "h100_overlap_full_call.jsonl", "f2k_graphs_fused"), Fig(S + "h100_overlap_full_call.jsonl", "f2k_graphs_fused_wait")
+PLAIN6 = Fig(S + "h100_overlap_full_call_anchors.jsonl", "bf16_sdpa_b8")
+GRAPHS5, REGIONAL5 = Fig(S + "h100_graphs_full_call.jsonl", "f2k_model_graphs_fused"), Fig(S + "h100_graphs_full_call.jsonl", "f2k_regional")
+PLAIN5 = Fig(S + "h100_graphs_full_call_anchors.jsonl", "bf16_sdpa_b8")
+FP8_FUSED4, BF16_4 = Fig(CALL4, "packed8k_compile_fp8_fused"), Fig(CALL4, "packed8k_compile")
+BEST_PLAIN4 = Fig(CALL4_ANCHORS, "bf16_sdpa_b32_group")
+PACKED8K_1, BEST_PLAIN1 = Fig(CALL1, "packed8k_compile"), Fig(CALL1_ANCHORS, "bf16_sdpa_b32_group")
+PACKED2K_2, PLAIN_BS8_2 = Fig(CALL2, "packed2k_compile"), Fig(CALL2_ANCHORS, "bf16_sdpa_b8")
+
+
+def _fp8_gap(dtype: str, seed: int, versus: tuple[str, int]) -> str:
+    """The mean absolute gap between two loss curves of the FP8 accuracy call (speed/tables.speed_fp8_accuracy's)."""
+    path = S + "h100_fp8_accuracy_call.jsonl"
+    a, b = Fig(path, f"acc_{dtype}_seed{seed}"), Fig(path, f"acc_{versus[0]}_seed{versus[1]}")
+    gaps = [abs(x[1] - y[1]) for x, y in zip(a.get("loss.curve"), b.get("loss.curve"))]
+    return f"{sum(gaps) / len(gaps):.4f}"
+
+
+def _kernels(f: Fig) -> str:
+    kind = f.get("gpu_kernels")
+    return (f"GEMMs {share(kind['gemm'])},\nnorms and other elementwise {share(kind['elementwise'])}, attention "
+            f"{share(kind['attention'])}, idle {share(1 - f.get('gpu_busy_fraction'))}")
+
+
+CLAIMS += [
+    # docs/levers.md: experiment=fastest on an H100 (experiments/speed, call 6b), and call 4 before non-blocking copies
+    Claim("33,644 real tok/s (32,608-34,374), 51.4% MFU", lambda: f"{n(FASTEST.rate)} real tok/s ({ci(FASTEST).split('(')[1]}, {mfu(FASTEST)} MFU"),
+    Claim("GPU busy 93%, 1.08x (1.04-1.12) the same run with copies", lambda: f"GPU busy {busy(FASTEST)}, {times(FASTEST, FASTEST_WAIT)} the same run with copies"),
+    Claim("32,091 (31,950-32,234), 49.1% MFU", lambda: f"{ci(FP8_FUSED4)}, {mfu(FP8_FUSED4)} MFU"),
+    Claim("3.20x the best plain-Trainer config in the same call (10,025)", lambda: f"{times(FP8_FUSED4, BEST_PLAIN4)} the best plain-Trainer config in the same call ({n(BEST_PLAIN4.rate)})"),
+    Claim("ran 25,477, 38.9% MFU, 2.54x", lambda: f"ran {n(BF16_4.rate)}, {mfu(BF16_4)} MFU, {times(BF16_4, BEST_PLAIN4)}"),
+    Claim("FP8's mean curve gap on seed 1, 0.0065, is over bf16's 0.0059",
+          lambda: f"FP8's mean curve gap on seed 1, {_fp8_gap('fp8', 1, ('bf16', 1))}, is over bf16's {_fp8_gap('bf16', 0, ('bf16', 1))}"),
+    Claim("(781 TFLOP/s bf16, 1,364 FP8 on that H100 at 8k tokens)",
+          lambda: f"({BF16_4.get('flops.ceiling_tflops'):.0f} TFLOP/s bf16, {n(FP8_FUSED4.get('flops.ceiling_tflops'))} FP8 on that H100 at 8k tokens)"),
+    Claim("(53.7k tok/s bf16, 93.8k FP8)", lambda: f"({k(BF16_4.get('flops.ceiling_tokens_per_s'))} tok/s bf16, {k(FP8_FUSED4.get('flops.ceiling_tokens_per_s'))} FP8)"),
+    Claim("(bf16: GEMMs 61%,\nnorms and other elementwise 22%, attention 10%, idle 7%)", lambda: f"(bf16: {_kernels(BF16_4)})"),
+    Claim("bf16 packed 8k compiled 25,064,\n38.3% MFU, 2.73x the best plain-Trainer config",
+          lambda: f"bf16 packed 8k compiled {n(PACKED8K_1.rate)},\n{mfu(PACKED8K_1)} MFU, {times(PACKED8K_1, BEST_PLAIN1)} the best plain-Trainer config"),
+    Claim("+ compile) 13,286,\n5.47x the plain Trainer at bs 8", lambda: f"+ compile) {n(PACKED2K_2.rate)},\n{times(PACKED2K_2, PLAIN_BS8_2)} the plain Trainer at bs 8"),
+    Claim("ran 23,304 (22,459-24,190), **10.7x the plain\nTrainer at bs 8** (2,183) in one call, GPU busy 88%",
+          lambda: f"ran {ci(GRAPHS6)}, **{quotient(GRAPHS6.rate, PLAIN6.rate, GRAPHS6.call_id, PLAIN6.call_id):.1f}x the plain\nTrainer at bs 8** ({n(PLAIN6.rate)}) in one call, GPU busy {busy(GRAPHS6)}"),
+    Claim("after 193 s of compile", lambda: f"after {GRAPHS6.get('compile.to_first_step_s'):.0f} s of compile"),
+    Claim("for the GPU: 17,316, 6.32x, 1.85x (1.76-1.96) regional compile",
+          lambda: f"for the GPU: {n(GRAPHS5.rate)}, {times(GRAPHS5, PLAIN5)}, {times(GRAPHS5, REGIONAL5)} regional compile"),
+]
+
+
+def _levers7():
+    from experiments.speed.tables import LEVERS7, lever7
+
+    return lever7, Fig(LEVERS7 + "anchors.jsonl", "bf16_sdpa_b32_group")
+
+
+LIGER2, COMPILE_FP32_2 = Fig(CALL2, "packed8k_compile_liger"), Fig(CALL2, "packed8k_compile_fp32_adapters")
+LM_PACKED2, LM_FIXED2 = Fig(CALL2, "lm_packed5k_compile"), Fig(CALL2, "lm_fixed_bs16_compile")
+CLAIMS += [
+    # docs/levers.md: sweep=levers at full depth (experiments/speed, call 7; fp8_fused in call 7b)
+    Claim("reference 26.4k real tok/s, 2.88x the plain Trainer's best (9,186)",
+          lambda: (lambda lever, a: f"reference {k(lever('packed_8k').rate)} real tok/s, {times(lever('packed_8k'), a)} the plain "
+                   f"Trainer's best ({n(a.rate)})")(*_levers7())),
+    Claim("FP8 1.22x (1.20-1.25); FP8 + fused 1.28x (1.25-1.30, across the two calls)",
+          lambda: (lambda lever, a: f"FP8 {times(lever('fp8'), lever('packed_8k'))}; FP8 + fused "
+                   f"{times(lever('fp8_fused'), lever('packed_8k'), True).removesuffix(')')}, across the two calls)")(*_levers7())),
+    Claim("fixed 320 0.67x (0.66-0.67), eager 0.57x (0.57-0.58)",
+          lambda: (lambda lever, a: f"fixed 320 {times(lever('fixed_320'), lever('packed_8k'))}, eager "
+                   f"{times(lever('eager'), lever('packed_8k'))}")(*_levers7())),
+    # Liger on a compiled model, call 2 (issue 52's check: the interval as the code computes it now)
+    Claim("(22.1k vs 25.0k for compile alone in\nthe same call, 1.13x (1.09-1.18)",
+          lambda: f"({k(LIGER2.rate)} vs {k(COMPILE_FP32_2.rate)} for compile alone in\nthe same call, {times(COMPILE_FP32_2, LIGER2)}"),
+    Claim("compile alone 1.13x (1.09-1.18)", lambda: f"compile alone {times(COMPILE_FP32_2, LIGER2)}"),
+    Claim("Causal LM packed (5k tokens, compiled) 1.53x padding to 320",
+          lambda: f"Causal LM packed (5k tokens, compiled) {times(LM_PACKED2, LM_FIXED2).split()[0]} padding to 320"),
+]
