@@ -47,7 +47,8 @@ def table(df: pd.DataFrame, reports: list[dict]) -> pd.DataFrame:
         rep = by_dir.get(row["dir"]) or {}
         gpus = int(row["world_size"] or 1)
         nodes = int((rep.get("env") or {}).get("nodes") or 1)
-        rows.append({"job": row["job"], "dir": row["dir"], "sweep": rep.get("call"), "nodes": nodes,
+        # a device call's runs by their labels (one_gpu, two_gpu_ddp), a sweep's jobs by what they vary
+        rows.append({"job": row["dir"] if rep.get("call") else row["job"], "dir": row["dir"], "sweep": rep.get("call"), "nodes": nodes,
                      "per_node": gpus // nodes, "gpus": gpus, "real_tok_s": row["real_tok_s"],
                      "real_tok_s_low": row.get("real_tok_s_low"), "real_tok_s_high": row.get("real_tok_s_high"),
                      "ci_batches": row.get("ci_batches"), "strategy": (rep.get("resolved") or {}).get("distributed"),
