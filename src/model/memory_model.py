@@ -29,6 +29,8 @@ import os
 
 import torch
 
+from . import memory_cache
+
 log = logging.getLogger(__name__)
 
 
@@ -334,7 +336,8 @@ def before_training(cfg, res, conf, model, collator, lengths: dict) -> dict | No
 
 def predict(cfg, res, conf, model, batch: dict) -> dict:
     """Predicted peak allocated memory (GB) for micro-batches like `batch` (the widest the run sees)."""
-    acts = trace_activations(cfg, res, conf, batch)
+    acts, reused = memory_cache.remembered(memory_cache.key(cfg, res, conf, batch),
+                                           lambda: trace_activations(cfg, res, conf, batch))
     fixed = weights_and_state(model)
     layers = acts["layers"]
     if res.distributed == "fsdp":  # each rank holds 1/N of the state, plus about one gathered layer at a time
@@ -346,7 +349,9 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         full = copy.deepcopy(cfg)
         full.trainer.gradient_checkpointing = False
         kept_full = layers - -(-layers // cfg.trainer.checkpoint_every)
-        activations += (trace_activations(full, res, conf, batch)["per_layer"] - acts["per_layer"]) * kept_full
+        full_acts, _ = memory_cache.remembered(memory_cache.key(full, res, conf, batch),
+                                               lambda: trace_activations(full, res, conf, batch))
+        activations += (full_acts["per_layer"] - acts["per_layer"]) * kept_full
     largest = largest_gradient(model) / (res.world_size if res.distributed == "fsdp" else 1)
     gb = peak_parts(fixed, activations, acts["workspace"], cfg.batch.grad_accum, largest)
     capacity = capacity_gb(cfg, res.device)
@@ -358,6 +363,8 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
            "activation_bytes_per_token": activations / tokens}
     if warning:
         out["warning"] = warning
+    if reused is not None:  # the copies were not built: an earlier run of these shapes traced them
+        out["trace_from"] = str(reused)
     if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model":
         # the copies run eager: a whole-model graph can fuse the loss and never hold the fp32 logits (a 4-layer
         # causal LM at 2,560 tokens peaked 16% under this figure on an H100), so this is an upper bound there

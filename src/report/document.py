@@ -168,6 +168,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
     if pred and pred.get("warning"):
         rows.append(("memory plan", pred["warning"]))
+    if pred and pred.get("trace_from"):  # the copies were not built this time (src/model/memory_cache.py)
+        rows.append(("memory trace", f"reused from an earlier run of these shapes: {pred['trace_from']}"))
     if r.get("flags") and r.flags.reasons:  # before the verdict: a busy host or a wide interval qualifies it
         rows.append(("flags", r.flags.line()))
     if r.get("not_measured"):
