@@ -24,6 +24,7 @@
 #   bash experiments/speed/gpu.sh budget    # issue 53: batch.tokens=auto vs hand-set 8k/16k, classifier and causal LM, bf16 and FP8
 #   bash experiments/speed/gpu.sh budget_bf16  # issue 53: the bf16 reference, 8k vs auto (cold, then warm) vs 16k
 #   bash experiments/speed/gpu.sh fp8full   # issue 53 G5: FP8 vs bf16, two seeds each, full depth, 300 steps; G3's cold/warm first steps
+#   bash experiments/speed/gpu.sh fp8learn  # issue 53 G5: the same on 32 learnable classes, 16k rows, eval set; G3's reused trace
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -285,6 +286,17 @@ if [ "$what" = fp8full ]; then  # issue 53 G5: FP8 + fused against bf16's own se
   for seed in 0 1; do
     run full_bf16_seed$seed $A trainer.seed=$seed
     run full_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
+  done
+fi
+if [ "$what" = fp8learn ]; then  # issue 53 G5 on a task that generalises: 32 classes, 16k rows (a 300-step run sees
+  # each row at most once, so the train loss is not memorisation), an eval set of 1,024 rows; FP8 + fused against
+  # bf16's seed-to-seed spread at full depth; the second run of each precision reuses the first's memory trace (G3)
+  COMMON="model=qwen3 logger=none trainer.save_final=false data.labels=32 data.size=16384 data.eval_size=1024 +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-300} trainer.eval_steps=${STEPS:-300} trainer.logging_steps=10 measure.warmup_steps=10"
+  RUN_TIMEOUT=200
+  for seed in 0 1; do
+    run learn_bf16_seed$seed $A trainer.seed=$seed
+    run learn_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
   done
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
