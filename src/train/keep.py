@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import shutil
 from pathlib import Path
 
 from ..base import ranks
@@ -57,6 +58,17 @@ def recipe(cfg, model, device: str, why: str) -> str:
             + (" (CUDA-seeded)" if device.startswith("cuda") else ""))
 
 
+def _check_loads(cfg, path: Path) -> None:
+    """from_pretrained fills a weight it doesn't find with a fresh random one and only warns: a base saved under
+    other names (a lever that swapped modules) would load as a different model. Loaded back once (it is small)."""
+    from ..model.build import AUTO_CLASS
+
+    _, info = AUTO_CLASS[cfg.task.name].from_pretrained(str(path), output_loading_info=True)
+    wrong = {k: v for k, v in info.items() if k in ("missing_keys", "unexpected_keys", "mismatched_keys") and v}
+    if wrong:
+        raise ValueError(f"the saved base does not load as its architecture: {wrong}")
+
+
 def keep_base(cfg, trainer, partial: Path, final: Path) -> str:
     """Write the random base into partial/base (renamed to final/base with it) and point the adapter at
     final/base; or say why not and how to rebuild it. Returns what the report's saved.base says."""
@@ -69,10 +81,14 @@ def keep_base(cfg, trainer, partial: Path, final: Path) -> str:
         return recipe(cfg, model, device, "trained in several processes")
     if size > BASE_CAP_MB:
         return recipe(cfg, model, device, f"{size:,.0f} MB > the {BASE_CAP_MB} MB cap")
+    if cfg.precision.fp8 != "none":  # its base linears hold fp8 copies under other names: no checkpoint reads them
+        return recipe(cfg, model, device, "precision.fp8 replaced its linear layers")
     try:
         original_base(model).save_pretrained(str(partial / "base"))
+        _check_loads(cfg, partial / "base")
     except Exception as exc:  # a lever's patched module unload doesn't know: the adapter is still the result
         log.warning("the random base was not saved beside the adapter: %s: %s", type(exc).__name__, exc)
+        shutil.rmtree(partial / "base", ignore_errors=True)
         return recipe(cfg, model, device, f"{type(exc).__name__}: {exc}")
     adapter = partial / "adapter_config.json"
     settings = json.loads(adapter.read_text())
