@@ -192,3 +192,29 @@ CLAIMS += [
     Claim("mean absolute gap over the 31 logged points 0.0051 (seed 0) and 0.0065 (seed 1) against bf16's 0.0059,\n"
           "largest gap 0.020 and 0.018 against 0.031", _fp8_paragraph),
 ]
+
+
+def x_only(a: Fig, b: Fig) -> str:
+    """ratio() as prose writes it without its interval: 2.34x."""
+    return times(a, b).split()[0]
+
+
+GRAPHS4, REGIONAL4 = Fig(S + "h100_graphs_4layer_call.jsonl", "g2k_model_graphs_fused"), Fig(S + "h100_graphs_4layer_call.jsonl", "g2k_regional")
+LOADERS = "twelve_x_slowdown/results/loaders/reports.jsonl"
+FIRST, LAST = Fig(LOADERS, "w0_nopin"), Fig(LOADERS, "w0_nopin_again")  # the same job, first and last process
+SCALING = "scaling/results/h200x2/scaling_reports.jsonl"
+DDP2, ONE_GPU = Fig(SCALING, "two_gpu_ddp"), Fig(SCALING, "one_gpu")
+NEAR_CAP = "batch_vs_accum_saturation/results/near_cap/reports.jsonl"
+CLAIMS += [
+    # docs/configuration.md, docs/multi_gpu.md
+    Claim("graphs gained 2.34x over regional compile on 4 layers, 1.85x at full depth",
+          lambda: f"graphs gained {x_only(GRAPHS4, REGIONAL4)} over regional compile on 4 layers, {x_only(GRAPHS5, REGIONAL5)} at full depth"),
+    Claim("ran 8,412 real tok/s as the last of twelve processes", lambda: f"ran {n(LAST.rate)} real tok/s as the last of twelve processes"),
+    Claim("call and 6,994 as the first: 1.20x (1.01-1.43), a tie", lambda: f"call and {n(FIRST.rate)} as the first: {times(LAST, FIRST).replace(': a tie', ', a tie')}"),
+    Claim("DDP ran 1.85x (1.79-1.90) one GPU's real tokens/s", lambda: f"DDP ran {times(DDP2, ONE_GPU)} one GPU's real tokens/s"),
+    Claim("jobs predicted at 20.6 and 21.6 GB of a 24 GB cap ran out of memory",
+          lambda: (lambda a, b: f"jobs predicted at {a.get('memory_predicted_gb.peak_allocated'):.1f} and "
+                   f"{b.get('memory_predicted_gb.peak_allocated'):.1f} GB of a 24 GB cap ran out of memory"
+                   if {a.get('status'), b.get('status')} == {"oom"} else "they did not run out of memory")(
+              Fig(NEAR_CAP, "fp32_b16_1800"), Fig(NEAR_CAP, "fp32_b16_near_cap"))),
+]

@@ -34,6 +34,11 @@ ALLOWED = [re.compile(p) for p in (
     r"\d+ GB cap|cap of \d+ GB|memory_cap_gb|\d+ ?GB card|\d+GB HBM",  # memory caps, cards' sizes
     r"\d{4}-\d\d-\d\d",  # dates
     r"timeout|limit of \d+|\d+-minute limit|\d+ min(?:utes)? (?:limit|a call|per call)",  # the calls' limits
+    # the project's own rules and defaults, stated where they are explained
+    r"95% interval|\(95%\)|clears 3%|3% rule|within 3% \(`measure|within 3% of yours|holds your rows within 3%",
+    r"within 2%, or every lever|[<>] \d+% of|under 80%|over 10%\)|~15% of the capacity|> 15%|< 80%|> 92%",
+    r"Python 3\.10|transformers 5\.24|default, 8,000|first 2,000|at least 2,000|\d,\d{3} tokens|under 100 MB|last 3 steps",
+    r"waits 30 s|60 steps, 5 of warm-up|a 24 GB one|\d+ GB cap|loss scale as yours: 2x",
 )]
 
 
