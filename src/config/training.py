@@ -3,6 +3,7 @@ distributed, diagnostics."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -237,6 +238,12 @@ class DistributedConfig:
             raise ConfigError("distributed.nodes", dd.nodes,
                               f"this launch spans {ranks.nodes()} node(s): start it with `torchrun --nnodes={dd.nodes}` "
                               "on each node, or sweep with hydra/launcher=slurm (the local launcher runs on one host)")
+        asked = dd.nodes * dd.nproc_per_job
+        if "SUBMITIT_EXECUTOR" in os.environ and ranks.world_size() != asked:  # a sweep job: its launcher started it
+            raise ConfigError("distributed.nproc_per_job", dd.nproc_per_job,
+                              f"this job asked for {dd.nodes} node(s) x {dd.nproc_per_job} processes but its launcher "
+                              f"started {ranks.world_size()}: a SLURM sweep is one sbatch array, every job of it the "
+                              "same shape; sweep GPU counts with the default launcher, or one SLURM sweep per count")
         if dd.strategy == "fsdp":
             if not on_gpu:  # accelerate falls back to DDP on CPU processes without saying so
                 raise ConfigError("distributed", "fsdp", "FSDP shards over CUDA GPUs; on the CPU use distributed=ddp")
