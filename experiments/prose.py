@@ -8,6 +8,8 @@ Each is backed, first match wins, by
   - claim: a registered claim (experiments/claims.py) whose exact text holds it, recomputed from its files;
   - table: the same value, as rounded in the prose, in a generated table of the same page (tables are recomputed
     from their files by tests/test_experiments.py, so the prose follows the files through them);
+  - restated (README.md, docs/, the experiments index): the same figure, unit and all, backed by a claim or a table
+    on an experiment page it links to;
   - data: a value of the page's own result files (experiments/<name>/results; for README.md and docs/, any
     experiment's), at the prose's rounding, where the figure has 3 or more significant digits;
   - allowed: a setting, not a measurement (ALLOWED: a packing budget, a memory cap, a timeout);
@@ -151,6 +153,26 @@ def table_forms(text: str, unit: str = "") -> frozenset[str]:
     return frozenset(forms)
 
 
+@cache
+def restated(text: str) -> frozenset[str]:
+    """For a page outside experiments/<name>/ (README.md, docs/, the experiments index): the figures, as written
+    with their units, that a claim or a generated table backs on the experiment pages it links to."""
+    out: set[str] = set()
+    for name in sorted(set(re.findall(r"experiments/([a-z0-9_]+)|\]\(([a-z0-9_]+)/\)", text)) - {("", "")}):
+        path = ROOT / "experiments" / "".join(name) / "README.md"
+        if path.exists():
+            out |= _backed_on(page_of(path), path.read_text())
+    return frozenset(out)
+
+
+@cache
+def _backed_on(page: str, text: str) -> frozenset[str]:
+    from experiments import claims
+
+    spans = claims.spans_in(text)
+    return frozenset(f.text for f in figures(page, text) if backing(f, text, spans) in ("claim", "table"))
+
+
 def _significant(number: str) -> int:
     return len(number.replace(",", "").replace(".", "").lstrip("0"))
 
@@ -163,6 +185,8 @@ def backing(f: Figure, text: str, claimed: list[tuple[int, int]]) -> str | None:
     if f.number in table_forms(text, unit):
         return "table"
     folder = f.page.split("/")[1] if f.page.startswith("experiments/") and f.page.count("/") == 2 else ""
+    if not folder and _significant(f.number) >= 2 and f.text in restated(text):
+        return "restated"
     if _significant(f.number) >= (4 if folder else 5) and f.number in data_forms(folder, unit):
         return "data"
     line = text.splitlines()[f.line - 1]
