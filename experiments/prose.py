@@ -182,7 +182,7 @@ def backing(f: Figure, text: str, claimed: list[tuple[int, int]]) -> str | None:
     if any(a <= f.start and f.end <= b for a, b in claimed):
         return "claim"
     unit = f.unit if f.unit in SCALES else ""
-    if f.number in table_forms(text, unit):
+    if _significant(f.number) >= 2 and f.number in table_forms(text, unit):  # one digit matches some cell by chance
         return "table"
     folder = f.page.split("/")[1] if f.page.startswith("experiments/") and f.page.count("/") == 2 else ""
     if not folder and _significant(f.number) >= 2 and f.text in restated(text):
