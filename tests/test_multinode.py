@@ -65,6 +65,40 @@ def test_a_two_node_sweep_job_is_one_sbatch_job_of_both_nodes(tmp_path):
     assert len(srun) == 1 and "submitit.core._submit" in srun[0]  # srun starts nodes x tasks_per_node = 8 tasks
 
 
+def test_a_slurm_sweep_over_gpu_counts_is_one_sbatch_array_per_count(tmp_path):
+    # A stub sbatch accepts each array (and keeps its script); no job ever runs, so the sweep then waits on its
+    # results forever: both arrays must have been submitted before that wait, and the test ends the sweep.
+    import signal
+    import time
+
+    bin_dir, caught = tmp_path / "bin", tmp_path / "caught"
+    bin_dir.mkdir()
+    caught.mkdir()
+    for name, body in (("sbatch", f'n=$(ls {caught} | wc -l)\ncp "$1" {caught}/$n.sh\necho "Submitted batch job $((100 + n))"'),
+                       ("srun", "exit 1"), ("sacct", "exit 1"), ("squeue", "exit 1")):
+        stub = bin_dir / name
+        stub.write_text(f"#!/bin/sh\n{body}\n")
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    sweep = subprocess.Popen([sys.executable, "-m", "src.run", "-m", "hydra/launcher=slurm", "distributed=ddp",
+                              "distributed.nproc_per_job=1,2", "batch=8,16", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    deadline = time.time() + 120
+    while len(list(caught.glob("*.sh"))) < 2 and sweep.poll() is None and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(1)  # a third array, if one came, would be here by now
+    os.killpg(sweep.pid, signal.SIGKILL)
+    _, err = sweep.communicate()
+    scripts = [p.read_text() for p in sorted(caught.glob("*.sh"))]
+    assert len(scripts) == 2, err[-3000:]
+    shapes = sorted((next(x for x in s.splitlines() if "--ntasks-per-node" in x), next(x for x in s.splitlines()
+                     if "--array" in x)) for s in scripts)
+    assert shapes == [("#SBATCH --ntasks-per-node=1", "#SBATCH --array=0-1%2"),
+                      ("#SBATCH --ntasks-per-node=2", "#SBATCH --array=0-1%2")]  # batch 8 and 16 in each
+    assert all(("--gpus-per-node=2" in s) == ("--ntasks-per-node=2" in s) for s in scripts)
+
+
 SLURM_TASK = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "4242", "SLURM_NTASKS": "4", "SLURM_JOB_NUM_NODES": "2",
               "SLURM_JOB_NODELIST": "gpu-a[07-08]", "SLURM_NODEID": "1", "SLURM_PROCID": "3", "SLURM_LOCALID": "1"}
 
