@@ -73,14 +73,38 @@ def test_an_adapter_on_a_real_local_base_names_that_directory_and_keeps_no_copy(
     assert set(trainsweep.predict(model, tokenizer, ["택시비 12800원"])) <= set(json.loads((tmp_path / "labels.json").read_text()))
 
 
-def test_a_random_base_over_the_cap_leaves_a_rebuild_recipe_that_load_repeats(tmp_path, monkeypatch):
+def test_a_random_base_over_the_cap_leaves_a_rebuild_recipe_that_rebuilds_it(tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
     monkeypatch.setattr(keep, "BASE_CAP_MB", 0)
-    rep = run(compose(*QUICK, *CSV), tmp_path)
+    kept = Keep()
+    rep = run(compose(*QUICK, *CSV), tmp_path / "run", callbacks=(kept.callback,))
     recipe = rep["saved"]["base"]
-    assert rep["status"] == "ok" and not (tmp_path / "final" / "base").exists()
-    assert recipe.startswith("not saved (") and "torch.manual_seed(" in recipe and "num_labels=5" in recipe
-    with pytest.raises(FileNotFoundError, match="names no base; pass load"):
-        trainsweep.load(tmp_path)
+    assert rep["status"] == "ok" and not (tmp_path / "run" / "final" / "base").exists()
+    assert recipe == ("not saved (1 MB > the 0 MB cap); rebuild: torch.manual_seed(0); with torch.device('cpu'): base = "
+                      "AutoModelForSequenceClassification.from_config(AutoConfig.for_model('qwen3', **model.arch from "
+                      "config.yaml, num_labels=5)) - the same weights only on the same device type, torch and transformers")
+    with pytest.raises(FileNotFoundError, match="names no base; pass load.*the run's report: base not saved"):
+        trainsweep.load(tmp_path / "run")
+
+    # the recipe followed as written, on the device it names: load(base=) puts the adapter on it
+    arch = OmegaConf.to_container(OmegaConf.load(tmp_path / "run" / "config.yaml").model.arch)
+    torch.manual_seed(0)
+    with torch.device("cpu"):
+        AutoModelForSequenceClassification.from_config(AutoConfig.for_model("qwen3", **arch, num_labels=5)).save_pretrained(tmp_path / "base")
+    model, tokenizer = trainsweep.load(tmp_path / "run", base=str(tmp_path / "base"))
+    text = "택시비 서울역에서 본사까지 12800원"
+    assert torch.allclose(_logits(model, tokenizer, text), _logits(kept.model, tokenizer, text), atol=1e-5)
+
+
+def test_a_seq2seq_adapter_reloads_and_generates(tmp_path):
+    rep = run(compose(*QUICK, "task=seq2seq", "model=tiny-bart", "data=files", "data.train_file=tests/data/dialogues.jsonl",
+                      "data.text_column=dialogue", "data.target_column=summary"), tmp_path)
+    assert rep["status"] == "ok" and rep["saved"]["base"] == str(tmp_path / "final" / "base")
+    model, tokenizer = trainsweep.load(tmp_path)
+    [summary] = trainsweep.predict(model, tokenizer, ["A: 내일 회의 몇 시에 시작해요? B: 오전 10시에요."], max_new_tokens=4)
+    assert isinstance(summary, str)
 
 
 def test_a_full_fine_tune_reloads_without_peft(tmp_path):

@@ -14,6 +14,8 @@ import logging
 import shutil
 from pathlib import Path
 
+import torch
+
 from ..base import ranks
 
 log = logging.getLogger(__name__)
@@ -50,10 +52,12 @@ def recipe(cfg, model, device: str, why: str) -> str:
     """One line that rebuilds the random base; the adapter's own weights (head included) go on top of it."""
     m = cfg.model
     heads = f", num_labels={model.config.num_labels}" if cfg.task.name == "classification" else ""
+    dtype = next(p.dtype for n, p in model.named_parameters() if "lora_" not in n)  # the draws depend on it
+    dtype = "" if dtype == torch.float32 else f", dtype={dtype}"
     auto = {"classification": "AutoModelForSequenceClassification", "causal_lm": "AutoModelForCausalLM",
             "seq2seq": "AutoModelForSeq2SeqLM"}[cfg.task.name]
     return (f"not saved ({why}); rebuild: torch.manual_seed({cfg.trainer.seed}); with torch.device('{device}'): "
-            f"base = {auto}.from_config(AutoConfig.for_model('{m.model_type}', **model.arch from config.yaml{heads})) "
+            f"base = {auto}.from_config(AutoConfig.for_model('{m.model_type}', **model.arch from config.yaml{heads}){dtype}) "
             f"- the same weights only on the same device type, torch and transformers"
             + (" (CUDA-seeded)" if device.startswith("cuda") else ""))
 
