@@ -136,11 +136,11 @@ def test_nodes_asked_for_but_not_launched_is_a_config_error():
 
 
 def test_a_sweep_job_started_on_another_process_count_than_it_asked_for_is_a_config_error(monkeypatch):
-    # one sbatch array for the whole sweep: `distributed.nproc_per_job=1,2` on SLURM would start every job with
+    # a launcher that resolves its shape once per sweep (hydra-submitit's own submitit_slurm) would start every job with
     # the array's one count and report 2-GPU jobs that ran on one
     for var, value in {"SUBMITIT_EXECUTOR": "slurm", "WORLD_SIZE": "1", "RANK": "0"}.items():
         monkeypatch.setenv(var, value)
-    with pytest.raises(ConfigError, match=r"asked for 1 node\(s\) x 2 processes but its launcher started 1"):
+    with pytest.raises(ConfigError, match=r"asked for 1 node\(s\) x 2 processes but its launcher started 1: the launcher"):
         validate(compose("distributed.nproc_per_job=2"), cuda_available=False)
     validate(compose("distributed.nproc_per_job=1"), cuda_available=False)
     monkeypatch.setenv("WORLD_SIZE", "2")

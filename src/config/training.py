@@ -242,8 +242,8 @@ class DistributedConfig:
         if "SUBMITIT_EXECUTOR" in os.environ and ranks.world_size() != asked:  # a sweep job: its launcher started it
             raise ConfigError("distributed.nproc_per_job", dd.nproc_per_job,
                               f"this job asked for {dd.nodes} node(s) x {dd.nproc_per_job} processes but its launcher "
-                              f"started {ranks.world_size()}: a SLURM sweep is one sbatch array, every job of it the "
-                              "same shape; sweep GPU counts with the default launcher, or one SLURM sweep per count")
+                              f"started {ranks.world_size()}: the launcher resolved its shape once for the whole sweep "
+                              "(hydra-submitit's own submitit_slurm does); use hydra/launcher=slurm or the default")
         if dd.strategy == "fsdp":
             if not on_gpu:  # accelerate falls back to DDP on CPU processes without saying so
                 raise ConfigError("distributed", "fsdp", "FSDP shards over CUDA GPUs; on the CPU use distributed=ddp")
