@@ -50,12 +50,20 @@ if [ "$what" = g1g2 ]; then
   two_nodes two_nodes_rdzv distributed=ddp $F
   # the plain-Trainer anchor (its best config), on GPU 0 of the same call: after the goals' runs, so a slow
   # anchor can't cut them
+  # (each JSON row tagged with this call's id, as collect.py tags the reports: a ratio to it is a same-call ratio)
   CUDA_VISIBLE_DEVICES=0 timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b32_group 2>>"$RUN_LOG" \
-    | tee "$OUT/anchors.jsonl"
+    | python3 -c 'import json, os, sys
+for line in sys.stdin:
+    try:
+        line = json.dumps({**json.loads(line), "call": os.environ["CALL_ID"]}) + "\n"
+    except (ValueError, TypeError):  # not a JSON object: the Trainer logs dicts as Python reprs
+        pass
+    print(line, end="", flush=True)' | tee "$OUT/anchors.jsonl"
   if [ "$(python3 -c 'import torch; print(torch.cuda.device_count())')" -ge 4 ]; then
     LAUNCH="torchrun --nproc_per_node=4" run four_gpu_ddp distributed=ddp $F
   fi
-  # the scaling table and plot from this call's rows (src/report/scaling.py): $OUT/scaling.md, scaling.png
+  # the scaling table and plot from this call's rows (src/report/scaling.py): $OUT/scaling.md, scaling.png. Commit
+  # $OUT's files to experiments/scaling/results/h200x2_g1g2/, and experiments/scaling/tables.py builds the README's table
   [ -f "$REPORTS" ] && python3 -m src.report "$REPORTS" > "$OUT/summary_stdout.txt" 2>&1
   cat "$OUT/scaling.md" 2>/dev/null
   exit 0
