@@ -241,3 +241,46 @@ CLAIMS += [Claim(t.format(p=216, a=713, r="0.30", w="0.29", w1=556, w2=200), lam
            for t in ("216 s against 713 s, 0.30", "in {p} s against {a} s ({r}, across", "{p} s vs {a} s ({r})",
                      "`plan=all`: {a} s, the sum of its 18 jobs' times", "The two sweeps' wall times were {w1} + {w2} s.",
                      "`plan=predict`: {p} s of sweep wall time", "Ratio: **{r}** ({w} against the wall times)")]
+
+
+def _tokenization() -> dict[tuple[int, bool], dict]:
+    from experiments.figures import _records
+
+    return {(r["num_proc"], r["tokenizer_threads"]): r for r in _records("tokenization/results/cpu_2core_300k.jsonl")}
+
+
+def _summary_row(csv_path: str, job: str) -> dict:
+    """A row of a sweep's own summary.csv (src/report/summary.py wrote its interval then; the README tables
+    recompute theirs with today's code, so a figure quoted from the summary is checked against the summary)."""
+    import csv
+
+    with open(ROOT / "experiments" / csv_path) as f:
+        return next(r for r in csv.DictReader(f) if r["job"] == job)
+
+
+def _bva_fastest() -> dict:
+    return _summary_row("batch_vs_accum/results/summary.csv", "batch.size=16, batch.grad_accum=2")
+
+
+CLAIMS += [
+    # experiments/tokenization (one CPU file), as the experiments index states it
+    Claim("161 s single-threaded; the fast tokenizer's own threads give 1.64x, num_proc 2 on top 1.15x",
+          lambda: (lambda t: f"{t[1, False]['cold_s']:.0f} s single-threaded; the fast tokenizer's own threads give "
+                   f"{t[1, False]['cold_s'] / t[1, True]['cold_s']:.2f}x, num_proc 2 on top "
+                   f"{t[1, True]['cold_s'] / t[2, True]['cold_s']:.2f}x")(_tokenization())),
+    # experiments/batch_vs_accum: the sweep's fastest with headroom, from its summary
+    Claim("(9.2k real tok/s, 8,699-9,800)",
+          lambda: (lambda r: f"({float(r['real_tok_s']) / 1000:.1f}k real tok/s, {n(float(r['real_tok_s_low']))}-"
+                   f"{n(float(r['real_tok_s_high']))})")(_bva_fastest())),
+    Claim("9,217 (8,699-9,800) real tok/s",
+          lambda: (lambda r: f"{n(float(r['real_tok_s']))} ({n(float(r['real_tok_s_low']))}-{n(float(r['real_tok_s_high']))}) "
+                   f"real tok/s")(_bva_fastest())),
+    Claim("saturates the card (78.3 of 79.2 GB reserved)",
+          lambda: (lambda m: f"saturates the card ({m['peak_reserved']:.1f} of {m['capacity']:.1f} GB reserved)")(
+              Fig("batch_vs_accum/results/sweep_reports.jsonl", "batch.grad_accum=1,batch.size=32,model=qwen3").get("memory_gb"))),
+    # experiments/scaling
+    Claim("one GPU's real tok/s, 92% of linear", lambda: f"one GPU's real tok/s, {quotient(DDP2.rate, 2 * ONE_GPU.rate, DDP2.call_id, ONE_GPU.call_id):.0%} of linear"),
+    Claim("fits one card at bs 4 (60 GB)",
+          lambda: (lambda f: f"fits one card at bs {f.get('config.batch.size')} ({f.get('memory_gb.peak_allocated'):.0f} GB)")(
+              Fig(SCALING, "one_gpu_full_ft_fp32"))),
+]
