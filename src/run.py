@@ -118,8 +118,9 @@ def cli() -> None:
         os._exit(130)  # no interpreter shutdown: it can meet the interrupt again in a thread's cleanup
     except SystemExit as exc:
         # Hydra answers composition errors (unknown option, bad override, wrong type) with exit 1 before
-        # our function runs; those are config errors, which exit 2.
-        if exc.code == 1 and not _composed:
+        # our function runs; those are config errors, which exit 2. A sweep where no job finished exits 1 on
+        # purpose (src/report/summary.py's NothingFinished, marked sweep_over).
+        if exc.code == 1 and not _composed and not getattr(exc, "sweep_over", False):
             sys.exit(2)
         if isinstance(exc.code, int):
             children.exit_now(exc.code)

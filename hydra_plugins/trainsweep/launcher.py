@@ -84,7 +84,8 @@ def job_line(job_dir: Path) -> str:
         return "no report"
     th, flags = rep.get("throughput"), rep.get("flags")
     rate = f", {th.real_tok_text()} real tok/s" if th and th.real_tokens_per_s else ""
-    return f"{rep.status}{rate}" + (f"; flagged: {flags.line()}" if flags and flags.reasons else "")
+    why = f": {rep.error.strip().splitlines()[0]}" if rep.status != "ok" and rep.get("error") else ""  # one line
+    return f"{rep.status}{why}{rate}" + (f"; flagged: {flags.line()}" if flags and flags.reasons else "")
 
 
 def die_with(pid: int, what: str = "the sweep") -> None:
@@ -150,6 +151,7 @@ class IsolatedLauncher(LocalLauncher):
                 return planned
             fell_back = planned  # why every cell runs instead: the summary says it
         planner.record(Path(self.config.hydra.sweep.dir), self.plan, fell_back)
+        planner.estimate_first(self, job_overrides, initial_job_idx)  # a CPU's long sweep: its duration, said first
         returns = []
         for idx, overrides in enumerate(rounds(job_overrides, self.repeats), start=initial_job_idx):
             returns += self.run_job(idx, overrides)

@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..report import files as report_files
 from ..report.caveats import PLAN_FILE
 from . import decisions as decide
+from . import estimate
 from . import waves
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,9 @@ def line(raw: dict, decision: str) -> str:
     if raw.get("real_tokens_per_s") is None:  # not timed: predicted over the capacity, or sweep.question=largest
         return f"{raw['memory_gb']:.1f} GB" + (f"; {decision}" if decision else "")
     # decision: decisions.not_run's line for a cell predicted out of memory, else empty
+    missing = "; ".join(f"{key} {why}" for key, why in (raw.get("not_measured") or {}).items())  # e.g. no kernel times
     return (f"{raw['memory_gb']:.1f} GB, {raw['real_tokens_per_s']:,.0f} ({raw['low']:,.0f}-{raw['high']:,.0f}) "
-            f"real tok/s{'; ' + decision if decision else ''}")
+            f"real tok/s{'; ' + decision if decision else ''}{'; ' + missing if missing else ''}")
 
 
 def _every_cell(why: str) -> str:
@@ -99,12 +101,9 @@ def record(sweep_dir: Path, asked: str, fell_back: str | None = None) -> None:
     (sweep_dir / PLAN_FILE).write_text(json.dumps({"asked": asked, "used": used, "why": fell_back}, indent=1))
 
 
-def run_planned(launcher, job_overrides, first_idx: int):
-    """The planned sweep's JobReturns, or, where every cell must run, why (logged; the launcher records it)."""
-    if launcher.repeats > 1:
-        return _every_cell("sweep.repeats is above 1 (repeats settle close calls a plan skips)")
-    if not launcher.params.get("gpus_per_node") and not launcher.predict_on_cpu:
-        return _every_cell("no GPU here, so no cell can be predicted")
+def load_cells(launcher, job_overrides, first_idx: int = 0) -> dict:
+    """Each job's directory name -> its index, overrides, directory and config as plain data, composed as the
+    launcher composes the job (what the predictor and the estimate read)."""
     cells = {}
     for idx, overrides in enumerate(job_overrides, start=first_idx):
         job_cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
@@ -115,6 +114,54 @@ def run_planned(launcher, job_overrides, first_idx: int):
         except OmegaConfBaseException:  # the job itself will say what doesn't resolve; the predictor resolves the rest
             config = OmegaConf.to_container(body, resolve=False)
         cells[job_dir.name] = {"idx": idx, "overrides": list(overrides), "config": config, "dir": job_dir}
+    return cells
+
+
+def estimate_first(launcher, job_overrides, first_idx: int = 0) -> list[str]:
+    """Where no GPU predicts the sweep and it trains many rows (estimate.worth_it), its duration estimated and
+    logged before the first job (src/plan/estimate.py, in a process of its own as the predictor is); the
+    lines logged, none for a sweep with a GPU or a small one. The jobs run as asked whatever it says."""
+    if launcher.params.get("gpus_per_node"):
+        return []
+    try:
+        cells = load_cells(launcher, job_overrides, first_idx)
+    except Exception as exc:  # a job that can't compose says so itself when it runs: no estimate, never no sweep
+        log.warning("sweep estimate: none (%s: %s)", type(exc).__name__, exc)
+        return []
+    if not estimate.worth_it([c["config"] for c in cells.values()], launcher.repeats):
+        return []
+    for c in cells.values():
+        c["family"] = family(c["overrides"])
+    plan_dir = Path(str(launcher.config.hydra.sweep.dir)) / ".plan"
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    (plan_dir / "estimate_cells.json").write_text(json.dumps([
+        {"cell": key, "family": c["family"], "config": c["config"]} for key, c in cells.items()]))
+    log.info("sweep estimate: no GPU here, so each family's micro-batch is timed on this CPU first (seconds)")
+    cmd = [sys.executable, "-m", f"{__name__.rsplit('.', 1)[0]}.estimate", str(plan_dir / "estimate_cells.json"),
+           str(plan_dir / "estimate.json")]
+    try:
+        with open(plan_dir / "estimate.log", "w") as out:
+            done = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy(),
+                                  timeout=estimate.TIMEOUT_S)
+        timed = json.loads((plan_dir / "estimate.json").read_text()) if done.returncode == 0 else {}
+        why = None if done.returncode == 0 else f"its process failed, {plan_dir / 'estimate.log'}"
+    except subprocess.TimeoutExpired:
+        timed, why = {}, f"timing one family took over {estimate.TIMEOUT_S} s: each job pays as much to build"
+    if why:
+        timed = {c["family"]: {"why_not": why} for c in cells.values()}
+    said = estimate.lines(cells, timed, launcher.repeats)
+    for line in said:
+        log.info(line)
+    return said
+
+
+def run_planned(launcher, job_overrides, first_idx: int):
+    """The planned sweep's JobReturns, or, where every cell must run, why (logged; the launcher records it)."""
+    if launcher.repeats > 1:
+        return _every_cell("sweep.repeats is above 1 (repeats settle close calls a plan skips)")
+    if not launcher.params.get("gpus_per_node") and not launcher.predict_on_cpu:
+        return _every_cell("no GPU here, so no cell can be predicted")
+    cells = load_cells(launcher, job_overrides, first_idx)
     started = time.monotonic()
     question = launcher.question
     plan_dir = Path(str(launcher.config.hydra.sweep.dir)) / ".plan"

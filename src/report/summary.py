@@ -9,6 +9,7 @@ lines for one concern: the table and the answer read from it.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from hydra.experimental.callback import Callback
 
 from ..base import stats
 from ..base.files import atomic_write  # a reader sees the old file or the new one, never a part
+from . import caveats
 from .plots import loss_curves, plots
 # the table is sweep_table's; its readers stay reachable here, where the summary's callers have always found them
 from .sweep_table import PREDICTED, SMALLER, comparison, interval, load_reports, table
@@ -44,7 +46,9 @@ def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
     override naming the sweep's reference job, e.g. debug=none) each job is also stated against that job."""
     ok = df[df["status"] == "ok"].dropna(subset=["real_tok_s"])
     if ok.empty:
-        return ["no job finished: nothing to recommend"]
+        failed = df[~df["status"].isin(PREDICTED)]["status"].value_counts()
+        return ["no job finished: nothing to recommend" + (f" ({', '.join(f'{n} {s}' for s, n in failed.items())}; "
+                                                           "each job's reason below)" if len(failed) else "")]
     lines = []
     fit = ok[ok["saturated"] != True]  # noqa: E712 (None: unknown, e.g. on the CPU)
     pool = fit if not fit.empty else ok
@@ -174,7 +178,7 @@ def _predicted(row) -> str:
 def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
     cols = ["rank", "job", "status", "batch", "batch_tokens", "grad_accum", "effective_batch", "real_tok_s", "real_tok_s_95",
             "predicted_tok_s_95", "prediction_error", "samples_s", "step_s", "mfu", "peak_alloc_gb", "peak_reserved_gb",
-            "saturated", "bottleneck", "flags", "decision"]
+            "saturated", "bottleneck", "flags", "not_measured", "decision"]
     fmt = {"effective_batch": "{:g}", "real_tok_s": "{:,.0f}", "samples_s": "{:,.1f}", "step_s": "{:.4f}", "mfu": "{:.1%}",
            "peak_alloc_gb": "{:.1f}", "peak_reserved_gb": "{:.1f}", "prediction_error": "{:+.0%}"}
     df = df.assign(real_tok_s_95=[_span(r) or "-" for _, r in df.iterrows()])
@@ -183,7 +187,8 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
                        status=df["status"].replace({"predicted": "predicted only", "predicted_oom": "predicted OOM"}))
     if "flags" in df:
         df["flags"] = df["flags"].fillna("").replace("", "-")
-    shown = df[[c for c in cols if c in df and (c != "batch_tokens" or df[c].notna().any())]].copy()
+    optional = ("batch_tokens", "not_measured")  # shown where some job has one
+    shown = df[[c for c in cols if c in df and (c not in optional or df[c].replace("", None).notna().any())]].copy()
     for col, f in fmt.items():
         if col in shown:
             shown[col] = shown[col].map(lambda x, f=f: "-" if pd.isna(x) else f.format(x))
@@ -195,7 +200,10 @@ def _markdown(df: pd.DataFrame, lines: list[str], sweep_dir: Path) -> str:
               f"spread of the repeats). Jobs that can't be told apart (intervals overlapping, or under the "
               f"{stats.MIN_EFFECT:.0%} runs drift apart) share a rank; flags say why a figure may not settle a close "
               "call.\n\n")
-    return (f"# Sweep summary\n\n`{sweep_dir}`, {len(df)} jobs on {device}\n\n"
+    lead = ""
+    if lines and lines[0].startswith(caveats.CANNOT_RANK):  # above everything it puts in doubt: read first
+        lead, lines = f"**{lines[0]}**\n\n", lines[1:]
+    return (f"# Sweep summary\n\n{lead}`{sweep_dir}`, {len(df)} jobs on {device}\n\n"
             + "".join(f"- {line}\n" for line in lines) + "\n" + legend + header + body)
 
 
@@ -210,7 +218,10 @@ def write(sweep_dir: Path, cfg=None, baseline: str | None = None) -> str:
         return f"no job reports under {sweep_dir}"
     given = [d["config"]["baseline"] for d in reports if (d.get("config") or {}).get("baseline")]
     baseline = baseline or (given[0] if given else None)
-    lines = warnings(sweep_dir, reports) + [x for x in [planned(df)] if x] + recommend(df, baseline)
+    # first whether the ranking can be trusted at all, then what the table can't show, the plan, the answer
+    lines = ([x for x in [caveats.trust(df)] if x] + warnings(sweep_dir, reports)
+             + [x for x in [caveats.plan_line(sweep_dir), planned(df)] if x] + recommend(df, baseline)
+             + caveats.failures(df))
     atomic_write(sweep_dir / "summary.csv", df.to_csv(index=False))
     from .scaling import write as scaling  # a sweep over GPU counts: speed-up and per-GPU efficiency vs 1 GPU
 
@@ -235,3 +246,15 @@ class SweepSummary(Callback):
             print("\n" + write(sweep_dir, config))
         except Exception:  # a summary bug must not hide the jobs' own reports, which are on disk
             log.exception("sweep summary failed; rerun it with: python -m src.report %s", sweep_dir)
+        reports = [r for r in load_reports(sweep_dir) if r.get("status") not in PREDICTED] if sweep_dir.is_dir() else []
+        if not any(r.get("status") == "ok" for r in reports):
+            print(f"no job of {sweep_dir} finished: the sweep exits 1 (summary.md says why each one did not)",
+                  file=sys.stderr, flush=True)
+            raise NothingFinished(1)
+
+
+class NothingFinished(SystemExit):
+    """A sweep where no job finished exits 1 (its summary says each job's reason): a script or CI that runs the
+    sweep sees it failed. A SystemExit, which Hydra's callback runner passes on (it warns about an Exception and
+    goes on); src/run.py's cli knows it from Hydra's own exit 1 for a bad command line by `sweep_over`."""
+    sweep_over = True

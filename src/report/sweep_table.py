@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..base import stats
 from ..measure import PHASES
+from .caveats import not_measured
 from .document import Report, batch_as_run
 
 
@@ -116,7 +117,8 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
                "build_s": timing.get("build"), "train_s": timing.get("train"),
                "flags": "; ".join(r.flags.reasons) if r.get("flags") else "",
                "model": r.config.get("model", {}).get("name"), "repeat": given.get("repeat", "0"),
-               "device": (r.get("env") or {}).get("device_name"), "error": (r.error or "")[:200]}
+               "device": (r.get("env") or {}).get("device_name"), "error": (r.error or "")[:200],
+               "not_measured": not_measured(d)}  # what a check could not give: said in summary.md, never only absent
         shown = set(COLUMNS.values())
         row.update({path: value for path, value in flat.items() if path not in shown})
         if any("prediction" in r for r in reports):  # a planned sweep: what each cell was predicted to do
