@@ -15,7 +15,7 @@ TOP = ["status", "error", "overrides", "config", "config_hash", "resolved", "env
 SECTIONS = {
     "resolved": ["amp", "attention", "device", "distributed", "weights_dtype", "world_size"],
     "env": ["alloc_conf", "capacity_gb", "cpu_count", "cudnn_benchmark", "device", "device_count", "device_name",
-            "peft", "pid", "python", "rank", "tf32_matmul", "torch", "transformers", "world_size"],
+            "nodes", "peft", "pid", "python", "rank", "tf32_matmul", "torch", "transformers", "world_size"],
     "data": ["lengths"],
     "params": ["total", "trainable", "trainable_fraction"],
     "flops": ["hfu", "matmul_params_frozen", "matmul_params_trainable", "mfu", "peak_tflops", "per_token",
