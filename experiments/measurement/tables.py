@@ -1,7 +1,51 @@
-"""The table of experiments/measurement/README.md: TRL's SFT script plain and attached."""
+"""The tables of experiments/measurement/README.md: the runner against a bare loop, TRL's SFT script plain and attached."""
 from __future__ import annotations
 
-from experiments.figures import HERE, _records, markdown
+from experiments.figures import HERE, _records, markdown, quotient, row_call
+
+
+def truth() -> str:
+    """Call A: the runner against benchmarks/bare_loop.py on the same batches (one call, one machine): step time,
+    real tok/s, and the runner's speed over the bare loop's cold and warm passes."""
+    rows = _records("measurement/results/h100_A_truth.jsonl")
+    runner = {r["label"]: r for r in rows if "label" in r}
+    bare = dict(zip((8, 32), (r for r in rows if r.get("name") == "bare_loop")))  # bs 8's ran first, as gpu.sh runs them
+    out = []
+    for what, label, size in (("8 (before the fixes below)", "before_bs8", 8), ("8", "runner_bs8", 8), ("32", "runner_bs32", 32)):
+        r, b = runner[label], bare[size]
+        rate, calls = r["throughput"]["real_tokens_per_s"], (row_call(r), row_call(b))
+        vs = [quotient(rate, b[f"real_tokens_per_s_{p}"], *calls) for p in ("cold", "warm")]
+        if all(v < 1 for v in vs) and size == 32:  # a few percent: as a share
+            said = f"{1 - vs[0]:.1%} / {1 - vs[1]:.1%} slower"
+        elif all(v < 1 for v in vs):
+            said = f"{1 / vs[0]:.2f}x / {1 / vs[1]:.2f}x slower"
+        else:
+            said = f"{vs[0]:.2f}x / {vs[1]:.2f}x faster"
+        out.append([what, f"{r['step_time_s']['mean']:.4f}", f"{b['step_s_cold']:.4f} / {b['step_s_warm']:.4f}", f"{rate:,.0f}",
+                    f"{b['real_tokens_per_s_cold']:,.0f} / {b['real_tokens_per_s_warm']:,.0f}", said])
+    return markdown(["micro-batch", "runner s/step", "bare loop s/step, cold / warm", "runner real tok/s",
+                     "bare loop real tok/s, cold / warm", "runner vs bare"], out)
+
+
+def verdict() -> str:
+    """The verdict on constructed cases: call B's three, and call A's two runner jobs (bs 8 and 32)."""
+    a, b = "measurement/results/h100_A_truth.jsonl", "measurement/results/h100_B_verdict.jsonl"
+    jobs = {r["label"]: r for path in (a, b) for r in _records(path) if "label" in r}
+    out = []
+    for case, config, label in (("tiny batch", "bs 1", "host_bs1"),
+                                ("slow collator", "bs 8, `debug=slow_data` (200 ms sleep per batch), `dataloader=basic`", "data_slow_bs8"),
+                                ("seeds' batch", "bs 8", "runner_bs8"), ("large batch", "bs 32", "runner_bs32"),
+                                ("memory cap near the peak", "bs 16, `gpu.memory_cap_gb=40`", "memory_cap_bs16")):
+        r = jobs[label]
+        m, step, v = r["memory_gb"], r["step_time_s"]["mean"], r["verdict"]
+        retries = next((int(x.split()[0]) for x in v["reasons"] if "allocator retries while timed" in x), 0)
+        said = v["bottleneck"] + ((" (saturated)" if v["bottleneck"] == "memory"
+                                   else f", memory-saturated ({m['peak_reserved'] / m['capacity']:.0%} reserved)") if v["saturated"] else "")
+        out.append([case, config, f"{step:.4f}", f"{r['throughput']['real_tokens_per_s']:,.0f}", f"{r['flops']['mfu']:.1%}",
+                    f"{r['breakdown_s']['data'] / step:.0%}", f"{r['gpu_busy_fraction']:.0%}",
+                    f"{m['peak_allocated']:.1f} / {m['peak_reserved']:.1f} / {m['capacity']:.1f}", str(retries), said])
+    return markdown(["case", "config", "step s", "real tok/s", "MFU", "data wait", "GPU busy",
+                     "peak alloc / reserved / capacity GB", "retries in window", "verdict"], out)
 
 
 def dropin_sft() -> str:
@@ -21,4 +65,6 @@ def dropin_sft() -> str:
                      "report / own clock", "train loss", "logged loss at steps 10 / 20 / 30", "checks"], rows)
 
 
-TABLES = {"measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft)}
+TABLES = {"measurement/truth": (HERE / "measurement/README.md", truth),
+          "measurement/verdict": (HERE / "measurement/README.md", verdict),
+          "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft)}
