@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.figures import _records
+from experiments.figures import _records, quotient, row_call
 
 from .agree import agree
 
@@ -51,7 +51,8 @@ def runs() -> str:
             for mode, r in (("P", p), ("S", s)):
                 if r is None:
                     continue
-                ratio = f"**{s['own_clock_tok_s'] / p['own_clock_tok_s']:.2f}x**" if mode == "S" and p else ""
+                ratio = (f"**{quotient(s['own_clock_tok_s'], p['own_clock_tok_s'], row_call(s), row_call(p)):.2f}x**"
+                         if mode == "S" and p else "")
                 rows.append([call, f"{NAMES[script]}, seed {seed}", mode, f"{r['own_clock_tok_s']:,.0f}", ratio, _ab(r) if mode == "S" else "",
                              f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if mode == "S" else "",
                              f"{r['peak_gb']}", f"{r['rows_per_step']:.2f}"])
