@@ -165,3 +165,36 @@ def test_resume_reads_no_yaml_of_the_run_directory(tmp_path):
     proc = cli(*QUICK, "resume=true", f"hydra.run.dir={run_dir}")
     assert _one_line(proc).startswith(f"config error: resume=True: no complete checkpoint in {run_dir / 'checkpoints'}")
     assert not marker.exists()
+
+
+# -- a run that stood still: flagged, never ranked -------------------------------------------------------------------
+def _flags_of(values):
+    from src.report.analysis import flags
+    from src.report.sections import Compile, Shapes, StepTime
+
+    return flags(StepTime(mean=sum(values) / len(values), values=values), Shapes(), Compile(), {}, False, False)
+
+
+def test_a_step_the_process_stood_still_in_is_flagged_stalled():
+    steady = [0.1, 0.11, 0.09, 0.1] * 10
+    paused = steady[:20] + [6.1] + steady[20:]  # SIGSTOP for 6 s: the mean 1.4x, the run's speed read 1/1.4
+    flags = _flags_of(paused)
+    assert flags.stalled_s == 6.1 and flags.reasons[0].startswith(
+        "stalled: timed step 21 took 6.1 s, 61x the median 0.1 s (the process stood still")  # was "wide interval" alone
+    assert _flags_of(steady).stalled_s is None
+    assert _flags_of(steady[:20] + [0.9] + steady[20:]).stalled_s is None  # 9x: a slow step, not a stall
+    assert _flags_of([2.0, 2.1, 2.0, 2.2, 9.0, 2.1]).stalled_s is None  # 4x: a CPU step's spread on a busy host
+
+
+def test_a_stalled_job_is_not_ranked_as_a_clean_measurement():
+    from src.report import summary
+
+    def report(job, rate, reasons=()):
+        return {"job": job, "status": "ok", "overrides": [job], "config": {"batch": {"size": 8, "grad_accum": 1}},
+                "throughput": {"real_tokens_per_s": rate}, "step_time_s": {"mean": 0.1}, "flags": {"reasons": list(reasons)}}
+    df = summary.table([report("batch=4", 100.0), report("batch=8", 300.0, ["stalled: timed step 21 took 6.1 s, ..."]),
+                        report("batch=16", 90.0)])
+    assert list(df["job"]) == ["batch=4", "batch=16", "batch=8"] and df["rank"].isna().tolist() == [False, False, True]
+    lines = summary.recommend(df)
+    assert not any("batch=8" in line for line in lines if not line.startswith("flagged"))  # was the leader at 3x
+    assert any(line.startswith("flagged batch=8: stalled: ") for line in lines)

@@ -13,6 +13,9 @@ DATA_BOUND_SHARE = 0.15  # the device waited this share of the step for batches
 HOST_BOUND_BUSY = 0.80  # kernels ran less than this share of the step
 RESERVED_SATURATED = 0.92  # reserved memory above this share of capacity: one new shape from a retry
 BUSY_LOAD_PER_CPU = 1.25  # more runnable threads than CPUs by a quarter: something else competes for the host
+# A timed step this many times the median and at least this many seconds longer: the process stood still (SIGSTOP,
+# a suspended machine, a host swapping), not a slow config. A SIGSTOPped CPU run read ok at a third of its speed.
+STALL_TIMES, STALL_MIN_S = 10, 1.0
 
 
 def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Throughput:
@@ -47,10 +50,27 @@ HOST_DRIFT = "1.12x (1.08-1.16) and 1.20x (1.01-1.43)"
 HOST_DRIFT_SOURCE = "on an H200 (experiments/twelve_x_slowdown/README.md)"  # printed with it: not this run's card
 
 
+def stall(values: list[float]) -> tuple[int, float, float] | None:
+    """(which timed step, its seconds, the median step) for the longest timed step where it is a stall (STALL_TIMES
+    the median and STALL_MIN_S longer), else None."""
+    if len(values) < 3:
+        return None
+    median = sorted(values)[len(values) // 2]
+    longest = max(range(len(values)), key=values.__getitem__)
+    took = values[longest]
+    return (longest, took, median) if took >= STALL_TIMES * median and took - median >= STALL_MIN_S else None
+
+
 def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop_rule: bool,
           stopped_when_stable: bool, gpu_busy: float | None = None, shapes_matter: bool = True) -> Flags:
-    """Each reason this job's figure may not settle a close call."""
+    """Each reason this job's figure may not settle a close call; a stall first, as it makes the figure no
+    measurement of the config at all (the sweep's table leaves it unranked)."""
     reasons = []
+    stalled = stall(step.values)
+    if stalled:
+        i, took, median = stalled
+        reasons.append(f"stalled: timed step {i + 1} took {took:.3g} s, {took / median:.0f}x the median {median:.3g} s "
+                       "(the process stood still: paused, suspended or starved); not a clean measurement, run it again")
     if step.ci_low is None:
         reasons.append(f"no interval: {step.n} timed steps (needs {stats.MIN_BATCHES**2})")
     elif stats.Interval(step.mean, step.ci_low, step.ci_high, step.ci_batches).half_width > stats.WIDE:
@@ -70,7 +90,8 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
     if gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
         reasons.append(f"host-bound (GPU busy {gpu_busy:.0%}): the same such step moved {HOST_DRIFT} "
                        f"between processes of one call {HOST_DRIFT_SOURCE}; compare with sweep.repeats=3")
-    return Flags(reasons=reasons, load_per_cpu=load, other_gpu_processes=others)
+    return Flags(reasons=reasons, load_per_cpu=load, other_gpu_processes=others,
+                 stalled_s=round(stalled[1], 3) if stalled else None)
 
 
 def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: GpuMemory | CpuMemory,

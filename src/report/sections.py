@@ -269,6 +269,7 @@ class Flags(Section):
     reasons: list = field(default_factory=list)
     load_per_cpu: Optional[float] = None  # 1-minute load average over CPUs, the higher of the window's edges
     other_gpu_processes: Optional[int] = None  # NVML: compute processes on this GPU besides the run's own
+    stalled_s: Optional[float] = None  # the timed step the process stood still in (analysis.stall): never ranked
 
     def wandb_summary(self) -> dict:
         return {"flags/count": len(self.reasons), "flags/reasons": "; ".join(self.reasons)}

@@ -20,7 +20,7 @@ from ..base.files import atomic_write  # a reader sees the old file or the new o
 from . import caveats
 from .plots import loss_curves, plots
 # the table is sweep_table's; its readers stay reachable here, where the summary's callers have always found them
-from .sweep_table import PREDICTED, SMALLER, comparison, interval, load_reports, table
+from .sweep_table import PREDICTED, SMALLER, comparison, interval, load_reports, stalled, table
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _rate(row) -> str:
 def recommend(df: pd.DataFrame, baseline: str | None = None) -> list[str]:
     """The answer in a few lines; every comparison carries its interval or says tie. With a `baseline` (one
     override naming the sweep's reference job, e.g. debug=none) each job is also stated against that job."""
-    ok = df[df["status"] == "ok"].dropna(subset=["real_tok_s"])
+    ok = df[(df["status"] == "ok") & ~stalled(df)].dropna(subset=["real_tok_s"])  # a stalled job: flagged below
     if ok.empty:
         failed = df[~df["status"].isin(PREDICTED)]["status"].value_counts()
         return ["no job finished: nothing to recommend" + (f" ({', '.join(f'{n} {s}' for s, n in failed.items())}; "

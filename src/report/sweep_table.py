@@ -136,7 +136,8 @@ def table(reports: list[dict], combine: bool = True) -> pd.DataFrame:
         measured, predicted = (pd.to_numeric(df[c], errors="coerce") for c in ("real_tok_s", "predicted_tok_s"))
         df["prediction_error"] = (measured / predicted - 1).where(df["status"] == "ok")
     # finished jobs by real tokens/s, then failed ones, then those only predicted (fastest first), then predicted OOM
-    df["_kind"] = [0 if s == "ok" else 2 + PREDICTED.index(s) if s in PREDICTED else 1 for s in df["status"]]
+    clean = (df["status"] == "ok") & ~stalled(df)  # a stalled job's figure is no measurement: after them, unranked
+    df["_kind"] = [0 if c else 2 + PREDICTED.index(s) if s in PREDICTED else 1 for s, c in zip(df["status"], clean)]
     by = ["_kind", "real_tok_s"] + (["predicted_tok_s"] if "predicted_tok_s" in df else [])
     df = df.sort_values(by, ascending=[True] + [False] * (len(by) - 1), na_position="last").drop(columns="_kind")
     df = df.reset_index(drop=True)
@@ -188,12 +189,22 @@ def comparison(a, b) -> stats.Comparison:
     return stats.compare(interval(a), interval(b), a["real_tok_s"], b["real_tok_s"])
 
 
+def stalled(df: pd.DataFrame) -> pd.Series:
+    """Rows flagged stalled (src/report/analysis.py: the process stood still inside the timed window)."""
+    return df["flags"].fillna("").astype(str).str.contains(r"(?:^|; )stalled", regex=True) if "flags" in df \
+        else pd.Series(False, index=df.index)
+
+
 def tiers(df: pd.DataFrame) -> list[int | None]:
     """Ranks that call a tie a tie: a finished job shares the rank of the fastest job of its tier while the two
-    can't be told apart (src/base/stats.py); failed jobs rank after, one each; predicted-only cells and diverged
-    jobs get none."""
+    can't be told apart (src/base/stats.py); failed jobs rank after, one each; predicted-only cells, diverged
+    and stalled jobs get none."""
     ranks, leader = [], None
+    halted = stalled(df)
     for i, row in df.iterrows():
+        if halted[i]:  # finished, but its figure is of a process that stood still
+            ranks.append(None)
+            continue
         if row["status"] != "ok" or pd.isna(row["real_tok_s"]):  # a diverged job's speed is of a run that learned nothing
             ranks.append(None if row["status"] in PREDICTED + ("diverged",) else i + 1)
             continue
