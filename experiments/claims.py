@@ -284,3 +284,38 @@ CLAIMS += [
           lambda: (lambda f: f"fits one card at bs {f.get('config.batch.size')} ({f.get('memory_gb.peak_allocated'):.0f} GB)")(
               Fig(SCALING, "one_gpu_full_ft_fp32"))),
 ]
+
+
+def _row(table: str, first: str) -> list[str]:
+    """A generated table's row (experiments/tables.py: recomputed from the files), by its first cell."""
+    from experiments import tables
+
+    for line in tables.TABLES[table][1]().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == first:
+            return cells
+    raise KeyError(f"{table}: no row {first!r}")
+
+
+def _planned_vs_all(table: str, first: str, template: str) -> str:
+    """A planner times row as prose puts it: the planned sweep's wall s, plan=all's jobs' s plus a sweep's start,
+    their ratio (planner/tables_g4.planner_g4_times)."""
+    cells = _row(table, first)
+    jobs, start = (int(x) for x in cells[4].split(" + "))
+    return template.format(p=cells[3].split()[0], a=jobs + start, r=cells[5].split("**")[1])
+
+
+G4_FASTEST_PREDICT = "planner/results/h200_g4/reports_fastest_predict.jsonl"
+CLAIMS += [
+    Claim("in 210 s against 635 s (0.33)", lambda: _planned_vs_all("planner/g4_times", "largest", "in {p} s against {a} s ({r})")),
+    Claim("146 s against 120 s", lambda: _planned_vs_all("planner/g4_times", "fastest (top 3)", "{p} s against {a} s")),
+    Claim("in 85 s against 120 s", lambda: _planned_vs_all("planner/g4_times", "fastest (leader)", "in {p} s against {a} s")),
+    Claim("in 115 s against the brute force's 524 s (0.22)",
+          lambda: _planned_vs_all("planner/fastest5_times", "calls 1-2: profiled between timings", "in {p} s against the brute force's {a} s ({r})")),
+    Claim("in 115 s against 262 s", lambda: _planned_vs_all("planner/preset_times", "sweep=batch_vs_accum", "in {p} s against {a} s")),
+    Claim("bs 16 x ga 1 runs 1.78x\n  (1.61-1.98) the real tokens/s of bs 8 x ga 2",
+          lambda: (lambda a, b: f"bs 16 x ga 1 runs {times(a, b).replace(' ', chr(10) + '  ', 1)} the real tokens/s of bs 8 x ga 2")(
+              Fig.by_overrides(G4_FASTEST_PREDICT, "batch.size=16"), Fig.by_overrides(G4_FASTEST_PREDICT, "batch.size=8"))),
+    Claim("bs 16 x ga 1 ran 1.78x (1.61-1.98) the real tokens/s of bs 8 x ga 2",
+          lambda: f"bs 16 x ga 1 ran {times(Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=16'), Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=8'))} the real tokens/s of bs 8 x ga 2"),
+]
