@@ -330,6 +330,7 @@ def test_a_newcomers_fast_sweep_ends_in_an_answer_or_says_what_would_give_one(tm
     reports = [json.loads(p.read_text()) for p in tmp_path.glob("*/report.json")]
     assert len(reports) == 2 and all(r["status"] == "ok" and r["step_time_s"]["ci_low"] for r in reports)
     md = (tmp_path / "summary.md").read_text()
-    assert md.splitlines()[2].startswith("**cannot rank these jobs: each job's interval comes from its one process")
+    lead = md.splitlines()[2]  # the host may be busy too (this one often is): said first, in the same line
+    assert lead.startswith("**cannot rank these jobs: ") and "each job's interval comes from its one process" in lead
     first = next(line for line in md.splitlines() if line.startswith("- "))
     assert first.startswith(("- fastest non-saturated config: ", "- fastest config: ", "- cannot tell these 2 jobs apart yet: "))
