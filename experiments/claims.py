@@ -319,3 +319,35 @@ CLAIMS += [
     Claim("bs 16 x ga 1 ran 1.78x (1.61-1.98) the real tokens/s of bs 8 x ga 2",
           lambda: f"bs 16 x ga 1 ran {times(Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=16'), Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=8'))} the real tokens/s of bs 8 x ga 2"),
 ]
+
+
+LARGEST = "batch_vs_accum_saturation/results/largest/reports.jsonl"
+
+
+def _polyglot(size: int, long_rows: bool = False) -> Fig:
+    long = "data.length_mean=1800"
+    return Fig.by_overrides(LARGEST, "model=polyglot-ko-12.8b", f"batch.size={size}", *((long,) if long_rows else ()),
+                            without=() if long_rows else (long,))
+
+
+def _gb(f: Fig, key: str, spec: str = ".2f") -> str:
+    return f"{f.get(key):{spec}}"
+
+
+CLAIMS += [
+    # docs/levers.md: the memory model at Polyglot's full depth (experiments/batch_vs_accum_saturation, largest)
+    Claim("(11.84 GB predicted, 11.67 measured at bs 16; 16.95 and\n17.02 at bs 32)",
+          lambda: (lambda a, b: f"({_gb(a, 'memory_predicted_gb.peak_allocated')} GB predicted, {_gb(a, 'memory_gb.peak_allocated')} "
+                   f"measured at bs 16; {_gb(b, 'memory_predicted_gb.peak_allocated')} and\n{_gb(b, 'memory_gb.peak_allocated')} at bs 32)")(
+              _polyglot(16), _polyglot(32))),
+    Claim("were predicted over it (27.2 and\n25.0 GB)",
+          lambda: (lambda a, b: f"were predicted over it ({_gb(a, 'memory_predicted_gb.peak_allocated', '.1f')} and\n"
+                   f"{_gb(b, 'memory_predicted_gb.peak_allocated', '.1f')} GB)" if {a.get('status'), b.get('status')} == {"oom"} else "")(
+              _polyglot(64), _polyglot(8, long_rows=True))),
+]
+CLAIMS += [
+    Claim("put Polyglot within 1.5% at full depth",
+          lambda: "put Polyglot within {:.1%} at full depth".format(max(
+              abs(f.get("memory_predicted_gb.peak_allocated") / f.get("memory_gb.peak_allocated") - 1)
+              for f in (_polyglot(16), _polyglot(32), _polyglot(4, long_rows=True))))),
+]
