@@ -351,3 +351,7 @@ CLAIMS += [
               abs(f.get("memory_predicted_gb.peak_allocated") / f.get("memory_gb.peak_allocated") - 1)
               for f in (_polyglot(16), _polyglot(32), _polyglot(4, long_rows=True))))),
 ]
+CLAIMS += [
+    Claim("DDP scales 1.85x (1.79-1.90) on two GPUs**, 92% of linear",
+          lambda: f"DDP scales {times(DDP2, ONE_GPU)} on two GPUs**, {quotient(DDP2.rate, 2 * ONE_GPU.rate, DDP2.call_id, ONE_GPU.call_id):.0%} of linear"),
+]

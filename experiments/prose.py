@@ -41,6 +41,9 @@ ALLOWED = [re.compile(p) for p in (
     r"within 2%, or every lever|[<>] \d+% of|under 80%|over 10%\)|~15% of the capacity|> 15%|< 80%|> 92%",
     r"Python 3\.10|transformers 5\.24|default, 8,000|first 2,000|at least 2,000|\d,\d{3} tokens|under 100 MB|last 3 steps",
     r"waits 30 s|60 steps, 5 of warm-up|a 24 GB one|\d+ GB cap|loss scale as yours: 2x",
+    r"(?:torch|pandas|transformers|peft|datasets|tokenizers|Python) \d+\.\d+",  # versions
+    r"\d+ steps(?: each| \(\d+ warm-up\)|, \d+ of (?:them )?warm-up)",  # a run's length, as configured
+    r"(?:report|reports)'s? (?:claim of |guess of |guessed |expects? )?\d[\d.]*(?:-\d[\d.]*)?x|expects \d[\d.]*-\d[\d.]*x",  # the field report's own figures
 )]
 
 
