@@ -1,0 +1,54 @@
+"""Claims on experiments/planner's files: the planned sweeps' times and answers (docs/sweeps.md, the planner's README)."""
+from __future__ import annotations
+
+from experiments.claims import Claim, _row, times
+from experiments.figures import Fig
+
+CLAIMS: list = []
+
+
+def _grid18_h100() -> tuple[int, float, int, int]:
+    """Call 4's 18-cell grid on H100s (experiments/planner): the planned sweep's wall time, plan=all's jobs' own
+    seconds summed over its two calls (planner/tables_g4._sweeps, as the README explains), its wall times."""
+    from experiments.planner.tables_g4 import _sweeps
+
+    g = "planner/results/h100_grid18/"
+    every, planned = _sweeps(g + "all_1/planner.log", g + "all_2/planner.log")["plan_all"], _sweeps(g + "predict/planner.log")["plan_predict"]
+    return planned[0]["wall_s"], sum(t for run in every for t in run["jobs"].values()), every[0]["wall_s"], every[1]["wall_s"]
+
+
+def _h100_times(template: str) -> str:
+    planned, jobs, wall1, wall2 = _grid18_h100()
+    return template.format(p=planned, a=f"{jobs:.0f}", r=f"{planned / jobs:.2f}", w=f"{planned / (wall1 + wall2):.2f}",
+                           w1=wall1, w2=wall2)
+
+
+# each text as the prose states it (the figures written out, so that the registry, not the files, holds the prose)
+CLAIMS += [Claim(t.format(p=216, a=713, r="0.30", w="0.29", w1=556, w2=200), lambda t=t: _h100_times(t))
+           for t in ("216 s against 713 s, 0.30", "in {p} s against {a} s ({r}, across", "{p} s vs {a} s ({r})",
+                     "`plan=all`: {a} s, the sum of its 18 jobs' times", "The two sweeps' wall times were {w1} + {w2} s.",
+                     "`plan=predict`: {p} s of sweep wall time", "Ratio: **{r}** ({w} against the wall times)")]
+
+
+def _planned_vs_all(table: str, first: str, template: str) -> str:
+    """A planner times row as prose puts it: the planned sweep's wall s, plan=all's jobs' s plus a sweep's start,
+    their ratio (planner/tables_g4.planner_g4_times)."""
+    cells = _row(table, first)
+    jobs, start = (int(x) for x in cells[4].split(" + "))
+    return template.format(p=cells[3].split()[0], a=jobs + start, r=cells[5].split("**")[1])
+
+
+G4_FASTEST_PREDICT = "planner/results/h200_g4/reports_fastest_predict.jsonl"
+CLAIMS += [
+    Claim("in 210 s against 635 s (0.33)", lambda: _planned_vs_all("planner/g4_times", "largest", "in {p} s against {a} s ({r})")),
+    Claim("146 s against 120 s", lambda: _planned_vs_all("planner/g4_times", "fastest (top 3)", "{p} s against {a} s")),
+    Claim("in 85 s against 120 s", lambda: _planned_vs_all("planner/g4_times", "fastest (leader)", "in {p} s against {a} s")),
+    Claim("in 115 s against the brute force's 524 s (0.22)",
+          lambda: _planned_vs_all("planner/fastest5_times", "calls 1-2: profiled between timings", "in {p} s against the brute force's {a} s ({r})")),
+    Claim("in 115 s against 262 s", lambda: _planned_vs_all("planner/preset_times", "sweep=batch_vs_accum", "in {p} s against {a} s")),
+    Claim("bs 16 x ga 1 runs 1.78x\n  (1.61-1.98) the real tokens/s of bs 8 x ga 2",
+          lambda: (lambda a, b: f"bs 16 x ga 1 runs {times(a, b).replace(' ', chr(10) + '  ', 1)} the real tokens/s of bs 8 x ga 2")(
+              Fig.by_overrides(G4_FASTEST_PREDICT, "batch.size=16"), Fig.by_overrides(G4_FASTEST_PREDICT, "batch.size=8"))),
+    Claim("bs 16 x ga 1 ran 1.78x (1.61-1.98) the real tokens/s of bs 8 x ga 2",
+          lambda: f"bs 16 x ga 1 ran {times(Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=16'), Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=8'))} the real tokens/s of bs 8 x ga 2"),
+]

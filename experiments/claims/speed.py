@@ -1,0 +1,135 @@
+"""Claims on experiments/speed's files: the levers, CUDA graphs, FP8, Liger (docs/levers.md, experiments/speed)."""
+from __future__ import annotations
+
+from experiments.claims import Claim, busy, ci, k, mfu, n, share, times
+from experiments.figures import Fig, quotient
+
+CLAIMS: list = []
+
+
+S = "speed/results/"
+CALL1, CALL1_ANCHORS = S + "h100_table_call1.jsonl", S + "h100_table_call1_anchors.jsonl"
+CALL2, CALL2_ANCHORS = S + "h100_table_call2.jsonl", S + "h100_table_call2_anchors.jsonl"
+CALL4, CALL4_ANCHORS = S + "h100_fp8_fused_call.jsonl", S + "h100_fp8_fused_call_anchors.jsonl"
+FASTEST, FASTEST_WAIT = Fig(S + "h100_overlap_fp8_call.jsonl", "f8k_fastest"), Fig(S + "h100_overlap_fp8_call.jsonl", "f8k_fastest_wait")
+GRAPHS6, GRAPHS6_WAIT = Fig(S + "h100_overlap_full_call.jsonl", "f2k_graphs_fused"), Fig(S + "h100_overlap_full_call.jsonl", "f2k_graphs_fused_wait")
+PLAIN6 = Fig(S + "h100_overlap_full_call_anchors.jsonl", "bf16_sdpa_b8")
+GRAPHS5, REGIONAL5 = Fig(S + "h100_graphs_full_call.jsonl", "f2k_model_graphs_fused"), Fig(S + "h100_graphs_full_call.jsonl", "f2k_regional")
+PLAIN5 = Fig(S + "h100_graphs_full_call_anchors.jsonl", "bf16_sdpa_b8")
+FP8_FUSED4, BF16_4 = Fig(CALL4, "packed8k_compile_fp8_fused"), Fig(CALL4, "packed8k_compile")
+BEST_PLAIN4 = Fig(CALL4_ANCHORS, "bf16_sdpa_b32_group")
+PACKED8K_1, BEST_PLAIN1 = Fig(CALL1, "packed8k_compile"), Fig(CALL1_ANCHORS, "bf16_sdpa_b32_group")
+PACKED2K_2, PLAIN_BS8_2 = Fig(CALL2, "packed2k_compile"), Fig(CALL2_ANCHORS, "bf16_sdpa_b8")
+
+
+def _fp8_gap(dtype: str, seed: int, versus: tuple[str, int]) -> str:
+    """The mean absolute gap between two loss curves of the FP8 accuracy call (speed/tables.speed_fp8_accuracy's)."""
+    path = S + "h100_fp8_accuracy_call.jsonl"
+    a, b = Fig(path, f"acc_{dtype}_seed{seed}"), Fig(path, f"acc_{versus[0]}_seed{versus[1]}")
+    gaps = [abs(x[1] - y[1]) for x, y in zip(a.get("loss.curve"), b.get("loss.curve"))]
+    return f"{sum(gaps) / len(gaps):.4f}"
+
+
+def _kernels(f: Fig) -> str:
+    kind = f.get("gpu_kernels")
+    return (f"GEMMs {share(kind['gemm'])},\nnorms and other elementwise {share(kind['elementwise'])}, attention "
+            f"{share(kind['attention'])}, idle {share(1 - f.get('gpu_busy_fraction'))}")
+
+
+CLAIMS += [
+    # docs/levers.md: experiment=fastest on an H100 (experiments/speed, call 6b), and call 4 before non-blocking copies
+    Claim("33,644 real tok/s (32,608-34,374), 51.4% MFU", lambda: f"{n(FASTEST.rate)} real tok/s ({ci(FASTEST).split('(')[1]}, {mfu(FASTEST)} MFU"),
+    Claim("GPU busy 93%, 1.08x (1.04-1.12) the same run with copies", lambda: f"GPU busy {busy(FASTEST)}, {times(FASTEST, FASTEST_WAIT)} the same run with copies"),
+    Claim("32,091 (31,950-32,234), 49.1% MFU", lambda: f"{ci(FP8_FUSED4)}, {mfu(FP8_FUSED4)} MFU"),
+    Claim("3.20x the best plain-Trainer config in the same call (10,025)", lambda: f"{times(FP8_FUSED4, BEST_PLAIN4)} the best plain-Trainer config in the same call ({n(BEST_PLAIN4.rate)})"),
+    Claim("ran 25,477, 38.9% MFU, 2.54x", lambda: f"ran {n(BF16_4.rate)}, {mfu(BF16_4)} MFU, {times(BF16_4, BEST_PLAIN4)}"),
+    Claim("FP8's mean curve gap on seed 1, 0.0065, is over bf16's 0.0059",
+          lambda: f"FP8's mean curve gap on seed 1, {_fp8_gap('fp8', 1, ('bf16', 1))}, is over bf16's {_fp8_gap('bf16', 0, ('bf16', 1))}"),
+    Claim("(781 TFLOP/s bf16, 1,364 FP8 on that H100 at 8k tokens)",
+          lambda: f"({BF16_4.get('flops.ceiling_tflops'):.0f} TFLOP/s bf16, {n(FP8_FUSED4.get('flops.ceiling_tflops'))} FP8 on that H100 at 8k tokens)"),
+    Claim("(53.7k tok/s bf16, 93.8k FP8)", lambda: f"({k(BF16_4.get('flops.ceiling_tokens_per_s'))} tok/s bf16, {k(FP8_FUSED4.get('flops.ceiling_tokens_per_s'))} FP8)"),
+    Claim("(bf16: GEMMs 61%,\nnorms and other elementwise 22%, attention 10%, idle 7%)", lambda: f"(bf16: {_kernels(BF16_4)})"),
+    Claim("bf16 packed 8k compiled 25,064,\n38.3% MFU, 2.73x the best plain-Trainer config",
+          lambda: f"bf16 packed 8k compiled {n(PACKED8K_1.rate)},\n{mfu(PACKED8K_1)} MFU, {times(PACKED8K_1, BEST_PLAIN1)} the best plain-Trainer config"),
+    Claim("+ compile) 13,286,\n5.47x the plain Trainer at bs 8", lambda: f"+ compile) {n(PACKED2K_2.rate)},\n{times(PACKED2K_2, PLAIN_BS8_2)} the plain Trainer at bs 8"),
+    Claim("ran 23,304 (22,459-24,190), **10.7x the plain\nTrainer at bs 8** (2,183) in one call, GPU busy 88%",
+          lambda: f"ran {ci(GRAPHS6)}, **{quotient(GRAPHS6.rate, PLAIN6.rate, GRAPHS6.call_id, PLAIN6.call_id):.1f}x the plain\nTrainer at bs 8** ({n(PLAIN6.rate)}) in one call, GPU busy {busy(GRAPHS6)}"),
+    Claim("after 193 s of compile", lambda: f"after {GRAPHS6.get('compile.to_first_step_s'):.0f} s of compile"),
+    Claim("for the GPU: 17,316, 6.32x, 1.85x (1.76-1.96) regional compile",
+          lambda: f"for the GPU: {n(GRAPHS5.rate)}, {times(GRAPHS5, PLAIN5)}, {times(GRAPHS5, REGIONAL5)} regional compile"),
+]
+
+
+def _levers7():
+    from experiments.speed.tables import LEVERS7, lever7
+
+    return lever7, Fig(LEVERS7 + "anchors.jsonl", "bf16_sdpa_b32_group")
+
+
+LIGER2, COMPILE_FP32_2 = Fig(CALL2, "packed8k_compile_liger"), Fig(CALL2, "packed8k_compile_fp32_adapters")
+LM_PACKED2, LM_FIXED2 = Fig(CALL2, "lm_packed5k_compile"), Fig(CALL2, "lm_fixed_bs16_compile")
+CLAIMS += [
+    # docs/levers.md: sweep=levers at full depth (experiments/speed, call 7; fp8_fused in call 7b)
+    Claim("reference 26.4k real tok/s, 2.88x the plain Trainer's best (9,186)",
+          lambda: (lambda lever, a: f"reference {k(lever('packed_8k').rate)} real tok/s, {times(lever('packed_8k'), a)} the plain "
+                   f"Trainer's best ({n(a.rate)})")(*_levers7())),
+    Claim("FP8 1.22x (1.20-1.25); FP8 + fused 1.28x (1.25-1.30, across the two calls)",
+          lambda: (lambda lever, a: f"FP8 {times(lever('fp8'), lever('packed_8k'))}; FP8 + fused "
+                   f"{times(lever('fp8_fused'), lever('packed_8k'), True).removesuffix(')')}, across the two calls)")(*_levers7())),
+    Claim("fixed 320 0.67x (0.66-0.67), eager 0.57x (0.57-0.58)",
+          lambda: (lambda lever, a: f"fixed 320 {times(lever('fixed_320'), lever('packed_8k'))}, eager "
+                   f"{times(lever('eager'), lever('packed_8k'))}")(*_levers7())),
+    # Liger on a compiled model, call 2 (issue 52's check: the interval as the code computes it now)
+    Claim("(22.1k vs 25.0k for compile alone in\nthe same call, 1.13x (1.09-1.18)",
+          lambda: f"({k(LIGER2.rate)} vs {k(COMPILE_FP32_2.rate)} for compile alone in\nthe same call, {times(COMPILE_FP32_2, LIGER2)}"),
+    Claim("compile alone 1.13x (1.09-1.18)", lambda: f"compile alone {times(COMPILE_FP32_2, LIGER2)}"),
+    Claim("Causal LM packed (5k tokens, compiled) 1.53x padding to 320",
+          lambda: f"Causal LM packed (5k tokens, compiled) {times(LM_PACKED2, LM_FIXED2).split()[0]} padding to 320"),
+]
+
+
+def _payoff(graphed: Fig, regional: Fig) -> str:
+    """Steps until the graphed run's extra compile is paid back by its shorter step, to the hundred (~2,200)."""
+    extra = graphed.get("compile.to_first_step_s") - regional.get("compile.to_first_step_s")
+    saved = regional.get("step_time_s.mean") - graphed.get("step_time_s.mean")
+    return f"~{round(extra / saved, -2):,.0f}"
+
+
+def _curve_gaps(dtype: str, seed: int, versus: tuple[str, int]) -> tuple[float, float]:
+    path = S + "h100_fp8_accuracy_call.jsonl"
+    a, b = Fig(path, f"acc_{dtype}_seed{seed}"), Fig(path, f"acc_{versus[0]}_seed{versus[1]}")
+    gaps = [abs(x[1] - y[1]) for x, y in zip(a.get("loss.curve"), b.get("loss.curve"))]
+    return sum(gaps) / len(gaps), max(gaps)
+
+
+def _fp8_paragraph() -> str:
+    (m0, x0), (m1, x1), (mb, xb) = (_curve_gaps("fp8", 0, ("bf16", 0)), _curve_gaps("fp8", 1, ("bf16", 1)),
+                                    _curve_gaps("bf16", 0, ("bf16", 1)))
+    points = len(Fig(S + "h100_fp8_accuracy_call.jsonl", "acc_fp8_seed0").get("loss.curve"))
+    return (f"mean absolute gap over the {points} logged points {m0:.4f} (seed 0) and {m1:.4f} (seed 1) against bf16's "
+            f"{mb:.4f},\nlargest gap {x0:.3f} and {x1:.3f} against {xb:.3f}")
+
+
+CLAIMS += [
+    # experiments/speed: whole-model CUDA graphs at full depth (call 5) and with non-blocking copies (call 6)
+    Claim("host still launches 78 ms of work a step", lambda: f"host still launches {GRAPHS5.get('host_s.launch') * 1000:.0f} ms of work a step"),
+    Claim("`host_s.data` of 38 ms", lambda: f"`host_s.data` of {GRAPHS5.get('host_s.data') * 1000:.0f} ms"),
+    Claim("229 s to the first step at full depth (15 s regional;",
+          lambda: f"{GRAPHS5.get('compile.to_first_step_s'):.0f} s to the first step at full depth ({REGIONAL5.get('compile.to_first_step_s'):.0f} s regional;"),
+    Claim("at 0.116 s against 0.215 s a step it pays off after ~2,200 steps in this call",
+          lambda: f"at {GRAPHS5.get('step_time_s.mean'):.3f} s against {REGIONAL5.get('step_time_s.mean'):.3f} s a step it pays off "
+                  f"after {_payoff(GRAPHS5, REGIONAL5)} steps in this call"),
+    Claim("cut the graphed step to 0.086 s (193 s to the first step, another machine)",
+          lambda: f"cut the graphed step to {GRAPHS6.get('step_time_s.mean'):.3f} s ({GRAPHS6.get('compile.to_first_step_s'):.0f} s to the first step, another machine)"),
+    Claim("call's regional compile (across calls) that is ~1,400 steps", lambda: f"call's regional compile (across calls) that is {_payoff(GRAPHS6, REGIONAL5)} steps"),
+    Claim("the same peak as regional (15.5 GB)", lambda: f"the same peak as regional ({REGIONAL5.get('memory_gb.peak_allocated'):.1f} GB)"),
+    Claim("(the copies run eager), 18.20 GB, 18% over",
+          lambda: f"(the copies run eager), {GRAPHS5.get('memory_predicted_gb.peak_allocated'):.2f} GB, "
+                  f"{GRAPHS5.get('memory_predicted_gb.peak_allocated') / GRAPHS5.get('memory_gb.peak_allocated') - 1:.0%} over"),
+    # experiments/speed: FP8 against bf16 seeds (issue 52: sized to the two seeds)
+    Claim("mean absolute gap over the 31 logged points 0.0051 (seed 0) and 0.0065 (seed 1) against bf16's 0.0059,\n"
+          "largest gap 0.020 and 0.018 against 0.031", _fp8_paragraph),
+]
+
+
+GRAPHS4, REGIONAL4 = Fig(S + "h100_graphs_4layer_call.jsonl", "g2k_model_graphs_fused"), Fig(S + "h100_graphs_4layer_call.jsonl", "g2k_regional")
