@@ -25,6 +25,7 @@
 #   bash experiments/speed/gpu.sh budget_bf16  # issue 53: the bf16 reference, 8k vs auto (cold, then warm) vs 16k
 #   bash experiments/speed/gpu.sh fp8full   # issue 53 G5: FP8 vs bf16, two seeds each, full depth, 300 steps; G3's cold/warm first steps
 #   bash experiments/speed/gpu.sh fp8learn  # issue 53 G5: the same on 32 learnable classes, 16k rows, eval set; G3's reused trace
+#   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -298,6 +299,19 @@ if [ "$what" = fp8learn ]; then  # issue 53 G5 on a task that generalises: 32 cl
     run learn_bf16_seed$seed $A trainer.seed=$seed
     run learn_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
   done
+fi
+if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradient_overlap rule (fitted on 8 layers, call 1
+  # of h200_fullft_memory) checked on depths, batches and grad_accum it was not fitted on
+  COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=90
+  run ft12_bf16_ga1 model.arch.num_hidden_layers=12 precision=bf16
+  run ft12_bf16_ga4 model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=4
+  run ft12_fp32_ga1 model.arch.num_hidden_layers=12 precision=fp32
+  run ft12_fp32_ga3 model.arch.num_hidden_layers=12 precision=fp32 batch.grad_accum=3
+  run ft16_bf16_bs16_ga1 model.arch.num_hidden_layers=16 precision=bf16 batch=16
+  run ft16_bf16_bs16_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=16 batch.grad_accum=2
+  run ft4_fp32_bs4_ga1 model.arch.num_hidden_layers=4 precision=fp32 batch=4
+  run ft4_fp32_bs4_ga2 model.arch.num_hidden_layers=4 precision=fp32 batch=4 batch.grad_accum=2
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)
