@@ -198,3 +198,38 @@ def test_a_stalled_job_is_not_ranked_as_a_clean_measurement():
     lines = summary.recommend(df)
     assert not any("batch=8" in line for line in lines if not line.startswith("flagged"))  # was the leader at 3x
     assert any(line.startswith("flagged batch=8: stalled: ") for line in lines)
+
+
+# -- python -m src.report after a kill --------------------------------------------------------------------------
+def test_the_summary_names_a_corrupt_job_report_and_the_jobs_that_never_started(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def job(name, report):
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        if report is not None:
+            (tmp_path / name / "report.json").write_text(report)
+    job("batch=4", json.dumps({"status": "ok", "overrides": ["batch=4"], "config": {"batch": {"size": 4, "grad_accum": 1}},
+                               "throughput": {"real_tokens_per_s": 100.0}, "step_time_s": {"mean": 0.1}}))
+    job("batch=8", '{"status": "ok", "overr')  # cut off: a disk that filled under an older trainsweep, an edit
+    job("batch=16", None)  # killed while it ran
+    (tmp_path / "jobs.json").write_text(json.dumps({"jobs": ["batch=4", "batch=8", "batch=16", "batch=32"]}))
+    proc = subprocess.run([sys.executable, "-m", "src.report", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]  # was a JSONDecodeError
+    assert "1 job(s) have no report, so are not ranked: batch=16" in proc.stdout
+    assert "1 job(s) never started, so are not ranked: batch=32 (the sweep stopped before them" in proc.stdout
+    assert "did not finish: batch=8 (unreadable)" in proc.stdout
+    assert f"{tmp_path / 'batch=8' / 'report.json'} can't be read (JSONDecodeError: " in proc.stdout
+
+
+def test_a_sweep_writes_the_jobs_it_will_run_before_the_first_starts(tmp_path):
+    import json
+
+    proc = cli("-m", *QUICK, "trainer.seed=-1,-2", f"hydra.sweep.dir={tmp_path}")  # config errors: seconds a job
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    names = json.loads((tmp_path / "jobs.json").read_text())["jobs"]
+    assert len(names) == 2 and all((tmp_path / name / "report.json").is_file() for name in names)

@@ -9,6 +9,7 @@ dies with its sweep and with its own launcher process (submitit_local's jobs wou
 directory another process holds is left alone.
 """
 import atexit
+import json
 import logging
 import os
 import select
@@ -152,10 +153,24 @@ class IsolatedLauncher(LocalLauncher):
             fell_back = planned  # why every cell runs instead: the summary says it
         planner.record(Path(self.config.hydra.sweep.dir), self.plan, fell_back)
         planner.estimate_first(self, job_overrides, initial_job_idx)  # a CPU's long sweep: its duration, said first
+        self.record_jobs(rounds(job_overrides, self.repeats))
         returns = []
         for idx, overrides in enumerate(rounds(job_overrides, self.repeats), start=initial_job_idx):
             returns += self.run_job(idx, overrides)
         return returns
+
+    def record_jobs(self, jobs: Sequence[Sequence[str]]) -> None:
+        """The sweep's jobs.json: the directory of every job it will run, written before the first starts, so a
+        summary after a kill names the jobs that never started, not only the one that was killed."""
+        try:
+            names = [str(self.hydra_context.config_loader.load_sweep_config(self.config, list(job)).hydra.sweep.subdir)
+                     for job in jobs]
+        except Exception as exc:  # a cell that won't compose: run_job meets it and records it in its report
+            log.debug("no jobs.json: %s", exc)
+            return
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        app("base.files").atomic_write(sweep_dir / app("report.summary").JOBS_FILE, json.dumps({"jobs": names}, indent=1))
 
     def run_job(self, idx: int, overrides: Sequence[str]) -> list[JobReturn]:
         """One job in its own process, unless it finished earlier or another process holds its directory."""

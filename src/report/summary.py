@@ -8,6 +8,7 @@ lines for one concern: the table and the answer read from it.
 """
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -114,10 +115,13 @@ def _what_would_decide(df: pd.DataFrame) -> str:
     return "; or ".join(ways)
 
 
+JOBS_FILE = "jobs.json"  # every job directory a sweep meant to run, written by its launcher before the first starts
+
+
 def warnings(sweep_dir: Path, reports: list[dict]) -> list[str]:
     """What the table can't show: jobs of this sweep without a report (another process held their directory,
-    or they are still running or were killed; a planned cell that was to run, too), and jobs that read different
-    data (a file changed between them)."""
+    or they are still running or were killed; a planned cell that was to run, too), jobs that never started
+    (the launcher's jobs.json names them), and jobs that read different data (a file changed between them)."""
     lines = []
     if Path(sweep_dir).is_dir():
         reported = {r["job"] for r in reports}
@@ -126,6 +130,14 @@ def warnings(sweep_dir: Path, reports: list[dict]) -> list[str]:
         if silent:
             lines.append(f"{len(silent)} job(s) have no report, so are not ranked: {', '.join(silent)} (another process "
                          "held the directory, or the job is still running or was killed; rerun the sweep to finish them)")
+        try:
+            meant = json.loads((Path(sweep_dir) / JOBS_FILE).read_text()).get("jobs") or []
+        except (OSError, ValueError, AttributeError):  # none (an older sweep, a JSONL of reports) or unreadable
+            meant = []
+        never = [name for name in dict.fromkeys(meant) if not (Path(sweep_dir) / name).is_dir()]
+        if never:
+            lines.append(f"{len(never)} job(s) never started, so are not ranked: {', '.join(never)} (the sweep stopped "
+                         "before them; rerun the sweep to run them)")
     data = {}
     for r in reports:
         if r.get("status") == "ok" and r.get("data_fingerprint"):

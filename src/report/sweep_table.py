@@ -25,12 +25,26 @@ def load_reports(sweep: Path) -> list[dict]:
         lines = [json.loads(line) for line in sweep.read_text().splitlines() if line.strip()]
         found = [(r.pop("label", None) or f"job{i}", r) for i, r in enumerate(lines)]
     else:
-        found = [(p.parent.name, json.loads(p.read_text())) for p in sorted(sweep.glob("*/report.json"))]
+        found = [(p.parent.name, _read_job(p)) for p in sorted(sweep.glob("*/report.json"))]
     reports = []
     for job, report in found:
         report["job"] = job
         reports.append(with_intervals(report))
     return reports + (with_predictions(sweep, reports) if sweep.is_dir() else [])
+
+
+def _read_job(path: Path) -> dict:
+    """A job's report.json, or a report of status `unreadable` saying what is wrong with the file: one corrupt
+    report is that job's row, never the end of the whole summary."""
+    try:
+        report = json.loads(path.read_text())
+        if isinstance(report, dict) and report.get("status"):
+            return report
+        why = "holds no report (no status)"
+    except (OSError, ValueError) as exc:
+        why = f"can't be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'empty'})"
+    return {"status": "unreadable", "error": f"{path} {why}; rerun the sweep to run that job again", "overrides": [],
+            "config": {}}
 
 
 PREDICTED = ("predicted", "predicted_oom")  # a planned sweep's cells that did not run: no measurement
