@@ -133,3 +133,23 @@ CLAIMS += [
 
 
 GRAPHS4, REGIONAL4 = Fig(S + "h100_graphs_4layer_call.jsonl", "g2k_model_graphs_fused"), Fig(S + "h100_graphs_4layer_call.jsonl", "g2k_regional")
+
+
+FUSED4, LIGER_EAGER2 = Fig(CALL4, "packed8k_compile_fused"), Fig(CALL2, "packed8k_liger")
+CLAIMS += [
+    # experiments/speed: the summary's Liger and fused-LoRA results, and call 4's ceilings
+    Claim("but lose to compile (1.10x,\nsame call) and lose again when combined with it (1.13x, same call)",
+          lambda: f"but lose to compile ({times(COMPILE_FP32_2, LIGER_EAGER2).split()[0]},\nsame call) and lose again when combined "
+                  f"with it ({times(COMPILE_FP32_2, LIGER2).split()[0]}, same call)"),
+    Claim("**The fused LoRA linear is a tie in bf16** (0.996x, intervals overlap)",
+          lambda: f"**The fused LoRA linear is a tie in bf16** ({quotient(FUSED4.rate, BF16_4.rate, FUSED4.call_id, BF16_4.call_id):.3f}x, "
+                  "intervals overlap)" if "a tie" in times(FUSED4, BF16_4) else "not a tie"),
+    Claim("bf16 GEMMs 781 TFLOP/s FLOP-weighted (79% of the datasheet peak),\na step of nothing but the base GEMMs 53.7k real tok/s; "
+          "FP8 (rowwise, operands pre-quantised) 1,364 TFLOP/s,\n93.8k tok/s",
+          lambda: f"bf16 GEMMs {BF16_4.get('flops.ceiling_tflops'):.0f} TFLOP/s FLOP-weighted "
+                  f"({BF16_4.get('flops.ceiling_tflops') / BF16_4.get('flops.peak_tflops'):.0%} of the datasheet peak),\na step of nothing "
+                  f"but the base GEMMs {k(BF16_4.get('flops.ceiling_tokens_per_s'))} real tok/s; FP8 (rowwise, operands pre-quantised) "
+                  f"{n(FP8_FUSED4.get('flops.ceiling_tflops'))} TFLOP/s,\n{k(FP8_FUSED4.get('flops.ceiling_tokens_per_s'))} tok/s"),
+    Claim("(22% -> 17%) reappears as copies",
+          lambda: f"({share(BF16_4.get('gpu_kernels')['elementwise'])} -> {share(FUSED4.get('gpu_kernels')['elementwise'])}) reappears as copies"),
+]
