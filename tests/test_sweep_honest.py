@@ -154,11 +154,38 @@ def test_a_cpu_sweep_of_large_effective_batches_is_estimated_before_it_starts_an
     assert none == ["sweep estimate: none (OSError: no data); the sweep runs as asked"]
 
 
-def test_the_estimate_times_a_family_on_its_own_model():
-    from src.plan import estimate
+def test_the_launcher_estimates_a_cpu_sweep_in_a_process_of_its_own_and_leaves_finished_jobs_out(tmp_path, monkeypatch,
+                                                                                                 caplog):
+    """estimate_first as the launcher calls it: each family's model built and timed in `python -m
+    src.plan.estimate`, the lines logged; a job already finished is not estimated, and a GPU sweep never is."""
+    import types
 
-    cells = _cells(("batch=1", *QUICK), ("batch=4", *QUICK))
-    timed = estimate.estimate([{"cell": k, **c} for k, c in cells.items()])
-    (fig,) = timed.values()
+    from src.plan import estimate
+    from tests.conftest import compose
+
+    def load_sweep_config(config, overrides):  # Hydra's: the job's config, its hydra.sweep.* included
+        cfg = compose(*overrides)
+        OmegaConf.set_struct(cfg, False)
+        cfg.hydra = {"sweep": {"dir": str(tmp_path), "subdir": "_".join(overrides)}}
+        return cfg
+
+    launcher = types.SimpleNamespace(params={}, repeats=1, config=OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}}),
+                                     hydra_context=types.SimpleNamespace(config_loader=types.SimpleNamespace(
+                                         load_sweep_config=load_sweep_config)))
+    jobs = [["batch=1", *QUICK], ["batch=4", *QUICK], ["batch=8", *QUICK]]
+    with caplog.at_level("INFO"):
+        assert planned_sweep.estimate_first(launcher, jobs) == []  # 4 steps of a few rows: not worth a build
+    assert "sweep estimate" not in caplog.text  # not even "none": nothing to say
+    finished = tmp_path / "_".join(jobs[2])
+    finished.mkdir()
+    (finished / "report.json").write_text(json.dumps({"status": "ok"}))
+    monkeypatch.setattr(estimate, "ESTIMATE_ROWS", 10)  # the parent decides; the probe itself is the real one
+    with caplog.at_level("INFO"):
+        said = planned_sweep.estimate_first(launcher, jobs)
+    assert said[0].startswith("sweep estimate (no GPU: each family timed on this CPU): 2 jobs, about ")
+    assert [line.split(":")[0] for line in said[2:]] == ["\tbatch=1", "\tbatch=4"] and said[0] in caplog.text
+    (fig,) = json.loads((tmp_path / ".plan" / "estimate.json").read_text()).values()
     assert set(fig["probes"]) == {"1", "4"} and fig["fixed_s"] > 0 and fig["optimizer_s"] > 0
     assert fig["a"] + fig["b"] * 4 == pytest.approx(fig["probes"]["4"])  # the line passes through the wider probe
+    launcher.params["gpus_per_node"] = 1
+    assert planned_sweep.estimate_first(launcher, jobs) == []  # a GPU: sweep.plan=predict's to predict

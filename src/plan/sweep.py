@@ -128,6 +128,10 @@ def estimate_first(launcher, job_overrides, first_idx: int = 0) -> list[str]:
     except Exception as exc:  # a job that can't compose says so itself when it runs: no estimate, never no sweep
         log.warning("sweep estimate: none (%s: %s)", type(exc).__name__, exc)
         return []
+    # a rerun of a finished sweep skips its finished jobs: they cost nothing to estimate (a changed config's report
+    # runs again, and is left out here all the same: an estimate, not the launcher's check)
+    cells = {key: c for key, c in cells.items() if c["config"].get("rerun") is True
+             or getattr(report_files.read(c["dir"] / "report.json"), "status", None) not in ("ok", "oom")}
     if not estimate.worth_it([c["config"] for c in cells.values()], launcher.repeats):
         return []
     for c in cells.values():
@@ -136,7 +140,8 @@ def estimate_first(launcher, job_overrides, first_idx: int = 0) -> list[str]:
     plan_dir.mkdir(parents=True, exist_ok=True)
     (plan_dir / "estimate_cells.json").write_text(json.dumps([
         {"cell": key, "family": c["family"], "config": c["config"]} for key, c in cells.items()]))
-    log.info("sweep estimate: no GPU here, so each family's micro-batch is timed on this CPU first (seconds)")
+    log.info("sweep estimate: no GPU here, so each family's micro-batch is timed on this CPU first (a build and a "
+             "few micro-batches: about a minute on a small CPU)")
     cmd = [sys.executable, "-m", f"{__name__.rsplit('.', 1)[0]}.estimate", str(plan_dir / "estimate_cells.json"),
            str(plan_dir / "estimate.json")]
     try:
