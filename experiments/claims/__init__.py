@@ -88,6 +88,16 @@ def _row(table: str, first: str) -> list[str]:
     raise KeyError(f"{table}: no row {first!r}")
 
 
+def quote(path: str, text: str) -> str:
+    """`text` where the committed file experiments/<path> says it word for word (a sweep's own summary.md, a
+    report.md): a figure quoted from a file is checked against that file."""
+    return text if text in (ROOT / "experiments" / path).read_text() else f"<not in {path}: {text}>"
+
+
+def quoted(path: str, *texts: str) -> list[Claim]:
+    return [Claim(t, lambda t=t: quote(path, t)) for t in texts]
+
+
 from experiments.claims import others, planner, speed  # noqa: E402  (they use the helpers above)
 
 CLAIMS: list[Claim] = [*speed.CLAIMS, *planner.CLAIMS, *others.CLAIMS]

@@ -1,7 +1,7 @@
 """Claims on the other experiments' files: twelve_x's loaders, scaling, saturation, tokenization, batch_vs_accum."""
 from __future__ import annotations
 
-from experiments.claims import ROOT, Claim, n, times, x_only
+from experiments.claims import ROOT, Claim, n, quoted, times, x_only
 from experiments.claims.speed import GRAPHS4, GRAPHS5, REGIONAL4, REGIONAL5
 from experiments.figures import Fig, quotient
 
@@ -159,3 +159,11 @@ CLAIMS += [
                   f"{_mean_k('h100_full_classifiers', 'classifier32', 'sped')} real tok/s with it"),
     Claim("17.3-17.4k real tok/s graphed against 3.1-3.5k as written", _graphs_calls),
 ]
+
+
+# experiments/batch_vs_accum: the sweep's own summary, quoted (its jobs shortened to "bs 16 x ga 2" in the README)
+CLAIMS += quoted("batch_vs_accum/results/summary.md",
+                 "9,217 (8,699-9,800) real tokens/s", "(8,714 (8,318-9,150))", "tie (1.05x, 0.97-1.15: within noise)",
+                 "for effective batch 8: bs 8 x ga 1 beats bs 4 x ga 2 by 1.87x (1.62-2.16)",
+                 "for effective batch 16: bs 16 x ga 1 beats bs 8 x ga 2 by 1.65x (1.53-1.78)",
+                 "for effective batch 32: bs 32 x ga 1 and bs 16 x ga 2 tie (1.03x, 0.96-1.10: within noise)")
