@@ -167,3 +167,10 @@ CLAIMS += quoted("batch_vs_accum/results/summary.md",
                  "for effective batch 8: bs 8 x ga 1 beats bs 4 x ga 2 by 1.87x (1.62-2.16)",
                  "for effective batch 16: bs 16 x ga 1 beats bs 8 x ga 2 by 1.65x (1.53-1.78)",
                  "for effective batch 32: bs 32 x ga 1 and bs 16 x ga 2 tie (1.03x, 0.96-1.10: within noise)")
+CLAIMS += [
+    *quoted("loop_overheads/results/pooled/summary.md", "debug=empty_cache by 1.51x (1.31-1.74)"),
+    *quoted("seed_loss69/results/h200_qwen3_default_before.txt", "12,015 (11,516-12,559)"),
+    *quoted("seed_loss69/results/h200_qwen3_default_after.txt", "12,042 (11,508-12,629)"),
+    *quoted("speedup/results/h100_measured_classifier8_report.md", "GPU busy 45%, idle waiting for the host 53%"),
+    *quoted("speed/results/h100_gpu_tests_after_refactor.log", "causal LM peaked 16% under"),
+]
