@@ -174,3 +174,30 @@ CLAIMS += [
     *quoted("speedup/results/h100_measured_classifier8_report.md", "GPU busy 45%, idle waiting for the host 53%"),
     *quoted("speed/results/h100_gpu_tests_after_refactor.log", "causal LM peaked 16% under"),
 ]
+
+
+def _kobart(size: int, accum: int) -> Fig:
+    return Fig("kobart_batch/results/h100_sweep/kobart_reports.jsonl",
+               f"batch.grad_accum={accum},batch.size={size},experiment=kobart_batch,logger=none")
+
+
+def _kobart_ratio(template: str, a: tuple[int, int], b: tuple[int, int]) -> str:
+    head, _, rest = times(_kobart(*a), _kobart(*b)).partition(" (")
+    low, high = rest.split(")")[0].split("-")
+    return template.format(x=head, low=low, high=high)
+
+
+CLAIMS += [
+    # experiments/kobart_batch: ratios of real tok/s (rows alike) with the batch-means intervals of figures.ratio
+    Claim("**bs 16 gives 2.10x the samples/s of bs 8 (real tok/s alike; 95% interval 1.51-2.92)",
+          lambda: _kobart_ratio("**bs 16 gives {x} the samples/s of bs 8 (real tok/s alike; 95% interval {low}-{high})", (16, 1), (8, 1))),
+    Claim("2.10x (95%: 1.51-2.92", lambda: _kobart_ratio("{x} (95%: {low}-{high}", (16, 1), (8, 1))),
+    Claim("bs 16 x ga 1 beats bs 8 x ga 2 by 1.63x (1.16-2.30)", lambda: _kobart_ratio("bs 16 x ga 1 beats bs 8 x ga 2 by {x} ({low}-{high})", (16, 1), (8, 2))),
+    Claim("(bs 8: 1.29x, 1.05-1.58)", lambda: _kobart_ratio("(bs 8: {x}, {low}-{high})", (8, 2), (8, 1))),
+    Claim("(1.38x, 0.85-2.27: within noise)", lambda: _kobart_ratio("({x}, {low}-{high}: within noise)", (16, 2), (16, 1))),
+    Claim("(0.142 s at bs 8, 0.136 s at\nbs 16)",
+          lambda: f"({_kobart(8, 1).get('step_time_s.mean'):.3f} s at bs 8, {_kobart(16, 1).get('step_time_s.mean'):.3f} s at\nbs 16)"),
+    Claim("The GPU was busy 6-12% of each step",
+          lambda: (lambda b: f"The GPU was busy {min(b) * 100:.0f}-{max(b):.0%} of each step")(
+              [_kobart(s, a).get("gpu_busy_fraction") for s in (8, 16) for a in (1, 2)])),
+]
