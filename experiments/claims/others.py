@@ -201,3 +201,48 @@ CLAIMS += [
           lambda: (lambda b: f"The GPU was busy {min(b) * 100:.0f}-{max(b):.0%} of each step")(
               [_kobart(s, a).get("gpu_busy_fraction") for s in (8, 16) for a in (1, 2)])),
 ]
+
+
+POOLED = "loop_overheads/results/pooled/reports.jsonl"
+ROUNDS = {"none": (0, 1, 2, 3), "other": (0, 1, 3)}  # `none` ran a fourth time (the cut third round, call 1)
+
+
+def _habit(habit: str, repeat: int) -> Fig:
+    return Fig(POOLED, f"debug={habit},experiment=loop_overheads,logger=none,model=qwen3" + (f",repeat={repeat}" if repeat else ""))
+
+
+def _habit_ms(habit: str, key: str = "step_time_s.mean", calls: tuple[str, ...] | None = None) -> list[float]:
+    runs = [_habit(habit, r) for r in ROUNDS["none" if habit == "none" else "other"]]
+    return [f.get(key) * 1000 for f in runs if calls is None or f.call_id in calls]
+
+
+def _rounds(habit: str) -> list[float]:
+    """`none` over the habit, round by round (one call each: rounds 1-2 in call 1, round 3 in call 2)."""
+    return [quotient(_habit("none", r).rate, _habit(habit, r).rate, _habit("none", r).call_id, _habit(habit, r).call_id) for r in (0, 1, 3)]
+
+
+def _empty_cache() -> str:
+    clean, cost = (sum(x) / len(x) for x in (_habit_ms("none"), _habit_ms("empty_cache")))
+    return (f"+{cost - clean:.0f} ms a step\n  ({cost:.0f} against {clean:.0f}), every one of its runs slower than every clean one, "
+            f"in both calls. On a 300k-row epoch at\n  bs 8 ({300_000 // 8:,} steps) that is about {300_000 // 8 * (cost - clean) / 1000 / 60:.0f} minutes")
+
+
+def _launch_first_call() -> str:
+    first = ("loop_overheads_call1",)
+    cost, clean = _habit_ms("empty_cache", "host_s.launch", first), _habit_ms("none", "host_s.launch", first)
+    return f"(host launch time {min(cost):.0f}-{max(cost):.0f}\n  ms against {min(clean):.0f}-{max(clean):.0f} ms in the first call)"
+
+
+CLAIMS += [
+    # experiments/loop_overheads: the habits round by round (ratios inside a call) and empty_cache's cost
+    Claim("+135 ms a step\n  (400 against 265), every one of its runs slower than every clean one, in both calls. On a 300k-row epoch at\n"
+          "  bs 8 (37,500 steps) that is about 84 minutes", _empty_cache),
+    Claim("(host launch time 336-368\n  ms against 238-272 ms in the first call)", _launch_first_call),
+    Claim("round `none` ran 1.01x, 0.98x and 1.18x its speed.",
+          lambda: "round `none` ran {}x, {}x and {}x its speed.".format(*(f"{x:.2f}" for x in _rounds("item_sync")))),
+    Claim("1.18x (1.11-1.26), but that interval is the steps' noise",
+          lambda: f"{times(_habit('none', 3), _habit('item_sync', 3))}, but that interval is the steps' noise"),
+    Claim("Round by round `none` ran\n  0.87-1.08x their speed.",
+          lambda: (lambda x: f"Round by round `none` ran\n  {min(x):.2f}-{max(x):.2f}x their speed.")(
+              _rounds("pandas_concat") + _rounds("cudnn_deterministic"))),
+]
