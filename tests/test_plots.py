@@ -145,9 +145,12 @@ def test_loss_is_drawn_against_samples_seen_or_tokens_seen_for_a_token_budget():
     assert plots.loss_figure(mixed, summary.table(mixed)).axes[0].get_xlabel() == "optimizer step"
 
 
-@pytest.mark.parametrize("case", ["one row", "all failed", "nan columns", "cpu sweep"])
+@pytest.mark.parametrize("case", ["one row", "all failed", "nan columns", "cpu sweep", "a stalled job"])
 def test_plots_survive_odd_tables(case, tmp_path):
-    if case == "one row":
+    if case == "a stalled job":  # finished, unranked (rank NA): the README's CPU sweep on a busy host made one
+        reports = _sweep(device="cpu", memory={"peak_rss_gb": 1.5})
+        reports[0]["flags"] = {"reasons": ["stalled: the process stood still for 3.0 s inside the timed window"]}
+    elif case == "one row":
         reports = [_report(8, 1, 1000, ci=None)]
     elif case == "all failed":
         reports = [_report(s, 1, None, status=st) for s, st in ((8, "oom"), (16, "error"))]
@@ -164,7 +167,7 @@ def test_plots_survive_odd_tables(case, tmp_path):
     assert paths and all(p.stat().st_size > 3000 for p in paths)
     names = {p.name for p in paths}
     assert {"throughput_by_config.png", "throughput_vs_batch.png", "memory_vs_batch.png"} <= names
-    assert ("throughput_heatmap.png" in names) == (case in ("nan columns", "cpu sweep"))  # a batch x grad_accum grid
+    assert ("throughput_heatmap.png" in names) == (case in ("nan columns", "cpu sweep", "a stalled job"))  # a batch x grad_accum grid
     if case == "all failed":
         assert "step_breakdown.png" not in names and "loss_curves.png" not in names
         ax = plots.figures(df)["throughput_vs_batch"].axes[0]

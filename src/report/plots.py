@@ -39,6 +39,14 @@ def figures(df: pd.DataFrame, model: str | None = None) -> dict:
     return {name: fig for name, fig in built.items() if fig is not None}
 
 
+def _rank_1(df: pd.DataFrame) -> pd.Series:
+    """The rows of rank 1. A finished job can have no rank (a stalled one: src/report/sweep_table.py tiers), and
+    `rank == 1` is then NA, which no `if` can read."""
+    if "rank" not in df:
+        return pd.Series(False, index=df.index)
+    return (df["rank"] == 1).fillna(False).astype(bool)
+
+
 def _grid_sweep(df: pd.DataFrame) -> bool:
     """A batch x grad_accum sweep and nothing else: each cell one config (a padding or precision sweep would put
     several configs in one cell, and a cell shows one)."""
@@ -69,7 +77,7 @@ def bars_figure(df: pd.DataFrame, where: str):
     low, high = _column(ok, "real_tok_s_low"), _column(ok, "real_tok_s_high")
     y = ok["real_tok_s"]
     xerr = [(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)]
-    first = (ok["rank"] == 1) if "rank" in ok else pd.Series(False, index=ok.index)
+    first = _rank_1(ok)
     colours = ["darkgoldenrod" if f else "steelblue" for f in first]
     ax.barh(range(len(failed) + len(guessed), rows), y, xerr=xerr, color=colours, capsize=3)
     labels = [f"{r['job']} ({str(r['status']).upper()})" for _, r in failed.iterrows()]
@@ -108,7 +116,7 @@ def throughput_figure(df: pd.DataFrame, where: str):
             for _, r in rest.iterrows():
                 ax.annotate(r["job"], (r["batch"], r["real_tok_s"]), xytext=(4, -8), textcoords="offset points",
                             fontsize=6)
-    best = ok[ok["rank"] == 1] if "rank" in ok else ok.iloc[:0]
+    best = ok[_rank_1(ok)]
     if not best.empty:  # ties share rank 1: each is marked; an open star keeps its line's point visible
         ax.scatter(best["batch"], best["real_tok_s"], marker="*", s=380, facecolor="none", edgecolor="darkgoldenrod",
                    linewidths=1.5, zorder=4,
@@ -139,7 +147,7 @@ def heatmap_figure(df: pd.DataFrame, where: str):
     fig, ax = _figure(2.2 + 1.1 * len(sizes), 1.4 + 0.8 * len(accums))
     grid = (df[_ok(df)].groupby(["grad_accum", "batch"])["real_tok_s"].max().unstack()
             .reindex(index=accums, columns=sizes).to_numpy(dtype=float))
-    first = {(r["grad_accum"], r["batch"]) for _, r in df[_ok(df)].iterrows() if r.get("rank") == 1}
+    first = {(r["grad_accum"], r["batch"]) for _, r in df[_ok(df) & _rank_1(df)].iterrows()}
     image = ax.imshow(grid, cmap="viridis", aspect="auto")
     finite = np.isfinite(grid)
     if finite.any():
