@@ -43,6 +43,7 @@ ALLOWED = [re.compile(p) for p in (
     r"waits 30 s|60 steps, 5 of warm-up|a 24 GB one|\d+ GB cap|loss scale as yours: 2x",
     r"(?:torch|pandas|transformers|peft|datasets|tokenizers|Python) \d+\.\d+",  # versions
     r"\d+ steps(?: each| \(\d+ warm-up\)|, \d+ of (?:them )?warm-up)",  # a run's length, as configured
+    r"(?:[Tt]he |a |of the )12x\b|12x (?:slower|slowdown|report|ladder)",  # the field report's name
     r"(?<![\d.])(?:2|4|5|8|12|16|24|32)k\b(?! real| tok)",  # a token budget (8k packs), not a rate (25.1k real tok/s)
     r"[<>]= ?\d[\d.,]*(?:x|%|k)?|\+-\d+%",  # a goal's threshold (>= 1.15x, +-15%), not a result
     r"\b\d+ x (?:ga\b|grad_accum|\d)|\bbs \d+ x\b",  # a batch split (bs 8 x ga 2, 32 x 320), not a ratio

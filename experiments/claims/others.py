@@ -246,3 +246,41 @@ CLAIMS += [
           lambda: (lambda x: f"Round by round `none` ran\n  {min(x):.2f}-{max(x):.2f}x their speed.")(
               _rounds("pandas_concat") + _rounds("cudnn_deterministic"))),
 ]
+
+
+LADDER, LADDER_C = "twelve_x_slowdown/results/ladder/reports.jsonl", "twelve_x_slowdown/results/ladder_c/reports.jsonl"
+
+
+def _ladder_c() -> dict[str, Fig]:
+    return {label: Fig(LADDER_C, label) for label in ("rung_3_env_a", "rung_4_bf16_a", "rung_4_bf16_b", "rung_3_env_b")}
+
+
+def _bf16_ties() -> str:
+    c = _ladder_c()
+    r4, r3 = (c["rung_4_bf16_a"].rate + c["rung_4_bf16_b"].rate) / 2, (c["rung_3_env_a"].rate + c["rung_3_env_b"].rate) / 2
+    pair = lambda a, b: times(a, b).removesuffix(": a tie")  # noqa: E731  (each pair, earlier run over later)
+    return (f"**bf16 ties TF32 here: {quotient(r4, r3, c['rung_4_bf16_a'].call_id, c['rung_3_env_a'].call_id):.2f}x** (rung 4's two runs "
+            f"{n(r4)} against rung 3's {n(r3)}; each same-position pair ties,\n  {pair(c['rung_3_env_a'], c['rung_4_bf16_a'])} and "
+            f"{pair(c['rung_4_bf16_b'], c['rung_3_env_b'])}). Across calls it read "
+            f"{times(Fig(LADDER, 'rung_4_bf16'), Fig(LADDER, 'rung_3_env'), across_calls=True).split('x')[0]}")
+
+
+def _epochs() -> str:
+    before, best = (Fig(LADDER, label).get("throughput.samples_per_s") for label in ("rung_0_before", "rung_8_padding_free"))
+    return (f"3M rows at the \"before\"'s {before:.2f} samples/s take {3e6 / before / 3600:.0f} h, 300k take {3e5 / before / 3600:.0f} h; "
+            f"at the best rung's {best:.0f} samples/s (call B),\n3M rows take {3e6 / best / 3600:.1f} h")
+
+
+CLAIMS += [
+    # experiments/twelve_x_slowdown: rungs 3 and 4 in call C (A-B-B-A), the epochs the ladder's rates give
+    Claim("**bf16 ties TF32 here: 0.99x** (rung 4's two runs 3,192 against rung 3's 3,238; each same-position pair ties,\n"
+          "  1.05x (0.94-1.17) and 1.02x (0.92-1.13)). Across calls it read 0.87", _bf16_ties),
+    Claim("ran 1.12x (1.08-1.16) apart as first and last process of this call",
+          lambda: f"ran {times(_ladder_c()['rung_3_env_a'], _ladder_c()['rung_3_env_b'])} apart as first and last process of this call"),
+    Claim("(launch 0.98-1.10 s of 0.99-1.11 s)",
+          lambda: (lambda fs: f"(launch {min(f.get('host_s.launch') for f in fs):.2f}-{max(f.get('host_s.launch') for f in fs):.2f} s of "
+                   f"{min(f.get('step_time_s.mean') for f in fs):.2f}-{max(f.get('step_time_s.mean') for f in fs):.2f} s)")(
+              list(_ladder_c().values()))),
+    Claim("3M rows at the \"before\"'s 5.86 samples/s take 142 h, 300k take 14 h; at the best rung's 131 samples/s (call B),\n"
+          "3M rows take 6.4 h", _epochs),
+]
