@@ -197,8 +197,9 @@ def test_fastest_asked_alone_runs_the_leader_and_what_overlaps_it_not_the_top_3(
 def test_the_plugin_imports_the_way_hydras_plugin_scan_does():
     """Hydra runs each plugin module before putting it in sys.modules: a dataclass with string annotations
     (from __future__ import annotations) fails there. The planner is the package's (src/plan/), so the plugin
-    left to scan is the launcher, a thin adapter."""
-    assert sorted(p.name for p in (ROOT / "hydra_plugins" / "trainsweep").glob("*.py")) == ["__init__.py", "launcher.py"]
+    left to scan is the launcher, a thin adapter, and its SLURM executor's adapter."""
+    assert sorted(p.name for p in (ROOT / "hydra_plugins" / "trainsweep").glob("*.py")) == ["__init__.py", "launcher.py",
+                                                                                              "slurm.py"]
     code = ("import importlib.util as u; s = u.spec_from_file_location('scanned', 'hydra_plugins/trainsweep/launcher.py'); "
             "m = u.module_from_spec(s); s.loader.exec_module(m); print(m.IsolatedLauncherConf().plan)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

@@ -263,14 +263,15 @@ def first_step_workspace(device: str, warm) -> int:
 
 def peak_parts(fixed: dict, activations: float, workspace: float, grad_accum: int = 1, largest_grad: float = 0) -> dict:
     """The predicted peak's parts in GB (their sum is the peak, the run's and the planner's): weights and state
-    (`fixed`, bytes), activations, workspace, and how the gradients overlap the activations (full fine-tunes on an
-    H200, experiments/speed: the plain sum was 14% high at grad_accum 1, 7% low at 2). At 1 a step's gradients
-    are made as its activations are freed: the larger of the two, the gradients with one more largest gradient;
-    at > 1 the kept gradients sit under the next micro-batch's activations, that copy on top."""
+    (`fixed`, bytes), activations, workspace, and how the gradients overlap the activations. Full fine-tunes on
+    an H200 (experiments/speed, table speed/memory_fullft: 4-36 layers, fp32 and bf16, grad_accum 1-4) put the
+    peak, at grad_accum 1, at the activations with one largest gradient, or at all the gradients where those are
+    larger (a short batch: the optimizer step's peak); at > 1 at the kept gradients under the next micro-batch's
+    activations, one largest gradient on top. The plain sum was up to 14% high at 1 and 7% low at 2."""
     parts = {**fixed, "activations": activations, "workspace": workspace}
     grads = fixed.get("grads")
     if grads is not None:
-        at_peak = grads + activations + largest_grad if grad_accum > 1 else max(activations, grads + largest_grad)
+        at_peak = grads + activations + largest_grad if grad_accum > 1 else max(activations + largest_grad, grads)
         parts["gradient_overlap"] = at_peak - grads - activations
     return {k: v / 2**30 for k, v in parts.items()}
 
