@@ -47,13 +47,13 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     out_dir.mkdir(parents=True, exist_ok=True)
     from .train import checkpoints
 
-    made_under = checkpoints.config_of(cfg)  # stamped into each checkpoint: a resume continues only this config's
-    resume_from = refused_resume = None
-    if cfg.resume and cfg.mode == "train":
-        try:
-            resume_from = checkpoints.last_checkpoint(out_dir, cfg)
-        except ConfigError as exc:  # said after the config's own checks
-            refused_resume = exc
+    made_under = resume_from = refused_resume = None
+    try:  # stamped into each checkpoint: a resume continues only this config's, of the same data
+        made_under = checkpoints.config_of(cfg, report_files.data_fingerprint(cfg))
+        if cfg.resume and cfg.mode == "train":
+            resume_from = checkpoints.last_checkpoint(out_dir, cfg, made_under.get(checkpoints.DATA))
+    except ConfigError as exc:  # said after the config's own checks
+        refused_resume = exc
     if writer and refused_resume is None:  # a refused resume keeps the config its checkpoints were made with
         files.atomic_write(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),

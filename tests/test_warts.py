@@ -233,3 +233,19 @@ def test_a_sweep_writes_the_jobs_it_will_run_before_the_first_starts(tmp_path):
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     names = json.loads((tmp_path / "jobs.json").read_text())["jobs"]
     assert len(names) == 2 and all((tmp_path / name / "report.json").is_file() for name in names)
+
+
+# -- resume: a checkpoint of other data ------------------------------------------------------------------------------
+def test_resume_after_the_data_changed_its_classes_is_one_line_not_a_size_mismatch(tmp_path, private_cache):
+    from src.run import run
+
+    data = tmp_path / "train.csv"
+    args = [*QUICK, "trainer.save_steps=2", "diagnostics.enabled=false", "data=files", f"data.train_file={data}"]
+    data.write_text("text,label\n" + "".join(f"word{i} thing,{'ab'[i % 2]}\n" for i in range(16)))
+    assert run(compose(*args), tmp_path / "run")["status"] == "ok"
+    (tmp_path / "run" / "report.json").unlink()  # as if killed after its last checkpoint
+    data.write_text("text,label\n" + "".join(f"word{i} thing,{'abc'[i % 3]}\n" for i in range(16)))  # three classes now
+    rep = run(compose(*args, "resume=true"), tmp_path / "run")
+    assert rep["status"] == "config_error" and "resumed_from" not in rep  # was an error: size mismatch, "resumed"
+    assert rep["error"].startswith("resume=True: the config changed since the run it would continue (data files' "
+                                   "content: ")

@@ -55,15 +55,22 @@ def incomplete(checkpoint: Path) -> str | None:
     return None
 
 
-def config_of(cfg) -> dict:
-    """What a checkpoint belongs to: the resolved config, flat, how-to-run keys (resume, rerun) left out. Taken at
-    the run's start, before the data fills in task.num_labels or trainer.epochs' steps."""
+DATA = "data files' content"  # a key beside the config's: the rows decide num_labels, so the head's shape
+
+
+def config_of(cfg, data: str | None = None) -> dict:
+    """What a checkpoint belongs to: the resolved config, flat, how-to-run keys (resume, rerun) left out, and the
+    data files' content hash (report.files.data_fingerprint; None for synthetic rows, which the config makes).
+    Taken at the run's start, before the data fills in task.num_labels or trainer.epochs' steps: a file of
+    three classes where the checkpoint's had two was a size-mismatch traceback beside "resumed"."""
     from omegaconf import OmegaConf
 
     from ..config.schema import HOW_NOT_WHAT
 
     flat = _flat(OmegaConf.to_container(cfg, resolve=True))
     kept = {k: v for k, v in flat.items() if k.split(".")[0] not in HOW_NOT_WHAT and k.split(".")[0] != "hydra"}
+    if data is not None:
+        kept[DATA] = data
     return json.loads(json.dumps(kept, default=str))  # as the checkpoint's JSON gives it back, to compare alike
 
 
@@ -80,7 +87,7 @@ def changes(before: dict, now: dict) -> list[str]:
     return [f"{k}: {before.get(k, '(none)')} -> {now.get(k, '(none)')}" for k in keys]
 
 
-def last_checkpoint(out_dir: Path, cfg=None) -> str:
+def last_checkpoint(out_dir: Path, cfg=None, data: str | None = None) -> str:
     """The newest checkpoint in this run directory that loads, holds everything a resume restores and was made
     under this config (any config when cfg is None); each newer one is named in a warning with why it is
     skipped. None: a ConfigError, naming what changed when the newest complete one is another config's. The run
@@ -90,13 +97,13 @@ def last_checkpoint(out_dir: Path, cfg=None) -> str:
 
     folder = Path(out_dir) / "checkpoints"
     found = sorted(folder.glob("checkpoint-*[0-9]"), key=lambda p: int(p.name.rsplit("-", 1)[1]), reverse=True)
-    now = config_of(cfg) if cfg is not None else None
+    now = config_of(cfg, data) if cfg is not None else None
     other, first_problem = None, None
     for checkpoint in found:
         problem = unreadable(checkpoint) or incomplete(checkpoint)
         if problem is None and now is not None:
             made = _flat(json.loads((checkpoint / STAMP).read_text()).get("config") or {})
-            if diff := changes(made, now):
+            if diff := changes(made, now if DATA in made else {k: v for k, v in now.items() if k != DATA}):  # older stamps
                 other = other or (checkpoint, diff)
                 problem = f"made under another config ({'; '.join(diff[:4])}{'; ...' if len(diff) > 4 else ''})"
         if problem is None:
