@@ -1,0 +1,117 @@
+"""Claims on kobart_batch, loop_overheads and twelve_x_slowdown's files: ratios inside a call, costs per step."""
+from __future__ import annotations
+
+from experiments.claims import Claim, n, times
+from experiments.figures import Fig, quotient
+
+CLAIMS: list = []
+
+
+def _kobart(size: int, accum: int) -> Fig:
+    return Fig("kobart_batch/results/h100_sweep/kobart_reports.jsonl",
+               f"batch.grad_accum={accum},batch.size={size},experiment=kobart_batch,logger=none")
+
+
+def _kobart_ratio(template: str, a: tuple[int, int], b: tuple[int, int]) -> str:
+    head, _, rest = times(_kobart(*a), _kobart(*b)).partition(" (")
+    low, high = rest.split(")")[0].split("-")
+    return template.format(x=head, low=low, high=high)
+
+
+CLAIMS += [
+    # experiments/kobart_batch: ratios of real tok/s (rows alike) with the batch-means intervals of figures.ratio
+    Claim("**bs 16 gives 2.10x the samples/s of bs 8 (real tok/s alike; 95% interval 1.51-2.92)",
+          lambda: _kobart_ratio("**bs 16 gives {x} the samples/s of bs 8 (real tok/s alike; 95% interval {low}-{high})", (16, 1), (8, 1))),
+    Claim("2.10x (95%: 1.51-2.92", lambda: _kobart_ratio("{x} (95%: {low}-{high}", (16, 1), (8, 1))),
+    Claim("bs 16 x ga 1 beats bs 8 x ga 2 by 1.63x (1.16-2.30)", lambda: _kobart_ratio("bs 16 x ga 1 beats bs 8 x ga 2 by {x} ({low}-{high})", (16, 1), (8, 2))),
+    Claim("(bs 8: 1.29x, 1.05-1.58)", lambda: _kobart_ratio("(bs 8: {x}, {low}-{high})", (8, 2), (8, 1))),
+    Claim("(1.38x, 0.85-2.27: within noise)", lambda: _kobart_ratio("({x}, {low}-{high}: within noise)", (16, 2), (16, 1))),
+    Claim("(0.142 s at bs 8, 0.136 s at\nbs 16)",
+          lambda: f"({_kobart(8, 1).get('step_time_s.mean'):.3f} s at bs 8, {_kobart(16, 1).get('step_time_s.mean'):.3f} s at\nbs 16)"),
+    Claim("The GPU was busy 6-12% of each step",
+          lambda: (lambda b: f"The GPU was busy {min(b) * 100:.0f}-{max(b):.0%} of each step")(
+              [_kobart(s, a).get("gpu_busy_fraction") for s in (8, 16) for a in (1, 2)])),
+]
+
+
+POOLED = "loop_overheads/results/pooled/reports.jsonl"
+ROUNDS = {"none": (0, 1, 2, 3), "other": (0, 1, 3)}  # `none` ran a fourth time (the cut third round, call 1)
+
+
+def _habit(habit: str, repeat: int) -> Fig:
+    return Fig(POOLED, f"debug={habit},experiment=loop_overheads,logger=none,model=qwen3" + (f",repeat={repeat}" if repeat else ""))
+
+
+def _habit_ms(habit: str, key: str = "step_time_s.mean", calls: tuple[str, ...] | None = None) -> list[float]:
+    runs = [_habit(habit, r) for r in ROUNDS["none" if habit == "none" else "other"]]
+    return [f.get(key) * 1000 for f in runs if calls is None or f.call_id in calls]
+
+
+def _rounds(habit: str) -> list[float]:
+    """`none` over the habit, round by round (one call each: rounds 1-2 in call 1, round 3 in call 2)."""
+    return [quotient(_habit("none", r).rate, _habit(habit, r).rate, _habit("none", r).call_id, _habit(habit, r).call_id) for r in (0, 1, 3)]
+
+
+def _empty_cache() -> str:
+    clean, cost = (sum(x) / len(x) for x in (_habit_ms("none"), _habit_ms("empty_cache")))
+    return (f"+{cost - clean:.0f} ms a step\n  ({cost:.0f} against {clean:.0f}), every one of its runs slower than every clean one, "
+            f"in both calls. On a 300k-row epoch at\n  bs 8 ({300_000 // 8:,} steps) that is about {300_000 // 8 * (cost - clean) / 1000 / 60:.0f} minutes")
+
+
+def _launch_first_call() -> str:
+    first = ("loop_overheads_call1",)
+    cost, clean = _habit_ms("empty_cache", "host_s.launch", first), _habit_ms("none", "host_s.launch", first)
+    return f"(host launch time {min(cost):.0f}-{max(cost):.0f}\n  ms against {min(clean):.0f}-{max(clean):.0f} ms in the first call)"
+
+
+CLAIMS += [
+    # experiments/loop_overheads: the habits round by round (ratios inside a call) and empty_cache's cost
+    Claim("+135 ms a step\n  (400 against 265), every one of its runs slower than every clean one, in both calls. On a 300k-row epoch at\n"
+          "  bs 8 (37,500 steps) that is about 84 minutes", _empty_cache),
+    Claim("(host launch time 336-368\n  ms against 238-272 ms in the first call)", _launch_first_call),
+    Claim("round `none` ran 1.01x, 0.98x and 1.18x its speed.",
+          lambda: "round `none` ran {}x, {}x and {}x its speed.".format(*(f"{x:.2f}" for x in _rounds("item_sync")))),
+    Claim("1.18x (1.11-1.26), but that interval is the steps' noise",
+          lambda: f"{times(_habit('none', 3), _habit('item_sync', 3))}, but that interval is the steps' noise"),
+    Claim("Round by round `none` ran\n  0.87-1.08x their speed.",
+          lambda: (lambda x: f"Round by round `none` ran\n  {min(x):.2f}-{max(x):.2f}x their speed.")(
+              _rounds("pandas_concat") + _rounds("cudnn_deterministic"))),
+]
+
+
+LADDER, LADDER_C = "twelve_x_slowdown/results/ladder/reports.jsonl", "twelve_x_slowdown/results/ladder_c/reports.jsonl"
+
+
+def _ladder_c() -> dict[str, Fig]:
+    return {label: Fig(LADDER_C, label) for label in ("rung_3_env_a", "rung_4_bf16_a", "rung_4_bf16_b", "rung_3_env_b")}
+
+
+def _bf16_ties() -> str:
+    c = _ladder_c()
+    r4, r3 = (c["rung_4_bf16_a"].rate + c["rung_4_bf16_b"].rate) / 2, (c["rung_3_env_a"].rate + c["rung_3_env_b"].rate) / 2
+    pair = lambda a, b: times(a, b).removesuffix(": a tie")  # noqa: E731  (each pair, earlier run over later)
+    return (f"**bf16 ties TF32 here: {quotient(r4, r3, c['rung_4_bf16_a'].call_id, c['rung_3_env_a'].call_id):.2f}x** (rung 4's two runs "
+            f"{n(r4)} against rung 3's {n(r3)}; each same-position pair ties,\n  {pair(c['rung_3_env_a'], c['rung_4_bf16_a'])} and "
+            f"{pair(c['rung_4_bf16_b'], c['rung_3_env_b'])}). Across calls it read "
+            f"{times(Fig(LADDER, 'rung_4_bf16'), Fig(LADDER, 'rung_3_env'), across_calls=True).split('x')[0]}")
+
+
+def _epochs() -> str:
+    before, best = (Fig(LADDER, label).get("throughput.samples_per_s") for label in ("rung_0_before", "rung_8_padding_free"))
+    return (f"3M rows at the \"before\"'s {before:.2f} samples/s take {3e6 / before / 3600:.0f} h, 300k take {3e5 / before / 3600:.0f} h; "
+            f"at the best rung's {best:.0f} samples/s (call B),\n3M rows take {3e6 / best / 3600:.1f} h")
+
+
+CLAIMS += [
+    # experiments/twelve_x_slowdown: rungs 3 and 4 in call C (A-B-B-A), the epochs the ladder's rates give
+    Claim("**bf16 ties TF32 here: 0.99x** (rung 4's two runs 3,192 against rung 3's 3,238; each same-position pair ties,\n"
+          "  1.05x (0.94-1.17) and 1.02x (0.92-1.13)). Across calls it read 0.87", _bf16_ties),
+    Claim("ran 1.12x (1.08-1.16) apart as first and last process of this call",
+          lambda: f"ran {times(_ladder_c()['rung_3_env_a'], _ladder_c()['rung_3_env_b'])} apart as first and last process of this call"),
+    Claim("(launch 0.98-1.10 s of 0.99-1.11 s)",
+          lambda: (lambda fs: f"(launch {min(f.get('host_s.launch') for f in fs):.2f}-{max(f.get('host_s.launch') for f in fs):.2f} s of "
+                   f"{min(f.get('step_time_s.mean') for f in fs):.2f}-{max(f.get('step_time_s.mean') for f in fs):.2f} s)")(
+              list(_ladder_c().values()))),
+    Claim("3M rows at the \"before\"'s 5.86 samples/s take 142 h, 300k take 14 h; at the best rung's 131 samples/s (call B),\n"
+          "3M rows take 6.4 h", _epochs),
+]
