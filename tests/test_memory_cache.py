@@ -56,3 +56,14 @@ def test_a_cache_it_cannot_write_costs_only_the_next_run(tmp_path, monkeypatch):
     monkeypatch.setattr(memory_cache.files, "CACHE", blocked)  # a file where the directory should be
     value, source = memory_cache.remembered("k", lambda: {"per_layer": 1, "outside": 0, "layers": 1, "workspace": 0})
     assert value["per_layer"] == 1 and source is None
+
+
+def test_a_change_to_the_model_code_makes_new_traces(monkeypatch, tmp_path):
+    base = key_of()
+    package = tmp_path / "model"
+    package.mkdir()
+    for source in (memory_cache.Path(memory_cache.__file__).parent).glob("*.py"):
+        (package / source.name).write_bytes(source.read_bytes())
+    (package / "memory_model.py").write_text((package / "memory_model.py").read_text() + "\n# a fix\n")
+    monkeypatch.setattr(memory_cache, "__file__", str(package / "memory_cache.py"))
+    assert key_of() != base

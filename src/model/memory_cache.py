@@ -8,7 +8,8 @@ second job of a sweep at the same shapes (or a rerun) reads the first one's trac
 
 The key is everything of the resolved config except the keys listed below (a key missed here costs a cache miss,
 never a wrong prediction), the model's HF config, what `auto` became on this machine, the card, the versions of
-torch, transformers and peft, and the widest batch's tensors byte for byte."""
+torch, transformers and peft, this package's own source (a fixed trace or model build makes new traces), and the
+widest batch's tensors byte for byte."""
 from __future__ import annotations
 
 import hashlib
@@ -48,6 +49,8 @@ def key(cfg, res, conf, batch: dict) -> str:
         for name in names:
             (config.get(group) or {}).pop(name, None)
     h = hashlib.blake2b(digest_size=12)
+    for source in sorted(Path(__file__).parent.glob("*.py")):  # the trace, the copies' build, the paths they take
+        h.update(source.read_bytes())
     card = torch.cuda.get_device_name() if res.device == "cuda" else res.device
     h.update(json.dumps({"config": config, "model": conf.to_dict(), "resolved": {k: str(v) for k, v in vars(res).items()},
                          "card": card, "versions": [torch.__version__, transformers.__version__, peft.__version__]},
