@@ -144,3 +144,16 @@ CLAIMS += [
     *quoted("speedup/results/h100_measured_classifier8_report.md", "GPU busy 45%, idle waiting for the host 53%"),
     *quoted("speed/results/h100_gpu_tests_after_refactor.log", "causal LM peaked 16% under"),
 ]
+
+
+FULL_FT = Fig(SCALING, "one_gpu_full_ft_fp32")
+CLAIMS += [
+    # experiments/scaling: DDP's step and busy against one GPU (one call), the full fine-tune's memory
+    Claim("Each rank's step takes 9% longer than the single GPU's (0.356 against 0.326 s",
+          lambda: f"Each rank's step takes {DDP2.get('step_time_s.mean') / ONE_GPU.get('step_time_s.mean') - 1:.0%} longer than the "
+                  f"single GPU's ({DDP2.get('step_time_s.mean'):.3f} against {ONE_GPU.get('step_time_s.mean'):.3f} s"),
+    Claim("the GPU is busier (91%\n  against 77%", lambda: f"the GPU is busier ({DDP2.get('gpu_busy_fraction'):.0%}\n  against {ONE_GPU.get('gpu_busy_fraction'):.0%}"),
+    Claim("(60.4 GB allocated on the H200; the memory model said\n  72.0, 19% high)",
+          lambda: (lambda m, p: f"({m:.1f} GB allocated on the H200; the memory model said\n  {p:.1f}, {p / m - 1:.0%} high)")(
+              FULL_FT.get("memory_gb.peak_allocated"), FULL_FT.get("memory_predicted_gb.peak_allocated"))),
+]
