@@ -157,3 +157,37 @@ CLAIMS += [
           lambda: (lambda m, p: f"({m:.1f} GB allocated on the H200; the memory model said\n  {p:.1f}, {p / m - 1:.0%} high)")(
               FULL_FT.get("memory_gb.peak_allocated"), FULL_FT.get("memory_predicted_gb.peak_allocated"))),
 ]
+
+
+def _speedup_row(path: str, mode: str, call: str | None = None) -> dict:
+    from experiments.figures import _records, row_call
+
+    return next(r for r in _records(f"speedup/results/{path}.jsonl")
+                if r["mode"] == mode and r["script"] == "classifier8" and (call is None or row_call(r) == call))
+
+
+def _step(r: dict) -> float:
+    """A speedup run's step: the Trainer's train_runtime over its 60 steps (a graphed run's compile is in speedup_s)."""
+    return r["train_runtime"] / 60
+
+
+def _graphs_cost() -> str:
+    s1 = _speedup_row("h100_graphs_call1", "sped")
+    g2, g3 = (_speedup_row("h100_graphs_calls2_3", "graphs", f"h100_graphs_call{i}") for i in (2, 3))
+    pay = lambda g: f"~{round((g['speedup_s'] - s1['speedup_s']) / (_step(s1) - _step(g)), -2):,.0f}"  # noqa: E731  (across calls)
+    return (f"their graphed compile and step ({g2['speedup_s']:.0f} s and {_step(g2):.3f} s in call 2, {g3['speedup_s']:.0f} s\n  and "
+            f"{_step(g3):.3f} s in call 3) against call 1's regional {s1['speedup_s']:.0f} s and {_step(s1):.3f} s (across calls, another "
+            f"machine) give {pay(g2)}\n  and {pay(g3)} steps")
+
+
+CLAIMS += [
+    # experiments/speedup: what the graphed speedup() costs and when it pays (calls 2-3 against call 1, across calls as said)
+    Claim("their graphed compile and step (220 s and 0.097 s in call 2, 135 s\n  and 0.098 s in call 3) against call 1's regional 34 s "
+          "and 0.175 s (across calls, another machine) give ~2,400\n  and ~1,300 steps", _graphs_cost),
+    Claim("`speedup()` took 180 s (call 1) and 220 s (call 2, a fresh machine) with a cold compile, 135 s with",
+          lambda: "`speedup()` took {:.0f} s (call 1) and {:.0f} s (call 2, a fresh machine) with a cold compile, {:.0f} s with".format(
+              _speedup_row("h100_graphs_call1", "graphs")["speedup_s"],
+              *(_speedup_row("h100_graphs_calls2_3", "graphs", f"h100_graphs_call{i}")["speedup_s"] for i in (2, 3)))),
+    Claim("regional compile's `speedup()` took 34 s (call 1)",
+          lambda: f"regional compile's `speedup()` took {_speedup_row('h100_graphs_call1', 'sped')['speedup_s']:.0f} s (call 1)"),
+]
