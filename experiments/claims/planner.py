@@ -52,3 +52,33 @@ CLAIMS += [
     Claim("bs 16 x ga 1 ran 1.78x (1.61-1.98) the real tokens/s of bs 8 x ga 2",
           lambda: f"bs 16 x ga 1 ran {times(Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=16'), Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=8'))} the real tokens/s of bs 8 x ga 2"),
 ]
+
+
+def _h200_grid18() -> tuple[int, float]:
+    """Call 7's H200 grid (planner/results/h200_grid18/sweep_times.txt, gpu.sh's timing lines): the planned sweep's
+    wall time, and plan=all's over its two calls: the first call up to the start of the job its cut stopped (that
+    job not counted), then the second call's whole sweep."""
+    import re
+    from datetime import datetime
+
+    from experiments.claims import ROOT
+
+    runs, starts = [], []
+    for line in (ROOT / "experiments/planner/results/h200_grid18/sweep_times.txt").read_text().splitlines():
+        if m := re.search(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]\[HYDRA\] Submitit", line):
+            starts.append(datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"))
+        elif m := re.search(r"(\w+): exit (\d+), sweep wall time (\d+) s", line):
+            runs.append((m[1], m[2] == "124", int(m[3]), starts))
+            starts = []
+    planned = next(wall for name, _, wall, _ in runs if name == "plan_predict")
+    every = sum((s[-1] - s[0]).total_seconds() if cut else wall for name, cut, wall, s in runs if name == "plan_all")
+    return planned, every
+
+
+CLAIMS += [
+    Claim("ran 6 of 18 cells in 220 s", lambda: f"ran 6 of 18 cells in {_h200_grid18()[0]} s"),
+    Claim("`sweep.plan=all` took 627 s", lambda: f"`sweep.plan=all` took {_h200_grid18()[1]:.0f} s"),
+    Claim("That is 0.351 of", lambda: f"That is {_h200_grid18()[0] / round(_h200_grid18()[1]):.3f} of"),
+    Claim("220 s vs 627 s (0.351)", lambda: (lambda p, a: f"{p} s vs {a:.0f} s ({p / round(a):.3f})")(*_h200_grid18())),
+    Claim("220 s against 627 s (0.351)", lambda: (lambda p, a: f"{p} s against {a:.0f} s ({p / round(a):.3f})")(*_h200_grid18())),
+]
