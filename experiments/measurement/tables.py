@@ -48,6 +48,22 @@ def verdict() -> str:
                      "peak alloc / reserved / capacity GB", "retries in window", "verdict"], out)
 
 
+def internals() -> str:
+    """Call C: the host milliseconds of the Trainer's per-step work on the whole model (benchmarks/overhead.py
+    internals), and the runner's garbage collection per step (host_s.gc)."""
+    rows = _records("measurement/results/h100_C_overhead.jsonl")
+    ms = next(r for r in rows if r.get("name") == "trainer_internals")
+    gc = next(r for r in rows if r.get("label") == "runner_bs8_gc")["host_s"]["gc"] * 1000
+    out = [["`Trainer.floating_point_ops` -> `model.num_parameters(exclude_embeddings=True)`, every micro-batch",
+            f"{ms['num_parameters_excl_embeddings (removed) ms']:.2f}", "removed: counted once (`src/train/trainer.py`)"],
+           ["`clip_grad_norm_` over every parameter", f"{ms['clip_grad_norm_over_all_parameters (removed) ms']:.2f}",
+            f"replaced by clipping over the trainable ones: {ms['clip_grad_norm_over_trainable (kept) ms']:.2f}"],
+           ["`model.train()` in every `training_step`", f"{ms['model.train (remains) ms']:.2f}", "remains: the Trainer's loop"],
+           ["`model.zero_grad()` over every parameter", f"{ms['model.zero_grad (remains) ms']:.2f}", "remains: the Trainer's loop"],
+           ["Python garbage collection (`host_s.gc`)", f"{gc:.2f}", "remains, negligible"]]
+    return markdown(["per optimizer step", "host ms", ""], out)
+
+
 def dropin_sft() -> str:
     """TRL's SFTTrainer script plain (P) and attached (A), in the order they ran (one call, one process each)."""
     rows, seen = [], {"plain": 0, "attached": 0}
@@ -67,4 +83,5 @@ def dropin_sft() -> str:
 
 TABLES = {"measurement/truth": (HERE / "measurement/README.md", truth),
           "measurement/verdict": (HERE / "measurement/README.md", verdict),
+          "measurement/internals": (HERE / "measurement/README.md", internals),
           "measurement/dropin_sft": (HERE / "measurement/README.md", dropin_sft)}
