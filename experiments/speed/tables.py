@@ -185,9 +185,9 @@ def speed_memory() -> str:
     return markdown(["run (full depth, bs 32 at 320 or 8k-token packs)", "card", "measured peak GB", "predicted GB", "error"], rows)
 
 
-def speed_fp8_accuracy() -> str:
-    """FP8 against bf16 seeds on 4 layers: the loss curve's points, the final eval, the curves' gaps."""
-    acc = {(d, s): Fig(S + "h100_fp8_accuracy_call.jsonl", f"acc_{d}_seed{s}") for d in ("bf16", "fp8") for s in (0, 1)}
+def fp8_curves(path: str, prefix: str, steps=(100, 200, 300)) -> str:
+    """FP8 against bf16 seeds in one call: the loss curve's points, the final eval, the curves' gaps."""
+    acc = {(d, s): Fig(path, f"{prefix}_{d}_seed{s}") for d in ("bf16", "fp8") for s in (0, 1)}
 
     def gap(a: Fig, b: Fig) -> str:
         (steps_a, la), (steps_b, lb) = zip(*a.get("loss.curve")), zip(*b.get("loss.curve"))
@@ -199,10 +199,26 @@ def speed_fp8_accuracy() -> str:
     for (dtype, seed), f in acc.items():
         curve = dict(map(tuple, f.get("loss.curve")))
         vs = ("bf16 seed 0 vs 1: " + gap(acc["bf16", 0], acc["bf16", 1]) if seed else "") if dtype == "bf16" else gap(f, acc["bf16", seed])
-        rows.append([f"{'FP8' if dtype == 'fp8' else dtype} seed {seed}", " / ".join(f"{curve[s]:.3f}" for s in (100, 200, 300)),
+        rows.append([f"{'FP8' if dtype == 'fp8' else dtype} seed {seed}", " / ".join(f"{curve[s]:.3f}" for s in steps),
                      f"{f.get('eval.final.loss'):.3f}", pct(f.get("eval.final.accuracy")), vs])
-    return markdown(["", "train loss at 100 / 200 / 300", "eval loss", "eval accuracy",
+    return markdown(["", "train loss at " + " / ".join(map(str, steps)), "eval loss", "eval accuracy",
                      "curve vs bf16 same seed: mean / max abs gap"], rows)
+
+
+def speed_fp8_accuracy() -> str:
+    """FP8 against bf16 seeds on 4 layers (call 4, an H100)."""
+    return fp8_curves(S + "h100_fp8_accuracy_call.jsonl", "acc")
+
+
+def speed_fp8_full() -> str:
+    """Issue 53 G5: the same at full depth on an H200, 280 classes on 4,096 rows (2.8 epochs: memorised)."""
+    return fp8_curves(S + "h200_fp8full_call1.jsonl", "full")
+
+
+def speed_fp8_learn() -> str:
+    """Issue 53 G5: full depth, 32 classes on 16k rows (each row seen at most once), an eval set of 1,024 rows."""
+    return fp8_curves(S + "h200_fp8learn_call2.jsonl", "learn")
+
 
 def speed_budget() -> str:
     """Issue 53 item 1: batch.tokens=auto against hand-set budgets, full depth, each call with its plain-Trainer
@@ -235,20 +251,30 @@ def speed_budget() -> str:
 
 
 def speed_memory_fullft() -> str:
-    """Issue 53 G4: the memory model on full fine-tunes (8 layers of Qwen3-4B width, one call, no anchor: memory
-    only): the prediction as the run made it, its parts, and the measured peak."""
-    path = S + "h200_fullft_memory_call1.jsonl"
+    """Issue 53 G4: the memory model on full fine-tunes (Qwen3-4B width, two calls, no anchor: memory only): the
+    prediction as each run made it, today's rule (memory_model.peak_parts) on the parts it stored, the peak."""
+    from src.model.memory_model import peak_parts
+
+    runs = [(S + "h200_fullft_memory_call1.jsonl", label) for label in ("fp32_ga1", "fp32_ga2", "bf16_ga1", "bf16_ga2")] + \
+           [(S + "h200_fullft_check_call3.jsonl", label) for label in
+            ("ft4_fp32_bs4_ga1", "ft4_fp32_bs4_ga2", "ft12_bf16_ga1", "ft12_bf16_ga4", "ft12_fp32_ga1", "ft12_fp32_ga3",
+             "ft16_bf16_bs16_ga1", "ft16_bf16_bs16_ga2")] + \
+           [("scaling/results/h200x2/scaling_reports.jsonl", "one_gpu_full_ft_fp32")]
     rows = []
-    for label in ("fp32_ga1", "fp32_ga2", "bf16_ga1", "bf16_ga2"):
+    for path, label in runs:
         f = Fig(path, label)
-        parts, measured = f.get("memory_predicted_gb.parts"), f.get("memory_gb.peak_allocated")
-        predicted = f.get("memory_predicted_gb.peak_allocated")
-        rows.append([f"`{' '.join(o for o in f.get('overrides') if o.startswith(('precision', 'batch')))}`",
+        parts, measured, cfg = f.get("memory_predicted_gb.parts"), f.get("memory_gb.peak_allocated"), f.get("config")
+        arch = cfg["model"]["arch"]
+        largest = arch["vocab_size"] * arch["hidden_size"] * (4 if cfg["precision"]["weights_dtype"] == "float32" else 2)
+        today = sum(peak_parts({k: parts[k] * 2**30 for k in ("weights", "grads", "optimizer")}, parts["activations"] * 2**30,
+                               parts["workspace"] * 2**30, cfg["batch"]["grad_accum"], largest).values())
+        then = f.get("memory_predicted_gb.peak_allocated")
+        rows.append([path.rsplit("_call", 1)[1].split(".")[0] if "_call" in path else "scaling", str(arch["num_hidden_layers"]),
+                     f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(('precision', 'batch')))}`",
                      *(gb(parts[k]) for k in ("weights", "grads", "optimizer", "activations")),
-                     gb(predicted), f"{measured:.2f}", f"{predicted / measured - 1:+.1%}",
-                     f"{measured - parts['weights'] - parts['optimizer'] - parts['workspace'] - parts['grads']:.2f}"])
-    return markdown(["run (`peft=none`, 8 layers)", "weights", "grads", "AdamW", "activations", "predicted", "measured",
-                     "error", "measured - weights - AdamW - workspace - grads"], rows)
+                     f"{measured:.2f}", f"{then / measured - 1:+.1%}", f"{today:.2f}", f"{today / measured - 1:+.1%}"])
+    return markdown(["call", "layers", "run (`peft=none`)", "weights", "grads", "AdamW", "activations", "measured peak",
+                     "as predicted then", "today's rule", "error"], rows)
 
 
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
@@ -261,4 +287,6 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/budget": (HERE / "speed/README.md", speed_budget),
           "speed/memory_fullft": (HERE / "speed/README.md", speed_memory_fullft),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
-          "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy)}
+          "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),
+          "speed/fp8_full": (HERE / "speed/README.md", speed_fp8_full),
+          "speed/fp8_learn": (HERE / "speed/README.md", speed_fp8_learn)}
