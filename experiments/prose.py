@@ -5,14 +5,20 @@ and where each comes from. tests/test_prose.py fails on a figure nothing backs, 
 A figure is a number with a unit (x, %, k, GB, s, ms, min, tok/s, steps), or a decimal, or a number with a
 thousands comma, in prose: not inside a generated block, a code fence, an indented code block or `inline code`.
 Each is backed, first match wins, by
-  - claim: a registered claim (experiments/claims.py) whose exact text holds it, recomputed from its files;
+  - claim: a registered claim (experiments/claims/) whose exact text holds it, recomputed from its files or
+    quoted word for word from a committed summary or log;
   - table: the same value, as rounded in the prose, in a generated table of the same page (tables are recomputed
-    from their files by tests/test_experiments.py, so the prose follows the files through them);
+    from their files by tests/test_experiments.py, so the prose follows the files through them; a one-digit
+    figure is never backed this way, nor by restated or data: it would match by chance; a 3-digit one still
+    matches some cell of a large page ~10-17% of the time, so an edit is caught ~85-90% of the time this way, and
+    always where a claim holds the figure);
   - restated (README.md, docs/, the experiments index): the same figure, unit and all, backed by a claim or a table
     on an experiment page it links to;
   - data: a value of the page's own result files (experiments/<name>/results; for README.md and docs/, any
-    experiment's), at the prose's rounding, where the figure has 3 or more significant digits;
-  - allowed: a setting, not a measurement (ALLOWED: a packing budget, a memory cap, a timeout);
+    experiment's), at the prose's rounding, where the figure has 4 (5 for any experiment's) significant digits:
+    fewer match some value by chance (a 3-digit figure matched 54-85% of random ones in one experiment's files);
+  - allowed: a setting or a name, not a measurement (ALLOWED: a token budget, a memory cap, a version, a
+    goal's threshold, the project's own rules);
   - pending: frozen in prose_pending.json (a count per page and figure): not yet backed by a file, so only its text
     is held; the debt `python -m experiments.prose --pending` lists.
 """
@@ -35,7 +41,7 @@ ALLOWED = [re.compile(p) for p in (
     r"packed[ _]\d+k|\d+k[- ]token|\d+k packs|batch\.tokens|tokens=\d",  # packing budgets
     r"\d+ GB cap|cap of \d+ GB|memory_cap_gb|\d+ ?GB card|\d+GB HBM",  # memory caps, cards' sizes
     r"\d{4}-\d\d-\d\d",  # dates
-    r"timeout|limit of \d+|\d+-minute limit|\d+ min(?:utes)? (?:limit|a call|per call)",  # the calls' limits
+    r"timeout \d+|limit of \d+|\d+-minute limit|\d+ min(?:utes)? (?:limit|a call|per call)",  # the calls' limits
     # the project's own rules and defaults, stated where they are explained
     r"95% interval|\(95%\)|clears 3%|3% rule|within 3% \(`measure|within 3% of yours|holds your rows within 3%",
     r"within 2%, or every lever|[<>] \d+% of|under 80%|over 10%\)|~15% of the capacity|> 15%|< 80%|> 92%",
