@@ -103,6 +103,8 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         model = models.build_model(cfg, res, conf)
         laps.lap("model")
         rep.params, rep.speed_paths = models.parameter_counts(model), model.trainsweep_paths
+        if "fp8" in rep.speed_paths:
+            log.warning("precision=fp8: %s", speed.FP8_NUMERICS)
         lengths = rep.data["lengths"]
         if auto_budget:  # the probe times the model as it will train: compiled where it will be
             if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional":

@@ -28,3 +28,18 @@ def test_compile_work_reads_torchs_own_counters():
     torch.compile(lambda x: (x * 2).sin(), backend="eager")(torch.ones(3))
     after = timing.compile_work_since(before)
     assert after["compile_s"] > 0 and set(after) >= {"fx_graph_cache_hits", "autograd_cache_misses"}
+
+
+def test_an_fp8_run_says_its_numerics_changed_in_the_summary():
+    """precision=fp8 changes the loss, not only the speed: the summary has a `numerics` row; bf16 runs don't."""
+    from omegaconf import OmegaConf
+
+    from src.report.document import Report, summary_rows
+    from tests.conftest import compose
+
+    config = OmegaConf.to_container(compose("logger=none"), resolve=True)
+    fp8 = Report(status="ok", config=config, timing_s={},
+                 speed_paths={"fp8": {"scaling": "rowwise", "converted": 252, "skipped": {}}})
+    bf16 = Report(status="ok", config=config, timing_s={}, speed_paths={})
+    assert any(k == "numerics" and "not bf16's" in v for k, v in summary_rows(fp8))
+    assert not any(k == "numerics" for k, _ in summary_rows(bf16))

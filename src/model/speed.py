@@ -36,6 +36,13 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     return len(layers)
 
 
+# precision=fp8 changes what the model computes, not only how fast: the runner says so before training and the
+# run's summary in a `numerics` row
+FP8_NUMERICS = ("the frozen base's matmuls run in FP8, so the loss is not bf16's; at full depth on an H200 it tracked "
+                "bf16 less closely than bf16's own two seeds (experiments/speed, FP8 at full depth): check your eval "
+                "metric against a precision=bf16 run")
+
+
 def apply_paths(cfg, model: torch.nn.Module, device: str) -> dict:
     """precision.fp8 and peft.fused on a built peft model, in that order (the fused path calls an FP8 base as
     it is). Returns what each did, for the report: layers converted, and layers left alone with why."""

@@ -147,6 +147,10 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     paths = r.get("speed_paths")
     if paths:
         rows.append(("speed paths", "; ".join(_path_line(name, p) for name, p in paths.items())))
+        if "fp8" in paths:
+            from ..model.speed import FP8_NUMERICS
+
+            rows.append(("numerics", FP8_NUMERICS))
     st = r.get("step_time_s")
     if st and st.mean is not None:
         rows += [("step time", st.line()), ("throughput", r.throughput.line()), ("flops", r.flops.line()),
