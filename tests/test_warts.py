@@ -249,3 +249,34 @@ def test_resume_after_the_data_changed_its_classes_is_one_line_not_a_size_mismat
     assert rep["status"] == "config_error" and "resumed_from" not in rep  # was an error: size mismatch, "resumed"
     assert rep["error"].startswith("resume=True: the config changed since the run it would continue (data files' "
                                    "content: ")
+
+
+# -- Hydra's several-line answers, in one ---------------------------------------------------------------------------
+@pytest.mark.parametrize("args, said", [
+    (["trainer.max_steps=abc"], "trainer.max_steps=abc: must be a whole number"),  # each was Hydra's 5-7 lines
+    (["data.max_length=1.5"], "data.max_length=1.5: must be a whole number"),
+    (["trainer.lr=fast"], "trainer.lr=fast: must be a number"),
+    (["-m", "batch.size=4,abc"], "batch.size=abc: must be a whole number"),
+    (["trainer.gradient_checkpointing=maybe"], "trainer.gradient_checkpointing=maybe: must be true or false"),
+    (["logger=none,csv"], "logger=none,csv: a comma list is a sweep: add -m to run each value, or quote it"),
+    (["trainer.args.fp16"], "trainer.args.fp16=: no value: write trainer.args.fp16=VALUE"),
+    (["padding="], "padding=: give one padding (allowed: buckets, "),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_a_value_hydra_would_refuse_in_several_lines_is_one_line(args, said, capsys):
+    from src.config.cli import hydra_argv
+
+    with pytest.raises(SystemExit) as exited:
+        hydra_argv(["src/run.py", *args])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"config error: {said}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("args", [["trainer.lr=1e-4"], ["trainer.lr=3"], ["trainer.epochs=null"], ["trainer.seed=-1"],
+                                  ["trainer.gradient_checkpointing=yes"], ["-m", "batch=4,8"], ["trainer.lr=${model.lr}"],
+                                  ["--cfg", "job"], ["trainer.args.lr_scheduler_type=cosine"]],
+                         ids=lambda v: " ".join(v))
+def test_values_hydra_takes_pass_the_one_line_checks(args):
+    from src.config.cli import hydra_argv
+
+    hydra_argv(["src/run.py", *args])  # trainer.seed=-1 is the schema's checks' to refuse, with what is allowed

@@ -119,15 +119,49 @@ def check_keys(overrides: list[str]) -> None:
                           + " (--help lists the groups; --cfg job every key)")
 
 
+BOOLS = ("true", "false", "yes", "no", "on", "off", "y", "n", "1", "0")  # what OmegaConf takes for a bool, any case
+_READS = {int: ("a whole number", lambda v: re.fullmatch(r"[+-]?\d+", v)),
+          float: ("a number", lambda v: re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf|nan", v.lower())),
+          bool: ("true or false", lambda v: v.lower() in BOOLS)}
+
+
+def check_values(overrides: list[str], multirun: bool) -> None:
+    """What Hydra answers in five lines or more, in one: a value its key's type can't take (trainer.max_steps=abc),
+    a comma list without -m, a group or key given no value at all. Values in Hydra's grammar (quoted, lists,
+    interpolations, choice() and range()) stay Hydra's to check."""
+    groups = {d for d in os.listdir(CONF_DIR) if os.path.isdir(os.path.join(CONF_DIR, d))}
+    for arg in overrides:
+        key, eq, value = arg.lstrip("+~").partition("=")
+        if arg.startswith("-") or key.startswith("hydra") or not (key in groups or _is_key(key)):
+            continue
+        if not eq:
+            raise ConfigError(key, "", f"no value: write {key}=VALUE")
+        if re.search(r"[\[\]{}()'\"$]", value):
+            continue
+        if "," in value and not multirun:
+            raise ConfigError(key, value, "a comma list is a sweep: add -m to run each value, or quote it "
+                                          f"({key}='{value}') for one string")
+        node = Config
+        for part in key.split("."):
+            hints = typing.get_type_hints(node) if dataclasses.is_dataclass(node) else {}
+            node = _unoptional(hints.get(part))
+        what, reads = _READS.get(node, (None, None))
+        for one in value.split(",") if reads else ():
+            if one != "null" and not reads(one):
+                raise ConfigError(key, one, f"must be {what}")
+
+
 def check_group_choice(group: str, value: str) -> None:
     """`padding=dynamc`: a choice (or a sweep's choices) with no YAML of that name in conf/<group>/ is one line
     with the nearest, where Hydra's answer is fifteen. Values Hydra's grammar spells otherwise (quoted,
     choice(), interpolations) stay Hydra's to refuse."""
     import difflib
 
+    names = sorted(f.removesuffix(".yaml") for f in os.listdir(os.path.join(CONF_DIR, group)) if f.endswith(".yaml"))
+    if not value:
+        raise ConfigError(group, "", f"give one {group} (allowed: {', '.join(names)})")
     if not re.fullmatch(r"[\w.-]+(?:,[\w.-]+)*", value):
         return
-    names = sorted(f.removesuffix(".yaml") for f in os.listdir(os.path.join(CONF_DIR, group)) if f.endswith(".yaml"))
     for choice in value.split(","):
         if choice != "null" and choice not in names:
             near = difflib.get_close_matches(choice, names, n=1)
@@ -285,6 +319,7 @@ def hydra_argv(argv: list[str]) -> list[str]:
             raise ConfigError("sweep", preset.partition("=")[2], f"a saved sweep runs with -m: {cmd} -m {preset}")
         argv = argv[:1] + rewrite(argv[1:])
         check_keys(argv[1:])
+        check_values(argv[1:], multirun)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)
