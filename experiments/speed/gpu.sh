@@ -278,28 +278,21 @@ if [ "$what" = fp8acc ]; then  # issue 33, call 2: FP8's accuracy against bf16's
   run packed2k_compile $B padding=packed batch.tokens=2048 $C
   run packed2k_compile_fp8 $B padding=packed batch.tokens=2048 $C precision=fp8
 fi
-if [ "$what" = fp8full ]; then  # issue 53 G5: FP8 + fused against bf16's own seed-to-seed spread at full depth (36
-  # layers), the same 8k packs for both at each seed; the runs in order (bf16 then FP8, seed 0 then 1) also time the
-  # first step cold, then warm at the same shape (G3: timing_s.build_parts, compile.work)
-  COMMON="model=qwen3 logger=none trainer.save_final=false data.eval_size=512 +lever=packed_8k"
+fp8_seeds() {  # PREFIX DATA...: bf16 (+lever=packed_8k) then FP8 + fused on the same packs, seed 0 then 1, full depth
+  local prefix=$1; shift
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k $*"
   A="trainer.max_steps=${STEPS:-300} trainer.eval_steps=${STEPS:-300} trainer.logging_steps=10 measure.warmup_steps=10"
   RUN_TIMEOUT=200
   for seed in 0 1; do
-    run full_bf16_seed$seed $A trainer.seed=$seed
-    run full_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
+    run ${prefix}_bf16_seed$seed $A trainer.seed=$seed
+    run ${prefix}_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
   done
-fi
-if [ "$what" = fp8learn ]; then  # issue 53 G5 on a task that generalises: 32 classes, 16k rows (a 300-step run sees
-  # each row at most once, so the train loss is not memorisation), an eval set of 1,024 rows; FP8 + fused against
-  # bf16's seed-to-seed spread at full depth; the second run of each precision reuses the first's memory trace (G3)
-  COMMON="model=qwen3 logger=none trainer.save_final=false data.labels=32 data.size=16384 data.eval_size=1024 +lever=packed_8k"
-  A="trainer.max_steps=${STEPS:-300} trainer.eval_steps=${STEPS:-300} trainer.logging_steps=10 measure.warmup_steps=10"
-  RUN_TIMEOUT=200
-  for seed in 0 1; do
-    run learn_bf16_seed$seed $A trainer.seed=$seed
-    run learn_fp8_seed$seed $A precision=fp8 peft.fused=true trainer.seed=$seed
-  done
-fi
+}
+# issue 53 G5: FP8 + fused against bf16's own seed-to-seed spread at full depth (36 layers); the runs in order also
+# time the first step cold, then warm at the same shapes (G3: timing_s.build_parts, compile.work)
+[ "$what" = fp8full ] && fp8_seeds full data.eval_size=512  # the default data: 280 classes, 4,096 rows (memorised)
+# a task that generalises: 32 classes, 16k rows (a 300-step run sees each row at most once), 1,024 eval rows
+[ "$what" = fp8learn ] && fp8_seeds learn data.labels=32 data.size=16384 data.eval_size=1024
 if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradient_overlap rule (fitted on 8 layers, call 1
   # of h200_fullft_memory) checked on depths, batches and grad_accum it was not fitted on
   COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
