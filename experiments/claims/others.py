@@ -218,3 +218,41 @@ CLAIMS += [
                   f"{_ab()['block_spread_off']:.0%}"),
     Claim("resolves about ±1.6% (two standard errors)", lambda: f"resolves about ±{2 * _ab()['overhead_fraction_stderr']:.1%} (two standard errors)"),
 ]
+
+
+def _said_losses(path: str, script: str, mode: str) -> tuple[float, float]:
+    """speedup()'s own loss check, as its `said` line printed it: (yours, sped up) on the same rows and weights."""
+    import re
+
+    from experiments.figures import _records
+
+    for r in _records(f"speedup/results/{path}.jsonl"):
+        if r["script"] == script and r["mode"] == mode:
+            m = re.search(r"loss on the same rows and weights ([\d.]+) yours, ([\d.]+) sped up", r.get("said") or "")
+            return float(m[1]), float(m[2])
+    raise KeyError((path, script, mode))
+
+
+def _loss_agreement() -> str:
+    pairs = [_said_losses("h100_full_classifiers", "classifier8", "sped"), _said_losses("h100_full_classifiers", "classifier32", "sped"),
+             _said_losses("h100_full_sft", "sft", "sped")]
+    worst = max(abs(b / a - 1) for a, b in pairs)
+    (c8, s8), (c32, s32), (sft, ssft) = pairs
+    return (f"agreed to {worst:.2%} or better (classifier8 {c8:.4f} as written, {s8:.4f} sped up; classifier32 {c32:.4f} / {s32:.4f};\n"
+            f"SFT {sft:.4f} / {ssft:.4f})")
+
+
+def _graphed_losses() -> str:
+    graphed = [_said_losses("h100_graphs_call1", "classifier8", "graphs"), _said_losses("h100_graphs_calls2_3", "classifier8", "graphs")]
+    yours = {a for a, _ in graphed}
+    lo, hi = min(b for _, b in graphed), max(b for _, b in graphed)
+    (plain,) = yours
+    return (f"the graphed arm's loss was {lo:.4f}-{hi:.4f} against {plain:.4f} as written\n  "
+            f"({(lo / plain - 1) * 100:.1f}-{hi / plain - 1:.1%}, bf16)")
+
+
+CLAIMS += [
+    Claim("agreed to 0.27% or better (classifier8 6.3271 as written, 6.3444 sped up; classifier32 6.1753 / 6.1772;\n"
+          "SFT 12.3643 / 12.3645)", _loss_agreement),
+    Claim("the graphed arm's loss was 6.3454-6.3500 against 6.3271 as written\n  (0.3-0.4%, bf16)", _graphed_losses),
+]
