@@ -194,7 +194,8 @@ def test_a_sweep_job_whose_data_cant_be_fingerprinted_is_that_jobs_error_and_the
     sweep = tmp_path / "sweep"
     proc = _as_user("-m", *BRIEF, "trainer.max_steps=2", *FILES, f"data.train_file={ok},{bad}",
                     f"hydra.sweep.dir={sweep}", env={"TRAINSWEEP_CACHE": str(cache)})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the sweep goes on; one where no job finished exits 1 (issue 51: the read-only cache fails every job)
+    assert proc.returncode == (0 if fault == "unreadable file" else 1), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     reports = {read_report(p.parent)["config"]["data"]["train_file"]: read_report(p.parent)
                for p in sweep.glob("*/report.json")}
