@@ -3,7 +3,7 @@ each with its text exactly as the prose has it and an expression that recomputes
 tests/test_prose.py checks that each claim's text appears in a page and that its expression gives that text;
 experiments/prose.py counts a figure inside a claim's text as backed.
 
-The claims are grouped by the experiments their files come from (speed, planner, saturation, loops, seed, others); this module
+The claims are grouped by the experiments their files come from (speed, planner, saturation, loops, seed, speedup, others); this module
 holds what they share: the Claim, how prose writes a figure, and where claims sit in a page.
 """
 from __future__ import annotations
@@ -98,6 +98,6 @@ def quoted(path: str, *texts: str) -> list[Claim]:
     return [Claim(t, lambda t=t: quote(path, t)) for t in texts]
 
 
-from experiments.claims import loops, others, planner, saturation, seed, speed  # noqa: E402  (they use the helpers above)
+from experiments.claims import loops, others, planner, saturation, seed, speed, speedup  # noqa: E402  (they use the helpers above)
 
-CLAIMS: list[Claim] = [*speed.CLAIMS, *planner.CLAIMS, *saturation.CLAIMS, *loops.CLAIMS, *seed.CLAIMS, *others.CLAIMS]
+CLAIMS: list[Claim] = [*speed.CLAIMS, *planner.CLAIMS, *saturation.CLAIMS, *loops.CLAIMS, *seed.CLAIMS, *speedup.CLAIMS, *others.CLAIMS]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from experiments.claims import ROOT, Claim, n, quoted, times, x_only
 from experiments.claims.speed import GRAPHS4, GRAPHS5, REGIONAL4, REGIONAL5
-from experiments.figures import Fig, quotient, row_call
+from experiments.figures import Fig, quotient
 
 CLAIMS: list = []
 
@@ -77,60 +77,6 @@ CLAIMS += [
 ]
 
 
-def _bert(path: str) -> list[dict]:
-    from experiments.figures import _records
-
-    return [r for r in _records(f"speedup/results/{path}") if r["script"] == "bert"]
-
-
-def _bert_first_call() -> str:
-    """The first 4-layer call's BERT, plain and 'sped' (speedup applied nothing): one call, so a ratio in it."""
-    from experiments.figures import row_call
-
-    plain, sped = (next(r for r in _bert("h100_4layers.jsonl") if r["mode"] == m) for m in ("plain", "sped"))
-    x = quotient(sped["own_clock_tok_s"], plain["own_clock_tok_s"], row_call(sped), row_call(plain))
-    return (f"differed by up to {x:.2f}x (the\nfirst 4-layer call's BERT ran {n(plain['own_clock_tok_s'])} tok/s as written "
-            f"and {n(sped['own_clock_tok_s'])} with speedup")
-
-
-def _bert_order() -> str:
-    rates = [r["own_clock_tok_s"] for r in _bert("h100_4layers_order.jsonl")]
-    return f"put all four BERT runs within {max(rates) / min(rates) - 1:.0%}"
-
-
-CLAIMS += [
-    # experiments/speedup: the noise between processes at 4 layers
-    Claim("differed by up to 1.57x (the\nfirst 4-layer call's BERT ran 37,579 tok/s as written and 58,834 with speedup", _bert_first_call),
-    Claim("put all four BERT runs within 6%", _bert_order),
-]
-
-
-def _speedup_runs(path: str, script: str, mode: str) -> list[float]:
-    from experiments.figures import _records
-
-    return [r["own_clock_tok_s"] for r in _records(f"speedup/results/{path}.jsonl") if r["script"] == script and r["mode"] == mode]
-
-
-def _mean_k(path: str, script: str, mode: str) -> str:
-    runs = _speedup_runs(path, script, mode)
-    return f"{sum(runs) / len(runs) / 1000:.1f}k"
-
-
-def _graphs_calls() -> str:
-    graphed, plain = _speedup_runs("h100_graphs_calls2_3", "classifier8", "graphs"), _speedup_runs("h100_graphs_calls2_3", "classifier8", "plain")
-    return (f"{min(graphed) / 1000:.1f}-{max(graphed) / 1000:.1f}k real tok/s graphed against {min(plain) / 1000:.1f}-"
-            f"{max(plain) / 1000:.1f}k as written")
-
-
-CLAIMS += [
-    # experiments/speedup: the step-overheads lever across calls (said as such), the graphed runs of calls 2-3
-    Claim("`classifier32` went from 20.3k to 23.5k real tok/s with it",
-          lambda: f"`classifier32` went from {_mean_k('h100_full_before_step_lever', 'classifier32', 'sped')} to "
-                  f"{_mean_k('h100_full_classifiers', 'classifier32', 'sped')} real tok/s with it"),
-    Claim("17.3-17.4k real tok/s graphed against 3.1-3.5k as written", _graphs_calls),
-]
-
-
 # experiments/batch_vs_accum: the sweep's own summary, quoted (its jobs shortened to "bs 16 x ga 2" in the README)
 CLAIMS += quoted("batch_vs_accum/results/summary.md",
                  "9,217 (8,699-9,800) real tokens/s", "(8,714 (8,318-9,150))", "tie (1.05x, 0.97-1.15: within noise)",
@@ -159,40 +105,6 @@ CLAIMS += [
 ]
 
 
-def _speedup_row(path: str, mode: str, call: str | None = None) -> dict:
-    from experiments.figures import _records, row_call
-
-    return next(r for r in _records(f"speedup/results/{path}.jsonl")
-                if r["mode"] == mode and r["script"] == "classifier8" and (call is None or row_call(r) == call))
-
-
-def _step(r: dict) -> float:
-    """A speedup run's step: the Trainer's train_runtime over its 60 steps (a graphed run's compile is in speedup_s)."""
-    return r["train_runtime"] / 60
-
-
-def _graphs_cost() -> str:
-    s1 = _speedup_row("h100_graphs_call1", "sped")
-    g2, g3 = (_speedup_row("h100_graphs_calls2_3", "graphs", f"h100_graphs_call{i}") for i in (2, 3))
-    pay = lambda g: f"~{round((g['speedup_s'] - s1['speedup_s']) / (_step(s1) - _step(g)), -2):,.0f}"  # noqa: E731  (across calls)
-    return (f"their graphed compile and step ({g2['speedup_s']:.0f} s and {_step(g2):.3f} s in call 2, {g3['speedup_s']:.0f} s\n  and "
-            f"{_step(g3):.3f} s in call 3) against call 1's regional {s1['speedup_s']:.0f} s and {_step(s1):.3f} s (across calls, another "
-            f"machine) give {pay(g2)}\n  and {pay(g3)} steps")
-
-
-CLAIMS += [
-    # experiments/speedup: what the graphed speedup() costs and when it pays (calls 2-3 against call 1, across calls as said)
-    Claim("their graphed compile and step (220 s and 0.097 s in call 2, 135 s\n  and 0.098 s in call 3) against call 1's regional 34 s "
-          "and 0.175 s (across calls, another machine) give ~2,400\n  and ~1,300 steps", _graphs_cost),
-    Claim("`speedup()` took 180 s (call 1) and 220 s (call 2, a fresh machine) with a cold compile, 135 s with",
-          lambda: "`speedup()` took {:.0f} s (call 1) and {:.0f} s (call 2, a fresh machine) with a cold compile, {:.0f} s with".format(
-              _speedup_row("h100_graphs_call1", "graphs")["speedup_s"],
-              *(_speedup_row("h100_graphs_calls2_3", "graphs", f"h100_graphs_call{i}")["speedup_s"] for i in (2, 3)))),
-    Claim("regional compile's `speedup()` took 34 s (call 1)",
-          lambda: f"regional compile's `speedup()` took {_speedup_row('h100_graphs_call1', 'sped')['speedup_s']:.0f} s (call 1)"),
-]
-
-
 def _measurement(path: str, label: str) -> dict:
     from experiments.figures import _records
 
@@ -217,82 +129,4 @@ CLAIMS += [
           lambda: f"**+{_ab()['overhead_fraction']:.2%} ± {_ab()['overhead_fraction_stderr']:.2%}** (standard error); blocks spread "
                   f"{_ab()['block_spread_off']:.0%}"),
     Claim("resolves about ±1.6% (two standard errors)", lambda: f"resolves about ±{2 * _ab()['overhead_fraction_stderr']:.1%} (two standard errors)"),
-]
-
-
-def _said_losses(path: str, script: str, mode: str) -> tuple[float, float]:
-    """speedup()'s own loss check, as its `said` line printed it: (yours, sped up) on the same rows and weights."""
-    import re
-
-    from experiments.figures import _records
-
-    for r in _records(f"speedup/results/{path}.jsonl"):
-        if r["script"] == script and r["mode"] == mode:
-            m = re.search(r"loss on the same rows and weights ([\d.]+) yours, ([\d.]+) sped up", r.get("said") or "")
-            return float(m[1]), float(m[2])
-    raise KeyError((path, script, mode))
-
-
-def _loss_agreement() -> str:
-    pairs = [_said_losses("h100_full_classifiers", "classifier8", "sped"), _said_losses("h100_full_classifiers", "classifier32", "sped"),
-             _said_losses("h100_full_sft", "sft", "sped")]
-    worst = max(abs(b / a - 1) for a, b in pairs)
-    (c8, s8), (c32, s32), (sft, ssft) = pairs
-    return (f"agreed to {worst:.2%} or better (classifier8 {c8:.4f} as written, {s8:.4f} sped up; classifier32 {c32:.4f} / {s32:.4f};\n"
-            f"SFT {sft:.4f} / {ssft:.4f})")
-
-
-def _graphed_losses() -> str:
-    graphed = [_said_losses("h100_graphs_call1", "classifier8", "graphs"), _said_losses("h100_graphs_calls2_3", "classifier8", "graphs")]
-    yours = {a for a, _ in graphed}
-    lo, hi = min(b for _, b in graphed), max(b for _, b in graphed)
-    (plain,) = yours
-    return (f"the graphed arm's loss was {lo:.4f}-{hi:.4f} against {plain:.4f} as written\n  "
-            f"({(lo / plain - 1) * 100:.1f}-{hi / plain - 1:.1%}, bf16)")
-
-
-CLAIMS += [
-    Claim("agreed to 0.27% or better (classifier8 6.3271 as written, 6.3444 sped up; classifier32 6.1753 / 6.1772;\n"
-          "SFT 12.3643 / 12.3645)", _loss_agreement),
-    Claim("the graphed arm's loss was 6.3454-6.3500 against 6.3271 as written\n  (0.3-0.4%, bf16)", _graphed_losses),
-]
-
-
-def _dropin_pairs() -> list[tuple[dict, dict]]:
-    """experiments/dropin's plain and sped runs of one script and seed, each pair inside one call."""
-    from experiments.figures import _records
-
-    pairs = []
-    for call in ("h200_call1", "h200_call2", "h200_call3"):
-        runs = {(r["script"], r.get("seed", 0), r["mode"]): r for r in _records(f"dropin/results/{call}_runs.jsonl")}
-        pairs += [(runs[s, seed, "plain"], runs[s, seed, "sped"]) for s, seed, m in runs if m == "plain" and (s, seed, "sped") in runs]
-    return pairs
-
-
-def _dropin_cost() -> str:
-    cls = [(p, s) for p, s in _dropin_pairs() if p["script"] == "lora_classifier"]
-    every = [s["speedup_s"] for _, s in _dropin_pairs()]
-    step = lambda r: r["train_runtime"] / 60  # noqa: E731  (60 steps a run)
-    pays = [s["speedup_s"] / (step(p) - step(s)) for p, s in cls]
-    return (f"speedup() itself took {min(every):.0f}-{max(every):.0f} s before training (reading and packing 4,096 rows, probing, "
-            f"compiling 28-36 layers,\n  its A/B): at the classifier's step times ({min(step(p) for p, _ in cls):.2f}-"
-            f"{max(step(p) for p, _ in cls):.2f} s a step plain, {min(step(s) for _, s in cls):.2f}-{max(step(s) for _, s in cls):.2f} s "
-            f"sped up, from train_runtime)\n  it pays for itself after {round(min(pays), -1):.0f}-{round(max(pays), -1):.0f} steps")
-
-
-def _dropin_rows() -> str:
-    rows = [s["rows_per_step"] for _, s in _dropin_pairs()]
-    worst = max(abs(r / 8 - 1) for r in rows)
-    return f"Rows a step stayed within {worst:.1%} of the script's 8 ({min(rows):.2f}-{max(rows):.2f}, the packs' mean)"
-
-
-CLAIMS += [
-    # experiments/dropin and docs/dropin.md: the zero-line launcher's runs, each S/P inside one call
-    Claim("speedup() itself took 30-51 s before training (reading and packing 4,096 rows, probing, compiling 28-36 layers,\n  its A/B): "
-          "at the classifier's step times (0.43-0.51 s a step plain, 0.18-0.21 s sped up, from train_runtime)\n  it pays for itself "
-          "after 120-180 steps", _dropin_cost),
-    Claim("Rows a step stayed within 0.6% of the script's 8 (7.95-8.02, the packs' mean)", _dropin_rows),
-    Claim("two of these scripts at real width ran 2.0-2.7x",
-          lambda: (lambda x: f"two of these scripts at real width ran {min(x):.1f}-{max(x):.1f}x")(
-              [quotient(s["own_clock_tok_s"], p["own_clock_tok_s"], row_call(s), row_call(p)) for p, s in _dropin_pairs()])),
 ]
