@@ -1,4 +1,4 @@
-"""Claims on the other experiments' files: twelve_x's loaders, scaling, tokenization, batch_vs_accum, speedup."""
+"""Claims on the other experiments' files: twelve_x's loaders, scaling, tokenization, batch_vs_accum, measurement."""
 from __future__ import annotations
 
 from experiments.claims import ROOT, Claim, n, quoted, times, x_only
