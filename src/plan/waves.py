@@ -1,6 +1,6 @@
 """sweep.plan=predict: which cells of a sweep to run, decided from predictions made before anything runs.
 
-The one concern is the decision; the launcher does the running. The first wave runs the predicted leaders,
+The one concern is the decision; sweep.py runs the waves. The first wave runs the predicted leaders,
 the fastest cell of each family (to calibrate that family) and every cell whose interval overlaps the
 leader's, and the largest micro-batch of each family predicted to fit (to confirm it fits). After each wave
 every prediction is scaled by its family's measured/predicted ratio, and any cell that could still beat the

@@ -34,9 +34,11 @@ def trust(df: pd.DataFrame) -> str | None:
     if df.empty or "status" not in df:
         return None
     ok = df[(df["status"] == "ok") & df["real_tok_s"].notna()] if "real_tok_s" in df else df.iloc[:0]
+    flags = ok["flags"].fillna("").astype(str) if "flags" in ok else pd.Series("", index=ok.index)
+    ranked = ~flags.str.contains(r"(?:^|; )stalled")  # a stalled job is left unranked (sweep_table.stalled)
+    ok, flags = ok[ranked], flags[ranked]
     if len(ok) < 2:  # nothing is ranked
         return None
-    flags = ok["flags"].fillna("").astype(str) if "flags" in ok else pd.Series("", index=ok.index)
     busy, shared = flags.str.contains("busy host"), flags.str.contains("other processes on the GPU")
     one_process = ~_repeated(ok["repeat"]) if "repeat" in ok else pd.Series(True, index=ok.index)
     device = ok["device"].fillna("").astype(str) if "device" in ok else pd.Series("", index=ok.index)
