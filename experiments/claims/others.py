@@ -130,3 +130,25 @@ CLAIMS += [
                   f"{_ab()['block_spread_off']:.0%}"),
     Claim("resolves about ±1.6% (two standard errors)", lambda: f"resolves about ±{2 * _ab()['overhead_fraction_stderr']:.1%} (two standard errors)"),
 ]
+
+
+def _bva_wall() -> int:
+    import re
+
+    return int(re.search(r"sweep wall time: (\d+) s", (ROOT / "experiments/batch_vs_accum/results/sweep.log").read_text())[1])
+
+
+def _rung(label: str) -> Fig:
+    return Fig("twelve_x_slowdown/results/ladder/reports.jsonl", label)
+
+
+CLAIMS += [
+    # batch_vs_accum's wall time (its sweep.log), twelve_x's ladder ratios as the index states them
+    Claim("sweep of the Qwen3-4B shape took 504 s", lambda: f"sweep of the Qwen3-4B shape took {_bva_wall()} s"),
+    Claim("**Time to answer: 504 s** for the 12 jobs", lambda: f"**Time to answer: {_bva_wall()} s** for the 12 jobs"),
+    Claim("12 jobs in 504 s)", lambda: f"12 jobs in {_bva_wall()} s)"),
+    Claim("(fixed padding 0.94x,", lambda: f"(fixed padding {times(_rung('rung_1_padding'), _rung('rung_0_before')).split()[0]},"),
+    Claim("reach 27.7k real tok/s, 9.0x bf16 rung 4",
+          lambda: f"reach {_rung('rung_8_padding_free').rate / 1000:.1f}k real tok/s, "
+                  f"{float(times(_rung('rung_8_padding_free'), _rung('rung_4_bf16')).split('x')[0]):.1f}x bf16 rung 4"),
+]
