@@ -38,7 +38,7 @@ UNITS = r"x\b|%|k\b|GB\b|GiB\b|MB\b|ms\b|s\b|min\b|minutes\b|seconds\b|hours?\b|
 FIGURE = re.compile(rf"(?<![\w.,/=+-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+\.\d+|\d+)(\s?(?:{UNITS}))?(?![\w.]*\d)")
 # settings and names, not measurements: the text around a figure that makes it one
 ALLOWED = [re.compile(p) for p in (
-    r"packed[ _]\d+k|\d+k[- ]token|\d+k packs|batch\.tokens|tokens=\d",  # packing budgets
+    r"packed[ _]\d+k|\d+k-token|\d+k packs|batch\.tokens|tokens=\d",  # packing budgets
     r"\d+ GB cap|cap of \d+ GB|memory_cap_gb|\d+ ?GB card|\d+GB HBM",  # memory caps, cards' sizes
     r"\d{4}-\d\d-\d\d",  # dates
     r"timeout \d+|limit of \d+|\d+-minute limit|\d+ min(?:utes)? (?:limit|a call|per call)",  # the calls' limits
@@ -202,15 +202,16 @@ def backing(f: Figure, text: str, claimed: list[tuple[int, int]]) -> str | None:
         return "restated"
     if _significant(f.number) >= (4 if folder else 5) and f.number in data_forms(folder, unit):
         return "data"
-    line = text.splitlines()[f.line - 1]
-    if any(p.search(line) and _near(p, line, f) for p in ALLOWED):
+    start = text.rfind("\n", 0, f.start) + 1
+    line, col = text[start:text.find("\n", f.start)], f.start - start
+    if any(_covers(p, line, col, len(f.number)) for p in ALLOWED):
         return "allowed"
     return None
 
 
-def _near(pattern: re.Pattern, line: str, f: Figure) -> bool:
-    """The allowing text holds the figure's number (so a setting on the line doesn't allow a measurement beside it)."""
-    return any(f.number in m[0] or f.number.split(".")[0] in m[0] for m in pattern.finditer(line))
+def _covers(pattern: re.Pattern, line: str, col: int, width: int) -> bool:
+    """An allowing match spans the figure's own number (a setting on the line doesn't allow a measurement beside it)."""
+    return any(m.start() <= col and col + width <= m.end() for m in pattern.finditer(line))
 
 
 def unbacked_in(page: str, text: str) -> Counter:
