@@ -1,7 +1,7 @@
 """Claims on the other experiments' files: twelve_x's loaders, scaling, tokenization, batch_vs_accum, measurement."""
 from __future__ import annotations
 
-from experiments.claims import ROOT, Claim, n, quoted, times, x_only
+from experiments.claims import ROOT, Claim, n, quote, quoted, times, x_only
 from experiments.claims.speed import GRAPHS4, GRAPHS5, REGIONAL4, REGIONAL5
 from experiments.figures import Fig, quotient
 
@@ -151,4 +151,22 @@ CLAIMS += [
     Claim("reach 27.7k real tok/s, 9.0x bf16 rung 4",
           lambda: f"reach {_rung('rung_8_padding_free').rate / 1000:.1f}k real tok/s, "
                   f"{float(times(_rung('rung_8_padding_free'), _rung('rung_4_bf16')).split('x')[0]):.1f}x bf16 rung 4"),
+]
+
+
+def _bva_said(effective: int) -> tuple[str, str]:
+    """The sweep summary's comparison at one effective batch: (ratio, interval), as summary.md states it."""
+    import re
+
+    text = (ROOT / "experiments/batch_vs_accum/results/summary.md").read_text()
+    m = re.search(rf"for effective batch {effective}: .*?(\d\.\d\dx)[ ,(]+([\d.]+-[\d.]+)", text)
+    return m[1], m[2]
+
+
+CLAIMS += [
+    Claim("8 x 1 beats\n  4 x 2 by 1.87x (1.62-2.16) and 16 x 1 beats 8 x 2 by 1.65x (1.53-1.78); at 32 x 1 vs 16 x 2 the GPU is\n"
+          "  nearly full and the two tie (1.03x, 0.96-1.10)",
+          lambda: "8 x 1 beats\n  4 x 2 by {} ({}) and 16 x 1 beats 8 x 2 by {} ({}); at 32 x 1 vs 16 x 2 the GPU is\n"
+                  "  nearly full and the two tie ({}, {})".format(*_bva_said(8), *_bva_said(16), *_bva_said(32))),
+    Claim("tied with bs 32 x ga 2 (1.05x, 0.97-1.15)", lambda: f"tied with bs 32 x ga 2 ({quote('batch_vs_accum/results/summary.md', '1.05x, 0.97-1.15')})"),
 ]
