@@ -39,12 +39,10 @@ def _records(path: str) -> tuple[dict, ...]:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:  # the anchor script's Trainer prints dicts in Python's repr
                 pass
-    for i, row in enumerate(rows):
-        _CALL[id(row)] = call_of(path, i, row)
+    calls = [call_of(path, i, row) for i, row in enumerate(rows)]
     if calltrace.TRACING:  # the scan test's run: each number remembers the call of its row
-        rows = [calltrace.tag(row, _CALL[id(row)]) for row in rows]
-        for i, row in enumerate(rows):
-            _CALL[id(row)] = call_of(path, i, row)
+        rows = [calltrace.tag(row, call) for row, call in zip(rows, calls)]
+    _CALL.update((id(row), call) for row, call in zip(rows, calls))
     return tuple(rows)
 
 
