@@ -180,3 +180,15 @@ CLAIMS += [
     Claim("(208 ms of GPU against 186 ms of launches)",
           lambda: f"({_probe1()['gpu_s'] * 1000:.0f} ms of GPU against {_probe1()['host_s'] * 1000:.0f} ms of launches)"),
 ]
+
+
+def _drift() -> str:
+    """The same packed 8k compiled job in call 1 and in call 3's sweep (one machine, two calls): the gap and each
+    run's own interval half-width (batch means of its step times, as the tables compute them)."""
+    a, b = PACKED8K_1, _lever3("packed_8k", True)
+    half = lambda f: (f.interval.high - f.interval.low) / 2 / f.rate  # noqa: E731
+    return (f"ran {n(a.rate)} and {n(b.rate)} real\n  tok/s in two calls, {b.rate / a.rate - 1:.1%} apart, with intervals of "
+            f"+-{half(a):.1%} and +-{half(b):.1%})")
+
+
+CLAIMS += [Claim("ran 25,064 and 25,869 real\n  tok/s in two calls, 3.2% apart, with intervals of +-2.6% and +-1.0%)", _drift)]
