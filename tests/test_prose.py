@@ -44,14 +44,23 @@ def test_a_figure_edited_in_prose_fails(before, after):
     assert prose.unbacked_in(page, edited) - frozen, f"{before} -> {after} in {page} passes"
 
 
-def test_a_pending_figure_edited_fails_too():
-    """A figure only frozen (not yet backed by a file) still can't change unseen: its text is what is held."""
-    page = "experiments/speed/README.md"
+def test_pending_figures_edited_fail():
+    """A figure only frozen (not yet tied to a file) still can't change unseen: its text is what is held. Each one
+    of a page's, its last digit changed, is beyond the debt, unless the new value happens to be backed (a table
+    cell that holds it by chance: prose.py's docstring gives the rate)."""
+    page = "experiments/planner/README.md"
     frozen, text = prose.pending()[page], (ROOT / page).read_text()
-    figure = next(f for f in prose.figures(page, text)
-                  if frozen.get(f.text) and prose.backing(f, text, claims.spans_in(text)) is None)
-    edited = text[:figure.start] + figure.text.replace(figure.number, figure.number + "7", 1) + text[figure.end:]
-    assert prose.unbacked_in(page, edited) - frozen
+    spans = claims.spans_in(text)
+    candidates = [f for f in prose.figures(page, text)
+                  if frozen.get(f.text) and prose.backing(f, text, spans) is None and prose._significant(f.number) >= 3]
+    assert len(candidates) >= 20
+    caught = 0
+    for f in candidates:
+        digit = f.number[-1]
+        number = f.number[:-1] + str((int(digit) + 1) % 10)
+        edited = text[:f.start] + f.text.replace(f.number, number, 1) + text[f.end:]
+        caught += bool(prose.unbacked_in(page, edited) - frozen)
+    assert caught >= 0.8 * len(candidates), f"{caught} of {len(candidates)} edits caught"
 
 
 def test_the_scanner_reads_prose_only():
