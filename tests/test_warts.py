@@ -183,6 +183,7 @@ def test_a_step_the_process_stood_still_in_is_flagged_stalled():
         "stalled: timed step 21 took 6.1 s, 61x the median 0.1 s (the process stood still")  # was "wide interval" alone
     assert _flags_of(steady).stalled_s is None
     assert _flags_of(steady[:20] + [0.9] + steady[20:]).stalled_s is None  # 9x: a slow step, not a stall
+    assert _flags_of(steady[:20] + [2.5] + steady[20:]).stalled_s is None  # a loaded host's hiccup: "busy host"
     assert _flags_of([2.0, 2.1, 2.0, 2.2, 9.0, 2.1]).stalled_s is None  # 4x: a CPU step's spread on a busy host
 
 

@@ -15,7 +15,7 @@ RESERVED_SATURATED = 0.92  # reserved memory above this share of capacity: one n
 BUSY_LOAD_PER_CPU = 1.25  # more runnable threads than CPUs by a quarter: something else competes for the host
 # A timed step this many times the median and at least this many seconds longer: the process stood still (SIGSTOP,
 # a suspended machine, a host swapping), not a slow config. A SIGSTOPped CPU run read ok at a third of its speed.
-STALL_TIMES, STALL_MIN_S = 10, 1.0
+STALL_TIMES, STALL_MIN_S = 10, 3.0  # 3 s: a loaded CI host's hiccups stay ranked (they read "busy host")
 
 
 def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Throughput:
