@@ -99,3 +99,25 @@ CLAIMS += [
     Claim("the samples: 2.86 vs 2.88 samples/s",
           lambda: f"the samples: {_sat('long', 'fp32_b8_ga2').get('throughput.samples_per_s'):.2f} vs {_sat('long', 'fp32_b8').get('throughput.samples_per_s'):.2f} samples/s"),
 ]
+
+
+def _builds(model: str) -> list[float]:
+    """The layer-at-a-time QLoRA build's seconds (timing_s.build) of each of a model's largest/ jobs."""
+    from experiments.figures import _records
+
+    return [r["timing_s"]["build"] for r in _records(LARGEST) if r["config"]["model"]["name"] == model]
+
+
+def _weights_gb(model: str) -> float:
+    from experiments.figures import _records
+
+    return next(r["memory_predicted_gb"]["parts"]["weights"] for r in _records(LARGEST) if r["config"]["model"]["name"] == model)
+
+
+CLAIMS += [
+    Claim("(SOLAR 4.9-6.5 s, Polyglot 4.7-7.7 s;",
+          lambda: "(SOLAR {:.1f}-{:.1f} s, Polyglot {:.1f}-{:.1f} s;".format(
+              min(_builds("solar-10.7b")), max(_builds("solar-10.7b")), min(_builds("polyglot-ko-12.8b")), max(_builds("polyglot-ko-12.8b")))),
+    Claim("(SOLAR-10.7B: 5.2 GB of weights in 4.9-6.5 s,",
+          lambda: f"(SOLAR-10.7B: {_weights_gb('solar-10.7b'):.1f} GB of weights in {min(_builds('solar-10.7b')):.1f}-{max(_builds('solar-10.7b')):.1f} s,"),
+]
