@@ -241,3 +241,9 @@ CLAIMS += [
               _dropin_runs())),
     Claim("Per step the attached run measured 0.121 s (0.084-0.158)", _dropin_step),
 ]
+CLAIMS += [
+    # experiments/scaling: the full fine-tune's training state, from its parameter count (fp32 weights, grads, AdamW's two)
+    Claim("4.02B x 16 bytes = 64 GB before activations",
+          lambda: (lambda p: f"{p / 1e9:.2f}B x 16 bytes = {p * 16 / 1e9:.0f} GB before activations")(FULL_FT.get("params.total"))),
+    Claim("(4.02B x 16 bytes of weights", lambda: f"({FULL_FT.get('params.total') / 1e9:.2f}B x 16 bytes of weights"),
+]
