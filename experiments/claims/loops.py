@@ -139,3 +139,15 @@ CLAIMS += [
     Claim("within 1% at\nbs 32", lambda: f"within {math.ceil(_b32_spread() * 100)}% at\nbs 32"),
     Claim("the three loader setups tie within 1%.", lambda: f"the three loader setups tie within {math.ceil(_b32_spread() * 100)}%."),
 ]
+
+
+def _collate() -> str:
+    """Host time waiting for data per step (host_s.data): the first process without workers, and with 2 workers."""
+    basic, workers = Fig(LOADERS, "w0_nopin"), Fig(LOADERS, "w2_pin")
+    return (f"collating 8 pre-tokenised rows of 320 ids takes {basic.get('host_s.data') * 1000:.1f} ms of a\n  "
+            f"{basic.get('step_time_s.mean') * 1000:.0f} ms step on the training thread, {workers.get('host_s.data') * 1000:.1f} ms with workers")
+
+
+CLAIMS += [
+    Claim("collating 8 pre-tokenised rows of 320 ids takes 2.6 ms of a\n  242 ms step on the training thread, 0.8 ms with workers", _collate),
+]
