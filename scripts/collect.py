@@ -10,7 +10,7 @@ label, report_path, out_path = sys.argv[1:4]
 with open(report_path) as f:
     report = json.load(f)
 report["label"] = report.pop("label", label)
-if os.environ.get("CALL_ID"):  # the device call this row came from (experiments/tables.py compares rows of one call)
+if os.environ.get("CALL_ID"):  # the device call this row came from (experiments/figures.py: a ratio takes rows of one call)
     report["call"] = os.environ["CALL_ID"]
     report["host"] = socket.gethostname()
 with open(out_path, "a") as f:
