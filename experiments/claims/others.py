@@ -247,3 +247,10 @@ CLAIMS += [
           lambda: (lambda p: f"{p / 1e9:.2f}B x 16 bytes = {p * 16 / 1e9:.0f} GB before activations")(FULL_FT.get("params.total"))),
     Claim("(4.02B x 16 bytes of weights", lambda: f"({FULL_FT.get('params.total') / 1e9:.2f}B x 16 bytes of weights"),
 ]
+CLAIMS += [
+    Claim("(+0.5% ± 0.8% in a paired A/B)", lambda: f"(+{_ab()['overhead_fraction']:.1%} ± {_ab()['overhead_fraction_stderr']:.1%} in a paired A/B)"),
+    Claim("(+0.5% ± 0.8% paired A/B)", lambda: f"(+{_ab()['overhead_fraction']:.1%} ± {_ab()['overhead_fraction_stderr']:.1%} paired A/B)"),
+    # a random Qwen3-4B's weights in bf16: its parameter count (scaling's full fine-tune) x 2 bytes
+    Claim("(a random Qwen3-4B is 8 GB)", lambda: f"(a random Qwen3-4B is {FULL_FT.get('params.total') * 2 / 1e9:.0f} GB)"),
+    Claim("Qwen3-4B would write 8 GB a job", lambda: f"Qwen3-4B would write {FULL_FT.get('params.total') * 2 / 1e9:.0f} GB a job"),
+]
