@@ -79,6 +79,8 @@ LEGACY_CALLS = {
     # rounds 1-2 and the third round's `none` in call 1 (results/interleaved), the rest of round 3 in call 2 (round3)
     "loop_overheads/results/pooled/reports.jsonl":
         lambda i, row: "loop_overheads_call" + ("2" if row["label"].endswith(",repeat=3") else "1"),
+    # the first two jobs in one call, the last two in the next (same machine), in the order they ran
+    "batch_vs_accum_saturation/results/near_cap/reports.jsonl": lambda i, row: f"saturation_near_cap_call{1 + i // 2}",
     # G1 P1 in call 2, G2 P2 in call 3, in the order they ran
     "speedup/results/h100_graphs_calls2_3.jsonl": lambda i, row: f"h100_graphs_call{2 + i // 2}",
     # experiments/planner: a prediction's call is its decisions file's; where plan=all was cut in one call and

@@ -114,3 +114,12 @@ def test_the_calls_2_3_table_gives_each_call_its_own_row():
     assert "**4.98x**" in out and "**5.56x**" in out and "5.25x" not in out
     rows = [json.loads(x) for x in (ROOT / "experiments/speedup/results/h100_graphs_calls2_3.jsonl").read_text().splitlines()]
     assert [r["mode"] for r in rows] == ["graphs", "plain", "graphs", "plain"]  # the order LEGACY_CALLS relies on
+
+
+def test_the_claims_ratios_are_of_one_call_or_say_so(traced):
+    """The prose's registered claims (experiments/claims/) divide figures by hand too: the same scan over them."""
+    from experiments import claims
+
+    for claim in claims.CLAIMS:
+        claim.value()
+    assert traced.UNLABELLED == []

@@ -92,7 +92,8 @@ def _payoff(graphed: Fig, regional: Fig) -> str:
     """Steps until the graphed run's extra compile is paid back by its shorter step, to the hundred (~2,200)."""
     extra = graphed.get("compile.to_first_step_s") - regional.get("compile.to_first_step_s")
     saved = regional.get("step_time_s.mean") - graphed.get("step_time_s.mean")
-    return f"~{round(extra / saved, -2):,.0f}"
+    calls = {graphed.call_id, regional.call_id}  # call 6's graphed run against call 5's regional one: said "across calls"
+    return f"~{round(quotient(extra, saved, calls, calls, across_calls=True), -2):,.0f}"
 
 
 def _curve_gaps(dtype: str, seed: int, versus: tuple[str, int]) -> tuple[float, float]:
@@ -187,7 +188,8 @@ def _drift() -> str:
     run's own interval half-width (batch means of its step times, as the tables compute them)."""
     a, b = PACKED8K_1, _lever3("packed_8k", True)
     half = lambda f: (f.interval.high - f.interval.low) / 2 / f.rate  # noqa: E731
-    return (f"ran {n(a.rate)} and {n(b.rate)} real\n  tok/s in two calls, {b.rate / a.rate - 1:.1%} apart, with intervals of "
+    apart = quotient(b.rate, a.rate, b.call_id, a.call_id, across_calls=True) - 1  # the prose says "in two calls"
+    return (f"ran {n(a.rate)} and {n(b.rate)} real\n  tok/s in two calls, {apart:.1%} apart, with intervals of "
             f"+-{half(a):.1%} and +-{half(b):.1%})")
 
 

@@ -76,7 +76,8 @@ def _step(r: dict) -> float:
 def _graphs_cost() -> str:
     s1 = _speedup_row("h100_graphs_call1", "sped")
     g2, g3 = (_speedup_row("h100_graphs_calls2_3", "graphs", f"h100_graphs_call{i}") for i in (2, 3))
-    pay = lambda g: f"~{round((g['speedup_s'] - s1['speedup_s']) / (_step(s1) - _step(g)), -2):,.0f}"  # noqa: E731  (across calls)
+    calls = lambda g: {row_call(g), row_call(s1)}  # noqa: E731  (calls 2-3 against call 1: said "across calls")
+    pay = lambda g: f"~{round(quotient(g['speedup_s'] - s1['speedup_s'], _step(s1) - _step(g), calls(g), calls(g), across_calls=True), -2):,.0f}"  # noqa: E731
     return (f"their graphed compile and step ({g2['speedup_s']:.0f} s and {_step(g2):.3f} s in call 2, {g3['speedup_s']:.0f} s\n  and "
             f"{_step(g3):.3f} s in call 3) against call 1's regional {s1['speedup_s']:.0f} s and {_step(s1):.3f} s (across calls, another "
             f"machine) give {pay(g2)}\n  and {pay(g3)} steps")
