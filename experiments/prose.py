@@ -110,14 +110,14 @@ SCALES = {"k": (1e-3,), "%": (100.0, 1.0), "ms": (1e3, 1.0)}  # a unit's ways fr
 
 
 def _forms(v: float, unit: str = "") -> set[str]:
-    """How a value may be written in prose with this unit: 0-3 decimals, with or without thousands commas, scaled
+    """How a value may be written in prose with this unit: 0-4 decimals, with or without thousands commas, scaled
     as the unit says (k: thousands; %: a fraction or a percentage; ms: seconds or ms)."""
     out = set()
     for scale in SCALES.get(unit, (1.0,)):
         scaled = v * scale
         if abs(scaled) >= 1e12:
             continue
-        for d in range(4):
+        for d in range(5):
             out.add(f"{scaled:.{d}f}")
             out.add(f"{scaled:,.{d}f}")
     return out

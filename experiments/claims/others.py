@@ -254,3 +254,26 @@ CLAIMS += [
     Claim("(a random Qwen3-4B is 8 GB)", lambda: f"(a random Qwen3-4B is {FULL_FT.get('params.total') * 2 / 1e9:.0f} GB)"),
     Claim("Qwen3-4B would write 8 GB a job", lambda: f"Qwen3-4B would write {FULL_FT.get('params.total') * 2 / 1e9:.0f} GB a job"),
 ]
+
+
+def _truth(label: str) -> dict:
+    return _measurement("h100_A_truth.jsonl", label)
+
+
+def _bare(size: int) -> dict:
+    from experiments.figures import _records
+
+    return dict(zip((8, 32), (r for r in _records("measurement/results/h100_A_truth.jsonl") if r.get("name") == "bare_loop")))[size]
+
+
+CLAIMS += [
+    # experiments/measurement: call A's bare loop and nvidia-smi, the runner's bs-8 step across three machines
+    Claim("passes differ by 4% at bs 8 (the warm one slower)",
+          lambda: f"passes differ by {_bare(8)['step_s_warm'] / _bare(8)['step_s_cold'] - 1:.0%} at bs 8 (the warm one "
+                  f"{'slower' if _bare(8)['step_s_warm'] > _bare(8)['step_s_cold'] else 'faster'})"),
+    Claim("peaked at 78,181 MiB (76.35 GiB)", lambda: (lambda m: f"peaked at {m:,} MiB ({m / 1024:.2f} GiB)")(_truth("nvidia_smi_bs32")["max_used_mib"])),
+    Claim("The runner at bs 8 measured 0.2414 s/step in call A, 0.2963 in call C and 0.3158 in the sweep",
+          lambda: "The runner at bs 8 measured {:.4f} s/step in call A, {:.4f} in call C and {:.4f} in the sweep".format(
+              _truth("runner_bs8")["step_time_s"]["mean"], _measurement("h100_C_overhead.jsonl", "runner_bs8_gc")["step_time_s"]["mean"],
+              Fig("batch_vs_accum/results/sweep_reports.jsonl", "batch.grad_accum=1,batch.size=8,model=qwen3").get("step_time_s.mean"))),
+]
