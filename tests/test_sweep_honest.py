@@ -189,3 +189,17 @@ def test_the_launcher_estimates_a_cpu_sweep_in_a_process_of_its_own_and_leaves_f
     assert fig["a"] + fig["b"] * 4 == pytest.approx(fig["probes"]["4"])  # the line passes through the wider probe
     launcher.params["gpus_per_node"] = 1
     assert planned_sweep.estimate_first(launcher, jobs) == []  # a GPU: sweep.plan=predict's to predict
+
+
+def test_a_two_job_sweep_whose_other_job_stalled_does_not_crown_the_one_left():
+    """The README's first CPU sweep (batch=2,4 on a busy 2-core host): one job stalled, so it is unranked and the
+    'fastest' line names the only job left. The summary says so first, with the host's load and the fix."""
+    jobs = _grid(flags=["busy host: load 2.2 per CPU"], rates={(2, 1): 209, (4, 1): 1698})
+    jobs[1]["flags"] = {"reasons": ["stalled: timed step 1 took 3.62 s, 45x the median 0.0813 s", *jobs[1]["flags"]["reasons"]]}
+    line = caveats.trust(summary.table(jobs))
+    assert line.startswith("cannot rank these jobs: 1 of 2 finished jobs stalled")
+    assert "2 of 2 finished jobs ran on a busy host, load up to 2.2 per CPU" in line
+    assert "rerun=true" in line and caveats.FIX_QUIET in line
+    quiet = _grid(device="NVIDIA H100 80GB HBM3", rates={(2, 1): 209, (4, 1): 1698})
+    quiet[1]["flags"] = {"reasons": ["stalled: timed step 1 took 3.62 s, 45x the median 0.0813 s"]}
+    assert caveats.trust(summary.table(quiet)).endswith("To rank them, rerun with rerun=true (a plain rerun skips the finished jobs)")

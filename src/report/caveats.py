@@ -36,20 +36,27 @@ def trust(df: pd.DataFrame) -> str | None:
     ok = df[(df["status"] == "ok") & df["real_tok_s"].notna()] if "real_tok_s" in df else df.iloc[:0]
     flags = ok["flags"].fillna("").astype(str) if "flags" in ok else pd.Series("", index=ok.index)
     ranked = ~flags.str.contains(r"(?:^|; )stalled")  # a stalled job is left unranked (sweep_table.stalled)
+    finished, halted = len(ok), int((~ranked).sum())
+    # the host's state is every finished job's, a stalled one's too: it ran on the same host
+    every = flags
     ok, flags = ok[ranked], flags[ranked]
-    if len(ok) < 2:  # nothing is ranked
+    if len(ok) < 2 and not (halted and finished >= 2):  # one job: nothing is compared
         return None
-    busy, shared = flags.str.contains("busy host"), flags.str.contains("other processes on the GPU")
+    host = every if len(ok) < 2 else flags  # the others stalled: the "fastest" below was compared with nothing
+    busy, shared = host.str.contains("busy host"), host.str.contains("other processes on the GPU")
     one_process = ~_repeated(ok["repeat"]) if "repeat" in ok else pd.Series(True, index=ok.index)
     device = ok["device"].fillna("").astype(str) if "device" in ok else pd.Series("", index=ok.index)
     host_paced = device.str.startswith("cpu") | flags.str.contains("host-bound")
     why = []
+    if len(ok) < 2:
+        why.append(f"{halted} of {finished} finished jobs stalled (the process stood still inside its timed window) "
+                   f"and {'is' if halted == 1 else 'are'} left unranked, so the fastest below was compared with nothing")
     if busy.any():
-        loads = [float(x) for f in flags[busy] for x in re.findall(r"busy host: load ([\d.]+)", f)]
+        loads = [float(x) for f in host[busy] for x in re.findall(r"busy host: load ([\d.]+)", f)]
         most = f", load up to {max(loads):.1f} per CPU" if loads else ""
-        why.append(f"{int(busy.sum())} of {len(ok)} finished jobs ran on a busy host{most}")
+        why.append(f"{int(busy.sum())} of {len(busy)} finished jobs ran on a busy host{most}")
     if shared.any():
-        why.append(f"{int(shared.sum())} of {len(ok)} finished jobs shared the GPU with other processes")
+        why.append(f"{int(shared.sum())} of {len(shared)} finished jobs shared the GPU with other processes")
     noisy = one_process & host_paced
     if noisy.sum() >= 2:
         where = "a CPU" if device[noisy].str.startswith("cpu").all() else "a host-bound step"
@@ -57,7 +64,10 @@ def trust(df: pd.DataFrame) -> str | None:
                    f"{where} the same job moves more between processes than within one")
     if not why:
         return None
-    fixes = ([f"rerun with {FIX_REPEATS}"] if (one_process & (noisy | busy | shared)).any() else ["rerun"])
+    if len(ok) < 2:
+        fixes = [f"rerun with rerun=true (a plain rerun skips the finished jobs){',' if busy.any() or shared.any() else ''}"]
+    else:
+        fixes = [f"rerun with {FIX_REPEATS}"] if (one_process & (noisy | busy | shared)).any() else ["rerun"]
     if busy.any() or shared.any():
         fixes.append(f"on {FIX_QUIET}")
     return (f"{CANNOT_RANK}: {'; '.join(why)}, so the order below may be the host's, not the configs'. To rank them, "
