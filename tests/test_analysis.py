@@ -164,6 +164,12 @@ def test_a_run_that_logged_no_step_loss_reports_the_trainers_mean_and_bf16_is_no
 
     loss = loss_summary([{"train_loss": 1.25, "step": 4}], 1.386)
     assert loss.initial is None and loss.mean_over_run == 1.25 and "mean over the run 1.250" in loss.line()
+    # the README's chat run: 8 steps, logging_steps 10, so step 1 alone was logged; it reads "x -> x" no more
+    short = loss_summary([{"loss": 6.99, "step": 1}, {"train_loss": 6.5, "step": 8}], 6.931)
+    assert short.initial == short.final == 6.99 and short.mean_over_run == 6.5
+    assert short.line().startswith("6.990 at step 1, the only step logged") and "mean over the run 6.500" in short.line()
+    longer = loss_summary([{"loss": 6.99, "step": 1}, {"loss": 6.0, "step": 10}, {"train_loss": 6.5, "step": 10}], 6.931)
+    assert longer.mean_over_run is None and longer.line().startswith("6.990 -> 6.000")
     advice = verdict(StepTime(mean=1.0), Breakdown(data=0, compute=1.0, optimizer=0, other=0), 0.95,
                      GpuMemory(peak_reserved=10.0, capacity=80.0), 0, 0.4, amp="bf16").reasons[-1]
     assert "bf16" not in advice and "flash attention" in advice

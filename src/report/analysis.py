@@ -147,8 +147,10 @@ def loss_summary(log_history: list[dict], expected_initial: float | None) -> Los
     if not losses:  # logging_steps past the run's end: the Trainer's mean over the run is all there is
         mean = next((e["train_loss"] for e in reversed(log_history) if "train_loss" in e), None)
         return Loss(final=mean, mean_over_run=mean, expected_initial=expected_initial)
-    return Loss(initial=losses[0], final=losses[-1],
-                expected_initial=expected_initial, curve=[(e["step"], e["loss"]) for e in log_history if "loss" in e])
+    curve = [(e["step"], e["loss"]) for e in log_history if "loss" in e]
+    # step 1's loss alone (logging_steps past the run's end): its "final" is step 1's, and the mean says more
+    mean = next((e["train_loss"] for e in reversed(log_history) if "train_loss" in e), None) if len(curve) == 1 else None
+    return Loss(initial=losses[0], final=losses[-1], expected_initial=expected_initial, curve=curve, mean_over_run=mean)
 
 
 def expected_initial_loss(task: str, num_labels: int, vocab: int) -> float:
