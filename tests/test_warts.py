@@ -281,3 +281,10 @@ def test_values_hydra_takes_pass_the_one_line_checks(args):
     from src.config.cli import hydra_argv
 
     hydra_argv(["src/run.py", *args])  # trainer.seed=-1 is the schema's checks' to refuse, with what is allowed
+
+
+def test_an_interval_spanning_orders_of_magnitude_compares_as_a_tie_not_an_overflow():
+    from src.base import stats
+
+    wild, steady = stats.Interval(100, 1, 1e6, 2), stats.Interval(100, 90, 110, 2)  # two repeats, one on a stalled host
+    assert stats.compare(wild, steady, 100, 100).tie  # was OverflowError: the sweep's summary failed

@@ -205,5 +205,5 @@ def compare(a: Interval | None, b: Interval | None, a_mean: float, b_mean: float
     dof = min(a.batches, b.batches) - 1
     if se > 0:  # Welch-Satterthwaite, floored: never below the smaller side's (2 repeats alone give t = 12.7)
         dof = max(dof, math.floor(se**4 / (a.rel_se**4 / (a.batches - 1) + b.rel_se**4 / (b.batches - 1))))
-    k = math.exp(t_quantile(dof) * se)
-    return Comparison(ratio, ratio / k, ratio * k)
+    k = math.exp(min(t_quantile(dof) * se, 700.0))  # a repeat's interval spanning orders of magnitude: a tie, not
+    return Comparison(ratio, ratio / k, ratio * k)  # an OverflowError that ended the sweep's summary
