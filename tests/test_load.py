@@ -3,6 +3,9 @@ final/ alone and trainsweep.predict uses it. On random weights the base is writt
 (final/base, src/train/keep.py); on a real local base the adapter names that directory; past the size cap the
 report holds a rebuild recipe instead."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +15,7 @@ from src.run import run
 from src.train import keep
 from tests.conftest import QUICK, compose
 
+ROOT = Path(__file__).resolve().parents[1]
 CSV = ["data=files", "data.train_file=tests/data/accounts.csv"]
 CHAT = ["task=causal_lm", "data=files", "data.train_file=tests/data/chat.jsonl", "data.format=messages"]
 
@@ -50,6 +54,12 @@ def test_a_classifier_on_a_csv_reloads_from_final_with_its_random_base_and_predi
     labels = trainsweep.predict(model, tokenizer, [text, "KT 인터넷 요금 33000원"])
     classes = set(json.loads((tmp_path / "labels.json").read_text()))
     assert len(labels) == 2 and set(labels) <= classes and len(classes) == 5
+
+    # a script of the user's own (README step 3) gets the label, not peft's and bitsandbytes' import-time warnings
+    script = f"import src as t; m, k = t.load({str(tmp_path)!r}); print(t.predict(m, k, [{text!r}]))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "kernels-community" not in out.stderr and "is_gradient_checkpointing" not in out.stderr, out.stderr
 
 
 def test_sft_on_chat_rows_reloads_and_generates(tmp_path):

@@ -14,6 +14,8 @@ id the adapter names, or `base=` given here.
 from __future__ import annotations
 
 import json
+import logging
+import warnings
 from pathlib import Path
 
 import torch
@@ -70,13 +72,18 @@ def load(run_dir: str | Path, base: str | None = None, device: str | None = None
     final = _final(Path(run_dir).expanduser())
     tokenizer = AutoTokenizer.from_pretrained(final) if (final / "tokenizer_config.json").exists() else None
     if (final / "adapter_config.json").exists():
+        # as in a run (src/runner.py): peft imports bitsandbytes, whose CPU backend warns that it can't load a hub
+        # kernel, and reads a property transformers deprecated; neither says anything about this model
+        logging.getLogger("bitsandbytes.backends.cpu").setLevel(logging.ERROR)
         from peft import PeftModel
 
         settings = json.loads((final / "adapter_config.json").read_text())
         auto = BY_PEFT_TASK[settings["task_type"]]
         source = _base_of(final, settings, base)
         head = _labels(final, tokenizer) if auto is AutoModelForSequenceClassification else {}
-        model = PeftModel.from_pretrained(auto.from_pretrained(source, **head), final)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecated")
+            model = PeftModel.from_pretrained(auto.from_pretrained(source, **head), final)
     else:
         arch = (json.loads((final / "config.json").read_text()).get("architectures") or [""])[0]
         auto = next((a for suffix, a in BY_ARCHITECTURE.items() if arch.endswith(suffix)), AutoModelForCausalLM)
