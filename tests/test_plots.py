@@ -168,6 +168,9 @@ def test_plots_survive_odd_tables(case, tmp_path):
     names = {p.name for p in paths}
     assert {"throughput_by_config.png", "throughput_vs_batch.png", "memory_vs_batch.png"} <= names
     assert ("throughput_heatmap.png" in names) == (case in ("nan columns", "cpu sweep", "a stalled job"))  # a batch x grad_accum grid
+    if case == "a stalled job":  # its bar is not gold, and says why it has no rank
+        ticks = [t.get_text() for t in plots.bars_figure(df, "").axes[0].get_yticklabels()]
+        assert sum("(stalled: unranked)" in t for t in ticks) == 1
     if case == "all failed":
         assert "step_breakdown.png" not in names and "loss_curves.png" not in names
         ax = plots.figures(df)["throughput_vs_batch"].axes[0]

@@ -16,6 +16,7 @@ import pandas as pd
 from ..measure import PHASES
 from .plot_axes import (_batch_axis, _column, _figure, _guessed, _job_labels, _legend, _mark_failed, _n, _names,
                         _ok, _percent, _save, _seconds, _series, _values, _where, text_colour)
+from .sweep_table import stalled
 
 KEYS = ("rank", "batch", "grad_accum", "effective_batch", "world_size", "real_tok_s")
 HOST = "breakdown_s.host"  # GPU idle the data wait doesn't explain: Report.flat's name for it in the table
@@ -77,12 +78,13 @@ def bars_figure(df: pd.DataFrame, where: str):
     low, high = _column(ok, "real_tok_s_low"), _column(ok, "real_tok_s_high")
     y = ok["real_tok_s"]
     xerr = [(y - low).clip(lower=0).fillna(0), (high - y).clip(lower=0).fillna(0)]
-    first = _rank_1(ok)
-    colours = ["darkgoldenrod" if f else "steelblue" for f in first]
+    first, halted = _rank_1(ok), stalled(ok)  # a stalled job is unranked: grey, and named so, however long its bar
+    colours = ["darkgoldenrod" if f else "lightgray" if h else "steelblue" for f, h in zip(first, halted)]
     ax.barh(range(len(failed) + len(guessed), rows), y, xerr=xerr, color=colours, capsize=3)
     labels = [f"{r['job']} ({str(r['status']).upper()})" for _, r in failed.iterrows()]
     labels += [f"{r['job']} (predicted)" for _, r in guessed.iterrows()]
-    labels += [str(r["job"]) + ("" if pd.notna(low[i]) else " (no interval)") for i, r in ok.iterrows()]
+    labels += [str(r["job"]) + (" (stalled: unranked)" if halted[i] else "")
+               + ("" if pd.notna(low[i]) else " (no interval)") for i, r in ok.iterrows()]
     ax.set_yticks(range(rows), labels, fontsize=7)
     ax.set_xlabel("real tokens/s (95% interval)")
     tied = int(first.sum())
