@@ -70,7 +70,8 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
     if stalled:
         i, took, median = stalled
         reasons.append(f"stalled: timed step {i + 1} took {took:.3g} s, {took / median:.0f}x the median {median:.3g} s "
-                       "(the process stood still: paused, suspended or starved); not a clean measurement, run it again")
+                       "(the process stood still: paused, suspended or starved); not a clean measurement: run it again with "
+                       "rerun=true (a plain rerun skips it as finished)")
     if step.ci_low is None:
         reasons.append(f"no interval: {step.n} timed steps (needs {stats.MIN_BATCHES**2})")
     elif stats.Interval(step.mean, step.ci_low, step.ci_high, step.ci_batches).half_width > stats.WIDE:
