@@ -120,9 +120,9 @@ def check_keys(overrides: list[str]) -> None:
 
 
 BOOLS = ("true", "false", "yes", "no", "on", "off", "y", "n", "1", "0")  # what OmegaConf takes for a bool, any case
-_READS = {int: ("a whole number", lambda v: re.fullmatch(r"[+-]?\d+", v)),
+_READS = {int: ("a whole number", lambda v: re.fullmatch(r"[+-]?\d+(?:_\d+)*", v)),  # int() takes 1_000 too
           float: ("a number", lambda v: re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf|nan", v.lower())),
-          bool: ("true or false", lambda v: v.lower() in BOOLS)}
+          bool: ("true or false", lambda v: v.lower() in BOOLS or v.isdigit())}
 
 
 def check_values(overrides: list[str], multirun: bool) -> None:
