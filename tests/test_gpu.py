@@ -230,3 +230,18 @@ def test_auto_budget_probes_the_model_and_trains_at_its_choice(tmp_path):
     assert chosen["tokens"] in (2048, 4096, 8192, 16384, 32768, 65536)
     assert rep["tokens"]["all"] == chosen["tokens"] * chosen["grad_accum"] * rep["step_time_s"]["n"]  # the chosen budget
     assert "batch.tokens=auto chose" in chosen["line"]
+
+
+def test_a_second_run_at_the_same_shapes_reuses_the_memory_trace(tmp_path, monkeypatch):
+    """src/model/memory_cache.py: another seed and learning rate, the same shapes: no copies built, the same
+    prediction, and the summary says where the trace came from."""
+    from src.base import files
+
+    monkeypatch.setattr(files, "CACHE", tmp_path / "cache")
+    first = run(compose(*GPU_QUICK), tmp_path / "first")
+    again = run(compose(*GPU_QUICK, "trainer.seed=3", "trainer.lr=1e-4"), tmp_path / "again")
+    assert first["status"] == again["status"] == "ok"
+    assert "trace_from" not in first["memory_predicted_gb"]
+    assert again["memory_predicted_gb"]["trace_from"].startswith(str(tmp_path / "cache" / "memory"))
+    assert again["memory_predicted_gb"]["peak_allocated"] == first["memory_predicted_gb"]["peak_allocated"]
+    assert again["timing_s"]["build_parts"]["memory_model"] < first["timing_s"]["build_parts"]["memory_model"]
