@@ -75,7 +75,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .data import prepare
         from .machine import ceiling, env
         from .measure import meter as measure
-        from .measure import timing
+        from .measure import compiled
         from .model import build as models
         from .model import flops, memory_model, speed
         from .report import analysis, loggers
@@ -84,7 +84,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .train import trainer as train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
-        laps, compile_before = Laps(t_start), timing.compile_work()
+        laps, compile_before = Laps(t_start), compiled.compile_work()
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
         debug.crash_if_asked(cfg)
         res = env.setup(cfg)

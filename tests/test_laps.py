@@ -1,7 +1,7 @@
 """The build's split (timing_s.build_parts) and the compile work of a run (compile.work), on a fake clock and
 fake counters: the figures are the ones set here, whatever the machine's load."""
 from src.base.laps import Laps
-from src.measure import timing
+from src.measure import compiled
 
 
 def test_laps_give_each_stage_the_time_since_the_previous_mark():
@@ -16,17 +16,17 @@ def test_laps_give_each_stage_the_time_since_the_previous_mark():
 
 def test_compile_work_counts_only_what_this_run_compiled(monkeypatch):
     before = {"compile_s": 30.0, "fx_graph_cache_hits": 2, "fx_graph_cache_misses": 5}
-    monkeypatch.setattr(timing, "compile_work", lambda: {"compile_s": 34.5, "fx_graph_cache_hits": 6,
+    monkeypatch.setattr(compiled, "compile_work", lambda: {"compile_s": 34.5, "fx_graph_cache_hits": 6,
                                                          "fx_graph_cache_misses": 5})
-    assert timing.compile_work_since(before) == {"compile_s": 4.5, "fx_graph_cache_hits": 4, "fx_graph_cache_misses": 0}
+    assert compiled.compile_work_since(before) == {"compile_s": 4.5, "fx_graph_cache_hits": 4, "fx_graph_cache_misses": 0}
 
 
 def test_compile_work_reads_torchs_own_counters():
     import torch
 
-    before = timing.compile_work()
+    before = compiled.compile_work()
     torch.compile(lambda x: (x * 2).sin(), backend="eager")(torch.ones(3))
-    after = timing.compile_work_since(before)
+    after = compiled.compile_work_since(before)
     assert after["compile_s"] > 0 and set(after) >= {"fx_graph_cache_hits", "autograd_cache_misses"}
 
 

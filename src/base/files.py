@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -126,6 +127,26 @@ def content_hash(path: str) -> str:
     except OSError:  # a read-only cache: the hash is still right, only read again next time (the run says why)
         pass
     return digest
+
+
+def remembered(kind: str, key: str, compute, usable=lambda value: True):
+    """compute()'s JSON value, kept under CACHE/kind/key.json: (the value, the file it was read from, or None when
+    compute() ran). An unreadable or unusable entry is computed again; a cache that can't be written costs the
+    next run the work, never this one."""
+    path = CACHE / kind / f"{key}.json"
+    try:
+        value = json.loads(path.read_text())
+        if usable(value):
+            return value, path
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps(value))
+    except OSError as exc:
+        logging.getLogger(__name__).warning("%s not kept for the next run (%s): %s", kind, path, exc)
+    return value, None
 
 
 def cache_problem() -> str | None:

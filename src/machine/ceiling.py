@@ -80,12 +80,6 @@ def cached(shapes: list[tuple[int, int, int, bool, bool]], tokens: int, dtype: t
     """measure(), remembered per card, torch release, shapes, tokens and dtype."""
     card = torch.cuda.get_device_name()
     key = json.dumps([card, torch.__version__, sorted(shapes), tokens, str(dtype)])
-    path = disk.CACHE / "ceiling" / (hashlib.sha1(key.encode()).hexdigest()[:16] + ".json")
-    try:
-        return {**json.loads(path.read_text()), "cached": True}
-    except (OSError, ValueError):
-        pass
-    result = {**measure(shapes, tokens, dtype), "card": card}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    disk.atomic_write(path, json.dumps(result))
-    return {**result, "cached": False}
+    result, path = disk.remembered("ceiling", hashlib.sha1(key.encode()).hexdigest()[:16],
+                                   lambda: {**measure(shapes, tokens, dtype), "card": card})
+    return {**result, "cached": path is not None}

@@ -24,7 +24,8 @@ from transformers import TrainerCallback
 
 from ..data.packing import PACK_STATS
 from .stop import StopRule
-from .timing import PHASES, BusyProfiler, Clock, StepTimer, Window, compile_work_since, compiled_graphs
+from .compiled import compile_work_since, compiled_graphs
+from .timing import PHASES, BusyProfiler, Clock, StepTimer, Window
 
 log = logging.getLogger(__name__)
 __all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "window_tokens"]

@@ -11,43 +11,15 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import sys
 import time
 
 import torch
 
 from ..base import stats
 from . import PHASES
+from .compiled import compiled_graphs
 
 log = logging.getLogger(__name__)
-
-
-def compiled_graphs() -> int:
-    """Graphs torch.compile has compiled in this process so far (a dict read: no sync)."""
-    dynamo = sys.modules.get("torch._dynamo")
-    return int(dynamo.utils.counters["stats"]["unique_graphs"]) if dynamo is not None else 0
-
-
-def compile_work() -> dict:
-    """torch.compile's work in this process so far: seconds compiling (dynamo with its backend, and each backward
-    compiled at its first call) and the compile caches' hits and misses. Dict reads: no sync. A warm cache shows
-    as hits; what the first step still costs beside them is tracing, guards and loading."""
-    dynamo = sys.modules.get("torch._dynamo")
-    if dynamo is None:
-        return {}
-    seconds, counts = dynamo.utils.compilation_time_metrics, dynamo.utils.counters
-    return {"compile_s": sum(seconds.get("_compile.compile_inner", ())) + sum(seconds.get("backward._backward_impl", ())),
-            "fx_graph_cache_hits": counts["inductor"]["fxgraph_cache_hit"],
-            "fx_graph_cache_misses": counts["inductor"]["fxgraph_cache_miss"],
-            "autograd_cache_hits": counts["aot_autograd"]["autograd_cache_hit"],
-            "autograd_cache_misses": counts["aot_autograd"]["autograd_cache_miss"]}
-
-
-def compile_work_since(before: dict) -> dict:
-    """compile_work() since `before` (taken at the run's start: the budget probe's compiles count, an earlier
-    run's in the same process don't)."""
-    now = compile_work()
-    return {k: round(v - before.get(k, 0), 3) for k, v in now.items()} if now else {}
 
 
 class Clock:

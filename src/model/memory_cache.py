@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from pathlib import Path
 
 import torch
 from omegaconf import OmegaConf
 
 from ..base import files
-
-log = logging.getLogger(__name__)
 
 # What changes no activation or workspace byte of one forward and backward: the optimizer's schedule and state,
 # seeds (a random base's values, the data's order: the widest batch itself is in the key), step counts, saving,
@@ -66,19 +63,6 @@ def key(cfg, res, conf, batch: dict) -> str:
 
 
 def remembered(trace_key: str, trace) -> tuple[dict, Path | None]:
-    """(the trace, the file it was read from, or None when `trace()` ran). An unreadable entry is traced again;
-    a cache that can't be written costs the next run the trace, never this one."""
-    path = files.CACHE / "memory" / f"{trace_key}.json"
-    try:
-        value = json.loads(path.read_text())
-        if isinstance(value, dict) and {"per_layer", "outside", "layers", "workspace"} <= set(value):
-            return value, path
-    except (OSError, ValueError):
-        pass
-    value = trace()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        files.atomic_write(path, json.dumps(value))
-    except OSError as exc:
-        log.warning("memory trace not kept for the next run (%s): %s", path, exc)
-    return value, None
+    """(the trace, the file it was read from, or None when `trace()` ran): files.remembered under CACHE/memory."""
+    return files.remembered("memory", trace_key, trace,
+                            usable=lambda v: isinstance(v, dict) and {"per_layer", "outside", "layers", "workspace"} <= set(v))

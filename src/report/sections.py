@@ -170,7 +170,7 @@ class Compile(Section):
     graphs: int = 0
     graphs_in_window: Optional[int] = None
     to_first_step_s: Optional[float] = None  # cold start: build, checks and step 1 (its compile included)
-    work: Optional[dict] = None  # measure.timing.compile_work since the run's start: seconds compiling, cache hits
+    work: Optional[dict] = None  # measure.compiled.compile_work since the run's start: seconds compiling, cache hits
 
     def line(self, layers: int | None) -> str:
         w = self.work or {}
