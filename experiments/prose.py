@@ -256,8 +256,11 @@ def beyond_pending() -> dict[str, dict[str, int]]:
 
 
 if __name__ == "__main__":
-    if "--freeze" in sys.argv[1:]:  # take today's unbacked figures as the pending debt
-        PENDING.write_text(json.dumps({p: dict(sorted(c.items())) for p, c in sorted(unbacked().items())}, indent=1) + "\n")
+    if "--freeze" in sys.argv[1:]:  # take today's unbacked figures as the pending debt: of the pages named, else all
+        named = [a for a in sys.argv[1:] if not a.startswith("--")]
+        now = {p: c for p, c in unbacked().items() if not named or p in named}
+        debt = {p: c for p, c in pending().items() if named and p not in named} | now  # read last: others may write
+        PENDING.write_text(json.dumps({p: dict(sorted(c.items())) for p, c in sorted(debt.items())}, indent=1) + "\n")
     elif "--pending" in sys.argv[1:]:
         for page, c in unbacked().items():
             print(f"{page}: {sum(c.values())} figures: " + ", ".join(sorted(c)))
