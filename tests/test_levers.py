@@ -205,3 +205,32 @@ def test_the_fastest_preset_validates_for_a_gpu_and_is_refused_on_a_cpu():
     # (tests/test_experiments.py checks each lever's keys)
     fp8_fused = compose("sweep=levers", "+lever=fp8_fused")
     assert all(fp8_fused[g] == cfg[g] for g in ("precision", "peft", "padding")) and fp8_fused.batch.tokens == 8192
+
+
+@pytest.mark.parametrize("one_graph, graphs", [(False, 2), (True, 1)])
+def test_compile_one_graph_compiles_one_layer_graph_and_changes_no_gradient(one_graph, graphs):
+    """Under LoRA the first layer's input needs no grad, and torch guards on it: two layer graphs. One graph takes
+    that guard away (the embeddings' output requires grad); the trainable gradients stay bit for bit."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from src.model import speed
+
+    def grads(compile_one_graph):
+        model, _ = _model("model.arch.num_hidden_layers=3", "precision=fp32")
+        model.train()
+        if compile_one_graph is not None:
+            speed.compile_regions(model, SimpleNamespace(compile_backend="aot_eager", compile_mode=None,
+                                                         compile_one_graph=compile_one_graph))
+        batch = {"input_ids": torch.randint(3, 100, (2, 12), generator=torch.Generator().manual_seed(1)),
+                 "labels": torch.tensor([0, 1])}
+        model(**batch).loss.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    eager = grads(None)
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = grads(one_graph)
+    assert counters["stats"]["unique_graphs"] == graphs
+    assert eager.keys() == compiled.keys()
+    assert all(torch.equal(eager[n], compiled[n]) for n in eager)

@@ -14,7 +14,7 @@ source scripts/gpu_setup.sh || exit 1
 FX=/tmp/dropin_fx
 python3 experiments/dropin/gpu_fixtures.py $FX "${LAYERS:-}" || exit 1
 LOG=$OUT/dropin.log
-python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b8 2>>"$LOG" | tee "$OUT/anchors.jsonl"
+python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b8 2>>"$LOG" | python3 scripts/stamp_call.py | tee "$OUT/anchors.jsonl"
 COMMON="--max_steps 60 --per_device_train_batch_size 8 --learning_rate 1e-4 --bf16 true --logging_steps 1 --report_to none --save_strategy no"
 args() {  # SCRIPT OUT_DIR
   case $1 in

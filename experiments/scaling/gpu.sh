@@ -52,13 +52,7 @@ if [ "$what" = g1g2 ]; then
   # anchor can't cut them
   # (each JSON row tagged with this call's id, as collect.py tags the reports: a ratio to it is a same-call ratio)
   CUDA_VISIBLE_DEVICES=0 timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b32_group 2>>"$RUN_LOG" \
-    | python3 -c 'import json, os, sys
-for line in sys.stdin:
-    try:
-        line = json.dumps({**json.loads(line), "call": os.environ["CALL_ID"]}) + "\n"
-    except (ValueError, TypeError):  # not a JSON object: the Trainer logs dicts as Python reprs
-        pass
-    print(line, end="", flush=True)' | tee "$OUT/anchors.jsonl"
+    | python3 scripts/stamp_call.py | tee "$OUT/anchors.jsonl"
   if [ "$(python3 -c 'import torch; print(torch.cuda.device_count())')" -ge 4 ]; then
     LAUNCH="torchrun --nproc_per_node=4" run four_gpu_ddp distributed=ddp $F
   fi

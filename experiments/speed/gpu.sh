@@ -26,6 +26,8 @@
 #   bash experiments/speed/gpu.sh fp8full   # issue 53 G5: FP8 vs bf16, two seeds each, full depth, 300 steps; G3's cold/warm first steps
 #   bash experiments/speed/gpu.sh fp8learn  # issue 53 G5: the same on 32 learnable classes, 16k rows, eval set; G3's reused trace
 #   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
+#   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
+#                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -36,7 +38,7 @@ source scripts/gpu_setup.sh || exit 1
 RUN_LOG=$OUT/speed.log
 what=${1:-iterate}
 anchors() {  # NAMES: the plain HF Trainer on the same card in the same call, the ratios' denominator
-  python3 .gpu/hf_trainer_baseline.py full "$1" 2>>"$RUN_LOG" | tee "$OUT/anchors.jsonl"
+  python3 .gpu/hf_trainer_baseline.py full "$1" 2>>"$RUN_LOG" | python3 scripts/stamp_call.py | tee "$OUT/anchors.jsonl"
 }
 B="peft.adapter_dtype=auto trainer.max_steps=40 measure.warmup_steps=10"
 C="trainer.torch_compile=true"
@@ -322,4 +324,23 @@ if [ "$what" = levers ]; then  # issue 33 item 6: sweep=levers at full depth (ev
   [ -n "${RESUME:-}" ] || anchors bf16_sdpa_b32_group
   COMMON="model=qwen3 logger=none"
   sweep levers sweep=levers
+fi
+if [ "$what" = firststep ]; then  # issue 53 G3: the time to step 1, cold then warm, one layer graph or two; the step's own
+  # speed beside it (3 runs each way, alternating); a warm start under cProfile (where the host's seconds go); the anchor
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-80} measure.warmup_steps=10"
+  RUN_TIMEOUT=150
+  for one in false true; do  # each setting its own cache: the first run compiles and traces cold, the next ones reuse
+    rm -rf "/tmp/cache_$one"
+    TRAINSWEEP_CACHE=/tmp/cache_$one run cold_one_graph_$one $A trainer.compile_one_graph=$one
+  done
+  for again in 1 2; do
+    for one in false true; do
+      TRAINSWEEP_CACHE=/tmp/cache_$one run warm${again}_one_graph_$one $A trainer.compile_one_graph=$one trainer.seed=$again
+    done
+  done
+  TRAINSWEEP_CACHE=/tmp/cache_true LAUNCH="python3 -m cProfile -o $OUT/warm_profile.prof" \
+    run warm_profiled_one_graph_true trainer.max_steps=3 measure.warmup_steps=1 measure.profile_steps=0 trainer.compile_one_graph=true
+  python3 -c "import pstats; pstats.Stats('$OUT/warm_profile.prof').sort_stats('cumulative').print_stats(60)" > "$OUT/warm_profile.txt" 2>&1
+  if [ $SECONDS -lt ${BUDGET_S:-430} ]; then anchors bf16_sdpa_b32_group; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi

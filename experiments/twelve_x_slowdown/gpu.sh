@@ -42,16 +42,16 @@ case $mode in
     COMMON="experiment=twelve_x_slowdown model=qwen3 logger=none"
     if [ "${2:-A}" = C ]; then
       # the plain Trainer nearest rung 4 (bf16 sdpa with checkpointing, bs 16 in one micro-batch), same call
-      timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b16_gc 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
+      timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b16_gc 2>>"$RUN_LOG" | python3 scripts/stamp_call.py | tee -a "$OUT/anchor.jsonl"
       run rung_3_env_a +rung=twelve_x_3_env; run rung_4_bf16_a +rung=twelve_x_4_bf16
       run rung_4_bf16_b +rung=twelve_x_4_bf16; run rung_3_env_b +rung=twelve_x_3_env
       exit 0
     elif [ "${2:-A}" = A ]; then
       # The plain HF Trainer at the seed's "before" (fp32, eager, checkpointing, pad 320, bs 8 x ga 2), same call
-      timeout 240 python3 .gpu/hf_trainer_baseline.py full seed_before 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
+      timeout 240 python3 .gpu/hf_trainer_baseline.py full seed_before 2>>"$RUN_LOG" | python3 scripts/stamp_call.py | tee -a "$OUT/anchor.jsonl"
       rungs="0_before 1_padding 2_dataloader 3_env"
     else  # and the best plain-Trainer config (bf16 sdpa, bs 32, length-grouped) in this call
-      timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b32_group 2>>"$RUN_LOG" | tee -a "$OUT/anchor.jsonl"
+      timeout 150 python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b32_group 2>>"$RUN_LOG" | python3 scripts/stamp_call.py | tee -a "$OUT/anchor.jsonl"
       rungs="4_bf16 5_no_checkpointing 6_bs16 7_compile 8_padding_free"
     fi
     for r in $rungs; do run "rung_$r" "+rung=twelve_x_$r"; done
