@@ -1,6 +1,8 @@
 """Claims on experiments/speed's files: the levers, CUDA graphs, FP8, Liger (docs/levers.md, experiments/speed)."""
 from __future__ import annotations
 
+from functools import cache
+
 from experiments.claims import Claim, busy, ci, k, mfu, n, share, times
 from experiments.figures import Fig, quotient
 
@@ -223,3 +225,119 @@ def _embedding() -> str:
 
 
 CLAIMS += [Claim("the 151,936 x 2,560 embedding, 1.45 GB in fp32, 0.72 in bf16", _embedding)]
+
+
+@cache
+def _memory_runs() -> tuple[tuple[str, float], ...]:
+    """The full-depth runs of speed/memory's table, one by one (its aggregate rows split): (card, predicted over
+    measured peak, less 1). The same figures the table builder reads."""
+    from experiments.speed.tables import LEVER_ROWS, lever, lever7, memory_error
+
+    h200, h100 = S + "h200_memory_call.jsonl", S + "h100_memory_call2.jsonl"
+    figs = [Fig(h200, label) for label in ("mem_fixed_bs32", "mem_packed8k_compile", "mem_lm_fixed_bs16_compile",
+                                           "mem_lm_packed8k_liger", "mem_gc_all_bs32")]
+    figs += [Fig(h100, label) for label in ("mem_qlora_packed8k", "mem_packed8k", "mem_buckets_bs32")]
+    figs += [lever(p, c) for p in ("max_length", "buckets", "packed_8k") for c in (False, True)]
+    figs += [lever7(name) for name, _, _ in LEVER_ROWS]
+    return tuple((f.get("env.device_name"), memory_error(f)) for f in figs)
+
+
+def _memory_table() -> tuple[int, int, str, str, str, str]:
+    """(runs within, runs, the bound, the low end, the high end, the outlier): the one run over 1% off is call 7's
+    eager packed 8k (the table's own row)."""
+    from experiments.speed.tables import lever7, memory_error
+
+    errors = [e for _, e in _memory_runs()]
+    outlier = memory_error(lever7("eager"))
+    inside = [e for e in errors if e != outlier]
+    assert max(abs(e) for e in inside) < 0.01 < abs(outlier) and len(inside) == len(errors) - 1
+    return (len(inside), len(errors), f"{max(abs(e) for e in inside):.1%}", f"{min(inside):+.1%}", f"{max(inside):+.1%}",
+            f"{outlier:+.1%}")
+
+
+@cache
+def _fullft_errors() -> tuple[float, ...]:
+    """Today's rule against the measured peak on speed/memory_fullft's rows (its last column, as the table prints it)."""
+    from experiments.speed.tables import speed_memory_fullft
+
+    rows = [line.strip("|").split("|") for line in speed_memory_fullft().splitlines()[2:]]
+    return tuple(float(r[-1].strip().rstrip("%")) / 100 for r in rows)
+
+
+def _fullft() -> str:
+    e = _fullft_errors()
+    return f"{min(e):+.1%} to {max(e):+.1%} on the {len(e)} full fine-tunes"
+
+
+def _saturation_qlora() -> tuple[str, str]:
+    """SOLAR-10.7B and Polyglot-Ko-12.8B QLoRA under the 24 GB cap (batch_vs_accum_saturation's largest: every run
+    with a measured peak), and Llama-3.2-3B QLoRA at 211-token rows (its claims): the largest miss, the lowest."""
+    from experiments.claims.others import _mem_errors
+
+    largest = _mem_errors("batch_vs_accum_saturation/results/largest/reports.jsonl")
+    llama = _mem_errors("batch_vs_accum_saturation/results/claims/reports.jsonl")
+    return f"{max(abs(e) for e in largest):.1%}", f"{-min(llama):.1%}"
+
+
+CLAIMS += [
+    # the memory model on speed/memory's table (issue 52: sized to the table's rows, its one outlier named)
+    Claim("within 0.5% on 21 of the 22 full-depth runs of the memory\ntable below (-0.5% to +0.3%",
+          lambda: "within {2} on {0} of the {1} full-depth runs of the memory\ntable below ({3} to {4}".format(*_memory_table())),
+    Claim("call 7's eager packed 8k, +2.9%", lambda: f"call 7's eager packed 8k, {_memory_table()[5]}"),
+    Claim("within 0.5% of it on 21 of the 22 full-depth runs of experiments/speed's memory table (H100 and H200;\n-0.5% to +0.3%",
+          lambda: "within {2} of it on {0} of the {1} full-depth runs of experiments/speed's memory table (H100 and H200;\n{3} to {4}".format(
+              *_memory_table())),
+    Claim("within 0.5% on 21 of the 22 full-depth runs of\n  [experiments/speed](../experiments/speed/)'s memory table (call 7's eager packed 8k: +2.9%)",
+          lambda: "within {2} on {0} of the {1} full-depth runs of\n  [experiments/speed](../experiments/speed/)'s memory table "
+                  "(call 7's eager packed 8k: {5})".format(*_memory_table())),
+    Claim("-2.1% to +1.5% on the 13 full fine-tunes", _fullft),
+    Claim("within 1.5% for SOLAR-10.7B and Polyglot-Ko-12.8B QLoRA, and\n  up to 3.6% low for Llama-3.2-3B QLoRA",
+          lambda: "within {} for SOLAR-10.7B and Polyglot-Ko-12.8B QLoRA, and\n  up to {} low for Llama-3.2-3B QLoRA".format(*_saturation_qlora())),
+    Claim("within\n1.5% for SOLAR-10.7B QLoRA under a 24 GB cap", lambda: f"within\n{_saturation_qlora()[0]} for SOLAR-10.7B QLoRA under a 24 GB cap"),
+]
+
+
+def _near_cap() -> str:
+    """batch_vs_accum_saturation's near-cap jobs that ran out of memory (docs/configuration.md): predicted peak,
+    and what the allocator held reserved but unallocated, from the error each stored."""
+    import re
+
+    from experiments.figures import _records
+
+    rows = sorted((r["memory_predicted_gb"]["peak_allocated"], float(re.search(r"([\d.]+) GiB is reserved by PyTorch but unallocated", r["error"])[1]))
+                  for r in _records("batch_vs_accum_saturation/results/near_cap/reports.jsonl") if r.get("status") == "oom")
+    (p1, u1), (p2, u2) = rows
+    return f"predicted at {p1:.1f} and {p2:.1f} GB of a 24 GB cap ran out of memory on an H200\nwith {u1:.1f} and {u2:.1f} GB reserved but unallocated"
+
+
+def _clipped() -> str:
+    """seed_loss69's default run on random weights (H200, after the zero head): the step-1 gradient's clipped share."""
+    import re
+
+    from experiments.claims import ROOT
+
+    text = (ROOT / "experiments/seed_loss69/results/h200_qwen3_default_after.txt").read_text()
+    share = float(re.search(r"train.grad_norm: .*?'clipped_fraction': ([\d.]+)", text)[1])
+    return f"{share:.1%} of the step-1 gradient is clipped"
+
+
+def _depth_slope() -> str:
+    """Polyglot-Ko-12.8B QLoRA at 1-16 layers, bs 16 (batch_vs_accum_saturation's depth probe, with the fix): the
+    peak less weights, gradients and AdamW state, per layer from 4 layers on (4-8 and 8-16 give the same)."""
+    from experiments.figures import _records
+
+    act = {}
+    for r in _records("batch_vs_accum_saturation/results/memory_model_depth/depth_reports.jsonl"):
+        p = r["memory_predicted_gb"]["parts"]
+        act[r["config"]["model"]["arch"]["num_hidden_layers"]] = r["memory_gb"]["peak_allocated"] - p["weights"] - p["grads"] - p["optimizer"]
+    slopes = {f"{(act[b] - act[a]) / (b - a):.3f}" for a, b in ((4, 8), (8, 16))}
+    assert len(slopes) == 1
+    return f"then {slopes.pop()} GB a\nlayer at bs 16"
+
+
+CLAIMS += [
+    # docs/configuration.md and docs/levers.md: other experiments' files behind the memory model's and the grad check's lines
+    Claim("predicted at 20.6 and 21.6 GB of a 24 GB cap ran out of memory on an H200\nwith 4.0 and 4.2 GB reserved but unallocated", _near_cap),
+    Claim("92.1% of the step-1 gradient is clipped", _clipped),
+    Claim("then 0.083 GB a\nlayer at bs 16", _depth_slope),
+]
