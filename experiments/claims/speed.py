@@ -443,7 +443,7 @@ def _goal_g1() -> str:
             f"{share(kinds['attention'])}, idle {share(1 - ref.get('gpu_busy_fraction'))} in call 7's profile)")
 
 
-def _goal_g2() -> str:
+def _goal_g2() -> tuple[str, str]:
     f = _lever7("fp8_fused")
     return (f"{f.get('flops.of_ceiling'):.0%} of the FP8 ceiling ({k(f.get('flops.ceiling_tokens_per_s'))})", f"speed no: {f.rate / 40_000:.0%} of it")
 
@@ -459,7 +459,7 @@ def _new_paths_memory() -> str:
 def _call7_rule() -> str:
     ref = _lever7("packed_8k")
     m, t = ref.get("config")["measure"], ref.get("config")["trainer"]
-    return f"known to {m['rel_error']:.0%} (36 steps\nat most, {m['warmup_steps']} warm-up)" if t["max_steps"] == 36 else "?"
+    return f"known to {m['rel_error']:.0%} ({t['max_steps']} steps\nat most, {m['warmup_steps']} warm-up)"
 
 
 def _bench_ms(kernel: str, rows: int) -> float:
@@ -565,8 +565,8 @@ def _qlora_build() -> str:
 def _per_layer_trace() -> str:
     """h200_memtrace_full, fixed 320 eager at full depth: what every one of the 36 layers keeps at the peak (the
     allocation sites alive there once per layer or a multiple of it), per layer."""
-    f = Fig(S + "h200_memtrace_full.jsonl", "full_fixed_bs32")
-    layers = f.get("config")["model"]["arch"]["num_hidden_layers"] if f.get("config") else 36
+    f = Fig(S + "h200_memtrace_full.jsonl", "full_fixed_bs32")  # model=qwen3 at full depth, as the memory call's run
+    layers = Fig(S + "h200_memory_call.jsonl", "mem_fixed_bs32").get("config")["model"]["arch"]["num_hidden_layers"]
     per_layer = [s["gb"] for s in f.get("trace")["top"] if s["site"] != "?" and s["n"] % layers == 0 and "optim" not in s["site"]]
     return f"kept {sum(per_layer) / layers:.2f} GB at the peak"
 
