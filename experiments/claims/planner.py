@@ -276,7 +276,7 @@ def _families(path: str) -> list[dict[str, float]]:
     """The predictor log's per-family lines: {part: seconds} (data, copies, speed, new shapes, memory)."""
     import re
 
-    return [{m[0]: float(m[1]) for m in re.findall(r"(data|copies|speed|new shapes|memory) ([\d.]+) s", line)}
+    return [{m[0]: float(m[1]) for m in re.findall(r"(data|copies|speed|new shapes|memory|kernels) ([\d.]+) s", line)}
             for line in _text(path).splitlines() if "cells predicted in data" in line]
 
 
@@ -599,3 +599,238 @@ CLAIMS += [
 CLAIMS += [Claim("means 1.35x apart (dynamic 16: 101.0k (80.6-117.6k) and 74.5k (54.0-102.7k)", lambda: (
     lambda a, b: f"means {a.rate / b.rate:.2f}x apart (dynamic 16: {_kci(a)} and {_kci(b)}")(
     _cell(H7 + "reports_predict.jsonl", "dynamic", 16), _cell(H7 + "reports_all.jsonl", "dynamic", 16)))]
+
+
+G4 = "planner/results/h200_g4/"
+
+
+def _parts_sum(path: str, part: str) -> float:
+    return sum(f[part] for f in _families(path))
+
+
+CLAIMS += [
+    Claim("reached 3,516 at most", lambda: f"reached {max(_calibrated_highs(G4 + 'decisions_fastest_leader.jsonl')):,.0f} at most"),
+    Claim("58.1 s in all, against call 7's 58.6 s on another machine", lambda: (
+        f"{_predictor_process(G4 + 'predictor_grid18.log')} s in all, against call 7's {_predictor_process(H7 + 'predict_predict.log')} s on another machine")),
+    Claim("Timing speed took 24.6 s over the three families, against 34.0 s in call 7", lambda: (
+        f"Timing speed took {_parts_sum(G4 + 'predictor_grid18.log', 'speed'):.1f} s over the three families, against "
+        f"{_parts_sum(H7 + 'predict_predict.log', 'speed'):.1f} s in call 7")),
+    Claim("added 4.6 s (copies 5.2 s against 0.6 s)", lambda: (lambda a, b: f"added {a - b:.1f} s (copies {a:.1f} s against {b:.1f} s)")(
+        _parts_sum(G4 + "predictor_grid18.log", "copies"), _parts_sum(H7 + "predict_predict.log", "copies"))),
+]
+
+
+F5 = "planner/results/h200_fastest5/"
+
+
+def _fixed_runs() -> list[tuple[int, int, float]]:
+    """Call 9's call 3 (timed before profiling): each run's (micro-batch, grad_accum, mean step s), plan=all's first."""
+    from experiments.figures import _records
+
+    return [(r["config"]["batch"]["size"], r["config"]["batch"]["grad_accum"], r["step_time_s"]["mean"])
+            for name in ("reports_fastest5_fixed_all.jsonl", "reports_fastest5_fixed_predict.jsonl")
+            for r in _records(F5 + name) if r["status"] == "ok"]
+
+
+def _per_micro_batch() -> tuple[float, float]:
+    per = [s / ga for _, ga, s in _fixed_runs()]
+    return min(per), max(per)
+
+
+def _bare_28(batch: int) -> float:
+    import statistics
+
+    from experiments.figures import _records
+
+    (r,) = [r for r in _records(F5 + "copies_check_call3.jsonl") if r["batch"] == batch]
+    return statistics.median(b["micro_batch"] for b in r["blocks"]["28"])
+
+
+def _trainer_runs_text() -> str:
+    import json
+
+    from experiments.claims import ROOT
+
+    host = {c["micro_batch_s"]["host"] for c in json.loads((ROOT / "experiments" / F5 / "predictions_fastest5_fixed.json").read_text())}
+    lo, hi = _per_micro_batch()
+    runs = sorted(_fixed_runs())
+    by = lambda b: [(ga, s) for mb, ga, s in runs if mb == b]  # noqa: E731
+    (ga4, s4), (ga8, s8) = by(4)[0], by(8)[0]
+    return (f"The copies put the host's time for a micro-batch at 28 layers at {host.pop():.3f} s. The Trainer's runs took "
+            f"{lo:.2f}-{hi:.2f} s\n    (bs 4: {s4:.3f} s for {ga4} micro-batches; bs 8: {s8:.3f} s for {ga8}; bs 16: "
+            + " and ".join(f"{s:.3f}" for _, s in by(16)) + " s).")
+
+
+CLAIMS += [
+    Claim("It cost 5.6 s of call 3's 42 s", lambda: f"It cost {_parts_sum(F5 + 'predict_fastest5_fixed.log', 'kernels'):.1f} s of call 3's "
+          f"{float(_predictor_process(F5 + 'predict_fastest5_fixed.log')):.0f} s"),
+    Claim("The copies put the host's time for a micro-batch at 28 layers at 0.424 s. The Trainer's runs took 0.47-0.56 s\n"
+          "    (bs 4: 1.887 s for 4 micro-batches; bs 8: 0.990 s for 2; bs 16: 0.508 and 0.558 s).", _trainer_runs_text),
+    Claim("took 0.369 s at bs 8", lambda: f"took {_bare_28(8):.3f} s at bs 8"),
+    Claim("The runs took 0.47-0.56 s a micro-batch against that bare loop's 0.37 s", lambda: (
+        "The runs took {:.2f}-{:.2f} s a micro-batch against that bare loop's {:.2f} s".format(*_per_micro_batch(), _bare_28(8)))),
+]
+
+
+PR = "planner/results/h200_preset/"
+
+
+def _preset_runs(name: str, mb: int, ga: int) -> Fig:
+    from experiments.figures import _records
+
+    (r,) = [r for r in _records(PR + name) if r["status"] == "ok" and (r["config"]["batch"]["size"], r["config"]["batch"]["grad_accum"]) == (mb, ga)]
+    return Fig(PR + name, r["label"])
+
+
+def _paid() -> list[tuple[tuple[int, int], int, float]]:
+    """Call 10's calls 1-2, each run: (micro-batch, ga), its new shapes, and what it paid a shape: the mean of its as
+    many slowest steps as it met new shapes, less its median step."""
+    import statistics
+
+    from experiments.figures import _records
+
+    out = []
+    for name in ("reports_preset_predict.jsonl", "reports_preset_all.jsonl"):
+        for r in _records(PR + name):
+            if r["status"] == "ok":
+                v, s = sorted(r["step_time_s"]["values"]), r["shapes"]["new_in_window"]
+                out.append(((r["config"]["batch"]["size"], r["config"]["batch"]["grad_accum"]), s,
+                            sum(v[-s:]) / s - statistics.median(v)))
+    return out
+
+
+def _paid_text() -> str:
+    p = _paid()
+    rest = [x for cell, _, x in p if cell != (32, 1)]
+    own = [x for cell, _, x in p if cell == (32, 1)]
+    return (f"The runs paid {min(rest):.2f}-{max(rest):.2f} s for each in {len(rest)} of the {len(p)} runs (the mean of as many of their "
+            f"slowest steps as they met new shapes, over the median step); 32 x 1 paid\n    "
+            + " and ".join(f"{x:.2f}" for x in own) + f" s in its {'two' if len(own) == 2 else len(own)}.")
+
+
+def _shape_price() -> float:
+    import json
+    import statistics
+
+    from experiments.claims import ROOT
+
+    (price,) = {statistics.median(c["first_call_s"]) for c in json.loads((ROOT / "experiments" / PR / "predictions_preset.json").read_text())
+                if c.get("first_call_s")}
+    return price
+
+
+def _paid_32x1() -> str:
+    p = [(s, x) for cell, s, x in _paid() if cell == (32, 1)]
+    return (f"{p[0][0]} new shapes predicted at {p[0][0] * _shape_price():.2f} s, paid "
+            + " and ".join(f"{s * x:.2f}" for s, x in p) + " s in all")
+
+
+CLAIMS += [
+    Claim("109.7k (94.9-125.9k) and 109.1k (96.2-123.6k) real\n    tok/s planned, 104.2k (80.9-127.8k) and 109.8k (97.9-124.0k) under `plan=all`",
+          lambda: "{} and {} real\n    tok/s planned, {} and {} under `plan=all`".format(*(_kci(_preset_runs(n, 32, ga)) for n in (
+              "reports_preset_predict.jsonl", "reports_preset_all.jsonl") for ga in (1, 2)))),
+    Claim("The runs paid 0.08-0.12 s for each in 9 of the 11 runs (the mean of as many of their slowest steps as they met new shapes, "
+          "over the median step); 32 x 1 paid\n    0.04 and 0.07 s in its two.", _paid_text),
+    Claim("2 new shapes predicted at 0.29 s, paid 0.08 and 0.14 s in all", _paid_32x1),
+]
+
+
+C3 = "planner/results/h100_call3/"
+
+
+def _call3_families_text() -> str:
+    """The H100's call 3 (results/h100_call3/predict_predict.log): the predictor's parts per family."""
+    fam, total = _families(C3 + "predict_predict.log"), float(_predictor_process(C3 + "predict_predict.log"))
+    span = lambda key, spec=".1f": f"{min(f[key] for f in fam):{spec}}-{max(f[key] for f in fam):{spec}}"  # noqa: E731
+    sums = [sum(f.values()) for f in fam]
+    return (f"Of the predictor's {total} s, each padding family took {min(sums):.0f}-{max(sums):.0f} s (speed {span('speed')} s, memory probes\n"
+            f"  {span('memory')} s, data {span('data')} s, copies {span('copies')} s) and ~{total - sum(sums):.0f} s were the process itself")
+
+
+def _call3_speed_text() -> str:
+    import json
+
+    from experiments.claims import ROOT
+    from experiments.figures import _records
+
+    predicted = {(c["family"].split("padding=")[1].split()[0], int(c["cell"].split("batch=")[1].split(",")[0])): c["real_tokens_per_s"]
+                 for c in json.loads((ROOT / "experiments" / C3 / "predictions_predict.json").read_text())}
+    got = {(r["config"]["padding"]["strategy"], r["config"]["batch"]["size"]): r for r in _records(C3 + "reports.jsonl") if r["status"] == "ok"}
+    x = {cell: r["throughput"]["real_tokens_per_s"] / predicted[cell] for cell, r in got.items()}
+    busy = {cell: f"{r['gpu_busy_fraction']:.0%}" for cell, r in got.items()}
+    (b32,) = {busy["dynamic", 32], busy["max_length", 32]}
+    return (f"their speed {x['dynamic', 16]:.2f}x (micro-batch 16, dynamic: host-bound,\n  GPU busy {busy['dynamic', 16]}), "
+            f"{x['dynamic', 32]:.2f}x and {x['max_length', 32]:.2f}x (32, GPU busy {b32})")
+
+
+def _g2_paid() -> str:
+    p = [x for _, _, x in _paid()]
+    return f"(priced {_shape_price():.3f} s each, paid {min(p):.2f}-{max(p):.2f} s)"
+
+
+def _grid18_dynamic16_predicted() -> str:
+    from experiments.figures import _records
+
+    (r,) = [r for r in _records("planner/results/h100_grid18/predict/decisions_predict.jsonl")
+            if {"batch='16'", "padding=dynamic"} <= set(r["overrides"])]
+    p = r["prediction"]
+    return f"predicted {p['real_tokens_per_s'] / 1000:.1f}k ({p['low'] / 1000:.1f}-{p['high'] / 1000:.1f}k)"
+
+
+def _fixed_calibrated(batch: str) -> str:
+    import re
+
+    from experiments.figures import _records
+
+    (r,) = [r for r in _records(F5 + "decisions_fastest5_fixed.jsonl") if f"batch.size={batch}" in r["job"].split(",")]
+    return re.search(r"calibrated ([\d,]+ \([\d,-]+\))", r["decision"])[1]
+
+
+CLAIMS += [
+    Claim("Of the predictor's 39.3 s, each padding family took 11-13 s (speed 5.5-6.9 s, memory probes\n"
+          "  3.0-4.0 s, data 1.3-1.9 s, copies 0.1-1.0 s) and ~16 s were the process itself", _call3_families_text),
+    Claim("their speed 0.62x (micro-batch 16, dynamic: host-bound,\n  GPU busy 53%), 0.99x and 1.02x (32, GPU busy 91%)", _call3_speed_text),
+    Claim("(priced 0.144 s each, paid 0.04-0.12 s)", _g2_paid),
+    Claim("0.144 s in call 10. The runs paid\n    0.04-0.12 s for each", lambda: (lambda p: f"{_shape_price():.3f} s in call 10. The runs paid\n"
+          f"    {min(p):.2f}-{max(p):.2f} s for each")([x for _, _, x in _paid()])),
+    Claim("predicted 102.9k (99.4-119.0k)", _grid18_dynamic16_predicted),
+    Claim("it put bs 8 at 3,040\n    (2,830-4,422) and bs 4 at 1,522 (1,415-2,213)", lambda: "it put bs 8 at {}\n    {} and bs 4 at {}".format(
+        *_fixed_calibrated("8").split(" ", 1), _fixed_calibrated("4"))),
+    Claim("19 of 21 measurements within 3%", lambda: f"{_h200_measurements() - len(_h200_memory_misses())} of {_h200_measurements()} measurements within 3%"),
+    Claim("a profile slows later launches 1.46x", lambda: "a profile slows later launches {:.2f}x".format(
+        {r["teardown_cupti"]: r for r in __import__("experiments.figures", fromlist=["_records"])._records(
+            F5 + "profiler_after.jsonl")}[None]["after_over_before"])),
+    Claim("max_length 4 measured 33.9k (30.4-38.2k) and 24.4k (23.3-25.6k) on two machines",
+          lambda: "max_length 4 measured {} and {} on two machines".format(*_max_length_4()[:2])),
+    Claim("Llama bs 16 x ga 1 1.78x (1.61-1.98) bs 8 x ga 2",
+          lambda: f"Llama bs 16 x ga 1 {times(Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=16'), Fig.by_overrides(G4_FASTEST_PREDICT, 'batch.size=8'))} bs 8 x ga 2"),
+    Claim("210 s against 635 s (0.331)", lambda: (lambda c: (lambda p, a: f"{p} s against {a} s ({p / a:.3f})")(
+        int(c[3].split()[0]), sum(int(x) for x in c[4].split(" + "))))(_row("planner/g4_times", "largest"))),
+    Claim("146 s against 120 s (1.22)", lambda: (lambda c: (lambda p, a: f"{p} s against {a} s ({p / a:.2f})")(
+        int(c[3].split()[0]), sum(int(x) for x in c[4].split(" + "))))(_row("planner/g4_times", "fastest (top 3)"))),
+    Claim("85 s against 120 s (0.71)", lambda: _planned_vs_all("planner/g4_times", "fastest (leader)", "{p} s against {a} s ({r})")),
+    Claim("115 s against 524 s (0.22)", lambda: _planned_vs_all("planner/fastest5_times", "calls 1-2: profiled between timings", "{p} s against {a} s ({r})")),
+]
+
+
+def _host_flag() -> str:
+    """The host-bound flag of call 7's runs (planner_lines_predict.txt): the same step's move between processes."""
+    import re
+
+    m = re.search(r"the same such step moved ([\d.]+)x \([^)]*\) and ([\d.]+)x", _text(H7 + "planner_lines_predict.txt"))
+    return f"({m[1]}-{m[2]}x on an H200"
+
+
+def _grid_misses_in_call7() -> str:
+    """The 18-cell grids' peaks off their prediction by over 3%, as a word, where all are call 7's."""
+    n = sum(abs(x - 1) > 0.03 for x in _grid_memory_ratios())
+    return {2: "two"}.get(n, str(n)) if n == len(_h200_memory_misses()) else "?"
+
+
+# docs/sweeps.md
+CLAIMS += [
+    Claim("(1.12-1.20x on an H200", _host_flag),
+    Claim("On those grids memory was predicted within 3% on every cell measured, but for two cells of that H200 session",
+          lambda: "On those grids memory was predicted within 3% on every cell measured, but for {} cells of that H200 session".format(
+              _grid_misses_in_call7())),
+]
