@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
+from functools import cache
 
-from experiments.claims import Claim, n, times
+from experiments.claims import Claim, _row, n, times
 from experiments.figures import Fig, quotient
 
 CLAIMS: list = []
@@ -159,4 +160,69 @@ CLAIMS += [
           lambda: _kobart_ratio("this run shows a gain of at least {low}x (the interval's low end) and can't tell {x} from", (16, 1), (8, 1))),
     Claim("A gain of at least\n  1.51x survives that, not the 2.10x itself;",
           lambda: _kobart_ratio("A gain of at least\n  {low}x survives that, not the {x} itself;", (16, 1), (8, 1))),
+]
+
+
+def _loaders_drift() -> str:
+    """The same loader job as the last and the first process of one call (twelve_x_slowdown/results/loaders):
+    the most a host-bound step moved between processes, '1.20x (1.01-1.43)'."""
+    return times(Fig(LOADERS, "w0_nopin_again"), Fig(LOADERS, "w0_nopin")).removesuffix(": a tie")
+
+
+def _rung3_drift() -> str:
+    """Ladder C's rung 3 as the first and the last process of its call: '1.12x (1.08-1.16)'."""
+    return times(_ladder_c()["rung_3_env_a"], _ladder_c()["rung_3_env_b"]).removesuffix(": a tie")
+
+
+def _drift_pct() -> str:
+    return f"~{(float(_loaders_drift().split('x')[0]) - 1) * 100:.0f}%"
+
+
+def _comma(ratio: str) -> str:
+    """'1.20x (1.01-1.43)' as '1.20x, 1.01-1.43'."""
+    return ratio.replace(" (", ", ").removesuffix(")")
+
+
+CONCAT = "loop_overheads/concat_cost_cpu.jsonl"
+SINGLE = "loop_overheads/results/reports.jsonl"  # the first, single-shot H200 sweep (100 steps a job)
+
+
+@cache
+def _concat() -> dict[int, dict]:
+    from experiments.figures import _records
+
+    return {r["step"]: r for r in _records(CONCAT) if "step" in r}
+
+
+def _concat_ms() -> float:
+    """pd.concat's mean cost a step over the whole measured run (its total over its steps), in ms."""
+    last = _concat()[max(_concat())]
+    return last["total_s_so_far"] / last["step"] * 1000
+
+
+def _single(habit: str) -> Fig:
+    return Fig(SINGLE, f"debug={habit},experiment=loop_overheads,logger=none,model=qwen3,trainer.max_steps=100")
+
+
+def _single_behind() -> str:
+    ratios = [quotient(_single(h).rate, _single("none").rate, _single(h).call_id, _single("none").call_id) for h in ("item_sync", "pandas_concat", "cudnn_deterministic")]
+    return f"ran first in its call ({min(ratios):.2f}-{max(ratios):.2f}x slower than each of the three, min-max)."
+
+
+CLAIMS += [
+    # experiments/loop_overheads: the host's drift between processes (twelve_x_slowdown's loaders), pd.concat on the CPU,
+    # the first single-shot sweep
+    Claim("not the up to ~20% (1.20x, 1.01-1.43) a host-bound", lambda: f"not the up to {_drift_pct()} ({_comma(_loaders_drift())}) a host-bound"),
+    Claim("50,000 steps cost 25.5 s in all", lambda: (lambda r: f"{r['step']:,} steps cost {r['total_s_so_far']:.1f} s in all")(_concat()[max(_concat())])),
+    Claim("That is about 0.2% of the H100's 0.24 s bs-8 step",
+          lambda: (lambda s: f"That is about {_concat_ms() / 1000 / s:.1%} of the H100's {s:.2f} s bs-8 step")(
+              Fig("measurement/results/h100_A_truth.jsonl", "runner_bs8").get("step_time_s.mean"))),
+    Claim("The first 100-step window (5.9 ms mean)", lambda: (lambda r: f"The first {r['step']}-step window ({r['concat_ms_mean']:.1f} ms mean)")(
+        _concat()[min(_concat())])),
+    Claim("(0.86-1.38) can be neither shown nor ruled out",
+          lambda: f"({_row('loop_overheads/pooled', 'item_sync')[-1].split(', ')[1].split(')')[0]}) can be neither shown nor ruled out"),
+    Claim("bounds pd.concat at about 0.5 ms a step (0.2% of this step)",
+          lambda: f"bounds pd.concat at about {_concat_ms():.1f} ms a step ({_concat_ms() / (sum(_habit_ms('none')) / len(_habit_ms('none'))):.1%} of this step)"),
+    Claim("ran first in its call (1.27-1.31x slower than each of the three, min-max).", _single_behind),
+    Claim("`debug=all_bad` included: 418 ms a step", lambda: f"`debug=all_bad` included: {_single('all_bad').get('step_time_s.mean') * 1000:.0f} ms a step"),
 ]
