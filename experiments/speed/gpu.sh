@@ -28,6 +28,7 @@
 #   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
+#   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -343,4 +344,26 @@ if [ "$what" = firststep ]; then  # issue 53 G3: the time to step 1, cold then w
     run warm_profiled_one_graph_true trainer.max_steps=3 measure.warmup_steps=1 measure.profile_steps=0 trainer.compile_one_graph=true
   python3 -c "import pstats; pstats.Stats('$OUT/warm_profile.prof').sort_stats('cumulative').print_stats(60)" > "$OUT/warm_profile.txt" 2>&1
   if [ $SECONDS -lt ${BUDGET_S:-430} ]; then anchors bf16_sdpa_b32_group; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = firststep2 ]; then  # issue 53 G3, call 2: each setting on its own fresh inductor, Triton and trace caches
+  # (call 1's second "cold" run found the first one's layer graph in a cache the machine shares), cold then warm,
+  # one layer graph first; a profiled warm start; FP8 + fused cold and warm with one graph
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-60} measure.warmup_steps=10"
+  RUN_TIMEOUT=150
+  caches() {  # NAME: this setting's caches, all three
+    export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton
+  }
+  for one in true false; do rm -rf /tmp/c_$one; caches $one; run cold_one_graph_$one $A trainer.compile_one_graph=$one; done
+  for again in 1 2; do
+    for one in true false; do caches $one; run warm${again}_one_graph_$one $A trainer.compile_one_graph=$one trainer.seed=$again; done
+  done
+  caches true
+  LAUNCH="python3 scripts/profile_start.py $OUT/warm_profile.prof" \
+    run warm_profiled_one_graph_true trainer.max_steps=3 measure.warmup_steps=1 measure.profile_steps=0 trainer.compile_one_graph=true
+  python3 -c "import pstats; s = pstats.Stats('$OUT/warm_profile.prof'); s.sort_stats('cumulative').print_stats(120); s.sort_stats('tottime').print_stats(40)" > "$OUT/warm_profile.txt" 2>&1
+  F="precision=fp8 peft.fused=true trainer.compile_one_graph=true"
+  rm -rf /tmp/c_fp8; caches fp8
+  run fp8_cold_one_graph_true $A $F
+  run fp8_warm_one_graph_true $A $F trainer.seed=1
 fi
