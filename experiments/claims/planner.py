@@ -149,8 +149,8 @@ CLAIMS += [
           lambda: (lambda m: "In call 7, {} {} and {} were\n  {:.1%} and {:.1%} over their predictions".format(
               m[0][0][0], m[0][0][1], m[1][0][1], m[0][1], m[1][1]) if len(m) == 2 and m[0][0][0] == m[1][0][0] else str(m))(
               _h200_memory_misses())),
-    Claim("for two cells of that H200 session (4.5% and 6.1%,",
-          lambda: "for {} cells of that H200 session ({:.1%} and {:.1%},".format(
+    Claim("for two cells of that H200 session\n    (4.5% and 6.1%,",
+          lambda: "for {} cells of that H200 session\n    ({:.1%} and {:.1%},".format(
               "two" if len(_h200_memory_misses()) == 2 else len(_h200_memory_misses()), *sorted(e for _, e in _h200_memory_misses()))),
 ]
 
@@ -743,7 +743,7 @@ def _call3_families_text() -> str:
     fam, total = _families(C3 + "predict_predict.log"), float(_predictor_process(C3 + "predict_predict.log"))
     span = lambda key, spec=".1f": f"{min(f[key] for f in fam):{spec}}-{max(f[key] for f in fam):{spec}}"  # noqa: E731
     sums = [sum(f.values()) for f in fam]
-    return (f"Of the predictor's {total} s, each padding family took {min(sums):.0f}-{max(sums):.0f} s (speed {span('speed')} s, memory probes\n"
+    return (f"predictor's {total} s, each padding family took {min(sums):.0f}-{max(sums):.0f} s (speed {span('speed')} s, memory probes\n"
             f"  {span('memory')} s, data {span('data')} s, copies {span('copies')} s) and ~{total - sum(sums):.0f} s were the process itself")
 
 
@@ -787,7 +787,7 @@ def _fixed_calibrated(batch: str) -> str:
 
 
 CLAIMS += [
-    Claim("Of the predictor's 39.3 s, each padding family took 11-13 s (speed 5.5-6.9 s, memory probes\n"
+    Claim("predictor's 39.3 s, each padding family took 11-13 s (speed 5.5-6.9 s, memory probes\n"
           "  3.0-4.0 s, data 1.3-1.9 s, copies 0.1-1.0 s) and ~16 s were the process itself", _call3_families_text),
     Claim("their speed 0.62x (micro-batch 16, dynamic: host-bound,\n  GPU busy 53%), 0.99x and 1.02x (32, GPU busy 91%)", _call3_speed_text),
     Claim("(priced 0.144 s each, paid 0.04-0.12 s)", _g2_paid),
