@@ -50,6 +50,7 @@ ALLOWED = [re.compile(p) for p in (
     r"(?:torch|pandas|transformers|peft|datasets|tokenizers|Python) \d+\.\d+",  # versions
     r"\d+ steps(?: each| \(\d+ warm-up\)|, \d+ of (?:them )?warm-up)",  # a run's length, as configured
     r"(?:[Tt]he |a |of the )12x\b|12x (?:slower|slowdown|report|ladder)",  # the field report's name
+    r"300k -> 3M samples",  # the field report's own row counts, before and after (twelve_x_slowdown), not measured
     r"(?<![\d.])(?:2|4|5|8|12|16|24|32)k\b(?! real| tok)",  # a token budget (8k packs), not a rate (25.1k real tok/s)
     r"[<>]=? ?\d[\d.,]*(?: ?(?:x|%|k|min|s|GB)\b)?|\+-1[05]%",  # a goal's threshold (>= 1.15x, < 1 min, +-15%)
     r"\b\d+ x (?:ga\b|grad_accum|\d)|\bbs \d+ x\b",  # a batch split (bs 8 x ga 2, 32 x 320), not a ratio

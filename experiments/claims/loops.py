@@ -226,3 +226,24 @@ CLAIMS += [
     Claim("ran first in its call (1.27-1.31x slower than each of the three, min-max).", _single_behind),
     Claim("`debug=all_bad` included: 418 ms a step", lambda: f"`debug=all_bad` included: {_single('all_bad').get('step_time_s.mean') * 1000:.0f} ms a step"),
 ]
+
+
+def _collation_share() -> str:
+    basic = Fig(LOADERS, "w0_nopin")
+    return f"{basic.get('host_s.data') / basic.get('step_time_s.mean'):.0%}"
+
+
+CLAIMS += [
+    # experiments/twelve_x_slowdown: the host's drift (loaders, ladder C), collation's share of the step, call 6's copies
+    Claim("(collation is 1% of the step)", lambda: f"(collation is {_collation_share()} of the step)"),
+    Claim("The most a loader can save here is ~1%", lambda: f"The most a loader can save here is ~{_collation_share()}"),
+    Claim("(0.87), so a third call settled it",
+          lambda: f"({times(Fig(LADDER, 'rung_4_bf16'), Fig(LADDER, 'rung_3_env'), across_calls=True).split('x')[0]}), so a third call settled it"),
+    Claim("ladder C's rung 3 moved 1.12x (1.08-1.16) the same way", lambda: f"ladder C's rung 3 moved {_rung3_drift()} the same way"),
+    Claim("that speed moved by up to ~20% within one", lambda: f"that speed moved by up to {_drift_pct()} within one"),
+    Claim("the same such step moved 1.12x (1.08-1.16)\n  and 1.20x (1.01-1.43) between processes of one call",
+          lambda: f"the same such step moved {_rung3_drift()}\n  and {_loaders_drift()} between processes of one call"),
+    # experiments/speed's overlap table (call 6, H100): the first 'non-blocking copies' row is the graphed 2k packs
+    Claim("On an H100 it bought 1.29x (1.24-1.34)",
+          lambda: f"On an H100 it bought {_row('speed/overlap_full', 'the same, non-blocking copies (the default)')[4].replace(' (', 'x (', 1)}"),
+]
