@@ -145,8 +145,8 @@ def _h200_memory_misses() -> list[tuple[tuple[str, int], float]]:
 
 
 CLAIMS += [
-    Claim("In call 7, max_length 2 and 4 were\n  6.1% and 4.5% over their predictions",  # each cell's own, in the cells' order
-          lambda: (lambda m: "In call 7, {} {} and {} were\n  {:.1%} and {:.1%} over their predictions".format(
+    Claim("In call 7, max_length 2 and 4 were 6.1% and 4.5% over their predictions",  # each cell's own, in the cells' order
+          lambda: (lambda m: "In call 7, {} {} and {} were {:.1%} and {:.1%} over their predictions".format(
               m[0][0][0], m[0][0][1], m[1][0][1], m[0][1], m[1][1]) if len(m) == 2 and m[0][0][0] == m[1][0][0] else str(m))(
               _h200_memory_misses())),
     Claim("for two cells of that H200 session\n    (4.5% and 6.1%,",
@@ -318,13 +318,14 @@ def _wall(path: str, name: str) -> str:
 
 CLAIMS += [
     # the cut plan=all's end is not logged: its last line (a job's start) bounds the predicting from above
-    Claim("at most 64 s of it predicting (from 16:58:38, the cut `plan=all`'s last line, to 16:59:41 in the log)",
-          lambda: "at most {} s of it predicting (from {}, the cut `plan=all`'s last line, to {} in the log)".format(*_h100_call1_predicting())),
+    Claim("at most 64 s of it predicting\n(from 16:58:38, the cut `plan=all`'s last line, to 16:59:41 in the log)",
+          lambda: "at most {} s of it predicting\n(from {}, the cut `plan=all`'s last line, to {} in the log)".format(*_h100_call1_predicting())),
     Claim("the first call: at most 64 s", lambda: f"the first call: at most {_h100_call1_predicting()[0]} s"),
     Claim("Its wall time: 176 s,", lambda: f"Its wall time: {_wall('planner/results/h100_planner_call.log', 'plan_predict')} s,"),
     Claim("The planned sweep took 176 s in both calls", lambda: "The planned sweep took {} s in both calls".format(
         a if (a := _wall("planner/results/h100_planner_call.log", "plan_predict")) == _wall("planner/results/h100_call2/planner_lines.log", "plan_predict") else "?")),
-    *quoted("planner/results/h100_call2/summary_fit.md", "bs 32 x ga 2 beats bs 16 x ga 4 by 1.25x (x1.04-x1.51); bs 32 x ga 2 beats bs 8 x ga 8 by 1.91x (x1.38-x2.63)"),
+    *quoted("planner/results/h100_call2/summary_fit.md", "bs 32 x ga 2 beats bs 16 x ga 4 by 1.25x (x1.04-x1.51)",
+            "bs 32 x ga 2 beats bs 8 x ga 8 by 1.91x (x1.38-x2.63)"),
 ]
 
 
@@ -413,8 +414,8 @@ def _gpu_paced_text() -> str:
     near = [v for v in x.values() if abs(v - 1) <= 0.024]
     (far,) = [(c, v) for c, v in x.items() if abs(v - 1) > 0.024]
     dyn = next(r["wall"] for r in rows if r["batch"] == 32 and r["overrides"][2] == "padding=dynamic")
-    return (f"the line lands within 2.4% of the 4-layer time on {len(near)} of the {len(x)} cells, {far[0][0]} {far[0][1]} at "
-            f"{far[1]:.2f}x (e.g.\n    {dyn['predicted_s'] * 1000:.1f} against {dyn['measured_s'] * 1000:.1f} ms")
+    return (f"the line lands within 2.4% of the 4-layer time on {len(near)} of\n    the {len(x)} cells, {far[0][0]} {far[0][1]} at "
+            f"{far[1]:.2f}x (e.g. {dyn['predicted_s'] * 1000:.1f} against {dyn['measured_s'] * 1000:.1f} ms")
 
 
 def _own_line_text() -> str:
@@ -440,7 +441,7 @@ def _call4_grouped32() -> str:
             and (r["config"]["padding"]["strategy"], r["config"]["batch"]["size"]) == ("grouped", 32)]
     v = sorted(r["step_time_s"]["values"])
     fast, slow = [s for s in v if s < 0.15], [s for s in v if s >= 0.15]
-    return (f"at micro-batch 32, with {r['shapes']['new_in_window']} new shapes in the window, `plan=all`'s run\n"
+    return (f"at micro-batch 32, with {r['shapes']['new_in_window']} new\nshapes in the window, `plan=all`'s run "
             f"had {len(fast)} steps under 0.15 s ({fast[0]:.3f}-{fast[-1]:.3f} s) and {len(slow)} over it ({slow[0]:.3f}-{slow[-1]:.3f} s).")
 
 
@@ -470,11 +471,11 @@ def _no_cudnn_pairs() -> str:
 
 
 CLAIMS += [
-    Claim("the line lands within 2.4% of the 4-layer time on 5 of the 6 cells, max_length 32 at 1.10x (e.g.\n    70.2 against 69.9 ms",
+    Claim("the line lands within 2.4% of the 4-layer time on 5 of\n    the 6 cells, max_length 32 at 1.10x (e.g. 70.2 against 69.9 ms",
           _gpu_paced_text),
     Claim("One cell's own 2-layer figure moved between 14 and 24 ms, so the line through its own 1- and 2-layer figures\n"
           "  missed the 4-layer time by 0.65-1.59x.", _own_line_text),
-    Claim("at micro-batch 32, with 12 new shapes in the window, `plan=all`'s run\nhad 9 steps under 0.15 s (0.094-0.140 s) and 11 over it (0.199-0.413 s).",
+    Claim("at micro-batch 32, with 12 new\nshapes in the window, `plan=all`'s run had 9 steps under 0.15 s (0.094-0.140 s) and 11 over it (0.199-0.413 s).",
           _call4_grouped32),
     Claim("Micro-batch 32: 110.7k and 116.1k real tok/s without cuDNN's kernel, 64.3k and 68.2k with it. The mean\n"
           "    step was 117-123 ms against 200-212 ms; the fastest steps were alike (98-99 ms and 96-103 ms).\n"
@@ -704,7 +705,7 @@ def _paid_text() -> str:
     rest = [x for cell, _, x in p if cell != (32, 1)]
     own = [x for cell, _, x in p if cell == (32, 1)]
     return (f"The runs paid {min(rest):.2f}-{max(rest):.2f} s for each in {len(rest)} of the {len(p)} runs (the mean of as many of their "
-            f"slowest steps as they met new shapes, over the median step); 32 x 1 paid\n    "
+            f"slowest steps as\n    they met new shapes, over the median step); 32 x 1 paid "
             + " and ".join(f"{x:.2f}" for x in own) + f" s in its {'two' if len(own) == 2 else len(own)}.")
 
 
@@ -729,8 +730,8 @@ CLAIMS += [
     Claim("109.7k (94.9-125.9k) and 109.1k (96.2-123.6k) real\n    tok/s planned, 104.2k (80.9-127.8k) and 109.8k (97.9-124.0k) under `plan=all`",
           lambda: "{} and {} real\n    tok/s planned, {} and {} under `plan=all`".format(*(_kci(_preset_runs(n, 32, ga)) for n in (
               "reports_preset_predict.jsonl", "reports_preset_all.jsonl") for ga in (1, 2)))),
-    Claim("The runs paid 0.08-0.12 s for each in 9 of the 11 runs (the mean of as many of their slowest steps as they met new shapes, "
-          "over the median step); 32 x 1 paid\n    0.04 and 0.07 s in its two.", _paid_text),
+    Claim("The runs paid 0.08-0.12 s for each in 9 of the 11 runs (the mean of as many of their slowest steps as\n    they met new shapes, "
+          "over the median step); 32 x 1 paid 0.04 and 0.07 s in its two.", _paid_text),
     Claim("2 new shapes predicted at 0.29 s, paid 0.08 and 0.14 s in all", _paid_32x1),
 ]
 
