@@ -247,3 +247,11 @@ CLAIMS += [
     Claim("On an H100 it bought 1.29x (1.24-1.34)",
           lambda: f"On an H100 it bought {_row('speed/overlap_full', 'the same, non-blocking copies (the default)')[4].replace(' (', 'x (', 1)}"),
 ]
+
+
+CLAIMS += [
+    # experiments/batch_vs_accum_saturation restates the host's drift (twelve_x_slowdown's loaders and ladder C)
+    Claim("past the up to 1.20x (1.01-1.43) drift", lambda: f"past the up to {_loaders_drift()} drift"),
+    Claim("move up to ~20% between processes on one card (1.20x, 1.01-1.43;\n  1.12x, 1.08-1.16, in another call",
+          lambda: f"move up to {_drift_pct()} between processes on one card ({_comma(_loaders_drift())};\n  {_comma(_rung3_drift())}, in another call"),
+]
