@@ -250,3 +250,35 @@ CLAIMS += [
     Claim("one pair:\n  0.82x (0.73-0.92), about", _nonblocking_4layers),
     Claim("0.195 s (0.186-0.205), **GPU busy 45%, idle waiting for the host 53%**", _measured_report),
 ]
+
+
+def _dropin_runs() -> list[dict]:
+    from experiments.figures import _records
+
+    return [r for call in ("h200_call1", "h200_call2", "h200_call3") for r in _records(f"dropin/results/{call}_runs.jsonl")]
+
+
+def _dropin_sft_agree() -> str:
+    """The SFT pair's loss windows (experiments/dropin/agree.py, as its losses table): the largest relative gap."""
+    from experiments.dropin.agree import agree
+
+    (p, s), = [(p, s) for p, s in _dropin_pairs() if p["script"] == "trl_sft_lora"]
+    worst = max(abs(w["relative"]) for w in agree(p["losses"], s["losses"])["windows"])
+    return f"The SFT curves agree to {worst:.1%}."
+
+
+def _dropin_round0() -> str:
+    import re
+
+    said = next(r["said"] for r in _dropin_runs() if r["script"] == "lora_classifier" and r.get("seed", 0) == 0 and r.get("said"))
+    a, b = map(float, re.search(r"same rows and weights ([\d.]+) yours, ([\d.]+) sped up", said).groups())
+    return f"the two losses agreed to {abs(b / a - 1):.2%} ({a:.4f} and {b:.4f}, the A/B's round 0)"
+
+
+CLAIMS += [
+    Claim("random weights, bf16, 60 steps, every\nloss logged",
+          lambda: "random weights, bf16, {} steps, every\nloss logged".format(
+              "/".join(sorted({str(len(r["losses"])) for r in _dropin_runs()})))),
+    Claim("The SFT curves agree to 0.1%.", _dropin_sft_agree),
+    Claim("the two losses agreed to 0.04% (6.1768 and 6.1793, the A/B's round 0)", _dropin_round0),
+]
