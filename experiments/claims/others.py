@@ -365,3 +365,48 @@ CLAIMS += [
           lambda: f"the step is host-bound, {quote('measurement/results/h100_dropin_sft_report.md', 'GPU busy 55%')}, so"),
     Claim("the high first loss (12.44\n  against the uniform guess's 11.93)", _sft_first_loss),
 ]
+
+
+# experiments/scaling: the FSDP runs, read off their logs (the progress bar and the launcher's timestamps)
+def _scaling_log(name: str) -> str:
+    return (ROOT / "experiments/scaling/results/h200x2" / name).read_text().replace("\r", "\n")
+
+
+def _fsdp_bar() -> str:
+    """The FSDP full fine-tune's progress bar (the 20-step run after the one-GPU full fine-tune): its end, and its
+    pace from step 2 to 19 at the bar's one-second resolution, as samples/s against the single GPU's at bs 4."""
+    import re
+
+    log = _scaling_log("scaling.log")
+    fsdp = log[log.index("one_gpu_full_ft_fp32: exit"):]
+    at = {int(s): int(m) * 60 + int(sec) for s, m, sec in re.findall(r"\b(\d+)/20 \[(\d\d):(\d\d)<", fsdp)}
+    end = max(int(m) * 60 + int(sec) for m, sec in re.findall(r"\b20/20 \[(\d\d):(\d\d)<", fsdp))
+    step = (at[19] - at[2]) / 17
+    one = Fig(SCALING, "one_gpu_full_ft_fp32")
+    ratio = (2 * 4 / step) / (one.get("config.batch.size") / one.get("step_time_s.mean"))
+    return (f"Its progress bar reached 20 of 20 steps in {end} s: about {step:.2f} s a\n  step from step 2 to 19 with bs 4 on "
+            f"each card, against the single GPU's {one.get('step_time_s.mean'):.2f} s at bs 4, so roughly {ratio:.1f}x the")
+
+
+def _fsdp_stopped() -> str:
+    """From torchrun's start to the NCCL store's failure when the call's limit stopped the job."""
+    import re
+    from datetime import datetime
+
+    log = _scaling_log("scaling.log")
+    fsdp = log[log.index("one_gpu_full_ft_fp32: exit"):]
+    t = lambda s: datetime.strptime(s[:15], "%H:%M:%S.%f")  # noqa: E731  (to the microsecond)
+    start = re.search(r"W\d{4} (\d\d:\d\d:\d\d\.\d+) \d+ torch/distributed/run\.py", fsdp)[1]
+    stop = re.search(r"\[rank0\]:\[W\d{4} (\d\d:\d\d:\d\d\.\d+)", fsdp)[1]
+    return f"no report before the call's limit\n  stopped it, {(t(stop) - t(start)).total_seconds() / 60:.1f} minutes after torchrun started"
+
+
+CLAIMS += [
+    Claim("DDP 1.85x, FSDP trained but did not finish", lambda: f"DDP {x_only(DDP2, ONE_GPU)}, FSDP trained but did not finish"),
+    Claim("Its progress bar reached 20 of 20 steps in 17 s: about 0.35 s a\n  step from step 2 to 19 with bs 4 on each card, against "
+          "the single GPU's 0.24 s at bs 4, so roughly 1.3x the", _fsdp_bar),
+    Claim("no report before the call's limit\n  stopped it, 5.8 minutes after torchrun started", _fsdp_stopped),
+    Claim("A second, short call (12 steps,",
+          lambda: "A second, short call ({} steps,".format(
+              "/".join(sorted(set(__import__("re").findall(r"\b\d+/(\d+) \[", _scaling_log("fsdp_saved_stacks.log"))))))),
+]
