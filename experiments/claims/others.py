@@ -410,3 +410,10 @@ CLAIMS += [
           lambda: "A second, short call ({} steps,".format(
               "/".join(sorted(set(__import__("re").findall(r"\b\d+/(\d+) \[", _scaling_log("fsdp_saved_stacks.log"))))))),
 ]
+CLAIMS += [
+    # docs/multi_gpu.md: the FSDP full fine-tune's bar in experiments/scaling's log, to its last step
+    Claim("An FSDP full fine-tune trained its 20 steps there",
+          lambda: (lambda log: "An FSDP full fine-tune trained its {} steps there".format(
+              max(int(s) for s in __import__("re").findall(r"\b(\d+)/20 \[", log[log.index("one_gpu_full_ft_fp32: exit"):]))))(
+              _scaling_log("scaling.log"))),
+]
