@@ -14,6 +14,11 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+from .base import bytecode, files
+
+# first, before torch loads: on a read-only install every job would compile torch's Python again (src/base/bytecode.py)
+bytecode.cache_elsewhere_if_read_only(files.CACHE)
+
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -21,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from . import runner
-from .base import children, files, ranks
+from .base import children, ranks
 from .config.cli import hydra_argv  # numeric group choices quoted; a bad closed-set value refused in one line, exit 2
 from .config.compose import CONF_DIR  # importing registers the schema and the resolvers Hydra composes with
 from .config.errors import ConfigError

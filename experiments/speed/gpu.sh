@@ -29,6 +29,7 @@
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
+#   bash experiments/speed/gpu.sh firststep3  # issue 53 G3: bytecode cached where torch is read-only, warm starts; FP8; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -366,4 +367,40 @@ if [ "$what" = firststep2 ]; then  # issue 53 G3, call 2: each setting on its ow
   rm -rf /tmp/c_fp8; caches fp8
   run fp8_cold_one_graph_true $A $F
   run fp8_warm_one_graph_true $A $F trainer.seed=1
+fi
+if [ "$what" = firststep3 ]; then  # issue 53 G3, call 3: the machine's bytecode (is torch's folder writable?), then warm
+  # starts with one layer graph, bytecode cached under TRAINSWEEP_CACHE (src/base/bytecode.py) or not, alternating;
+  # FP8 + fused cold and warm; the anchor; the trace-reuse GPU test
+  python3 - <<'PY' 2>&1 | tee "$OUT/bytecode.txt"
+import os, sys, importlib.util
+folder = os.path.dirname(importlib.util.find_spec("torch").origin)
+print("dont_write_bytecode", sys.dont_write_bytecode, "prefix", sys.pycache_prefix, "torch folder", folder,
+      "writable", os.access(folder, os.W_OK), "__pycache__ writable", os.access(os.path.join(folder, "__pycache__"), os.W_OK),
+      "pyc files", len(os.listdir(os.path.join(folder, "__pycache__"))) if os.path.isdir(os.path.join(folder, "__pycache__")) else None,
+      {k: v for k, v in os.environ.items() if k.startswith("PYTHON")})
+PY
+  for prefix in "" "" /tmp/pyc_probe /tmp/pyc_probe; do  # the imports a run makes, timed in fresh processes
+    t0=$(date +%s.%N)
+    env ${prefix:+PYTHONPYCACHEPREFIX=$prefix} python3 -c \
+      "import torch, transformers, peft, accelerate, torch.distributed.fsdp, transformers.distributed.tensor_parallel, torch._inductor.compile_fx" 2>/dev/null
+    echo "imports with prefix '$prefix': $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s" | tee -a "$OUT/bytecode.txt"
+  done
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k trainer.compile_one_graph=true"
+  A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=10"
+  RUN_TIMEOUT=150
+  caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton; }
+  rm -rf /tmp/c_bf16; caches bf16
+  run cold_bytecode_cached $A
+  for again in 1 2; do
+    run warm${again}_bytecode_cached $A trainer.seed=$again
+    TRAINSWEEP_PYCACHE=off run warm${again}_bytecode_not_cached $A trainer.seed=$again
+  done
+  run warm3_bytecode_cached $A trainer.seed=3
+  rm -rf /tmp/c_fp8; caches fp8
+  run fp8_cold_bytecode_cached $A precision=fp8 peft.fused=true
+  run fp8_warm_bytecode_cached $A precision=fp8 peft.fused=true trainer.seed=1
+  if [ $SECONDS -lt ${BUDGET_S:-420} ]; then anchors bf16_sdpa_b32_group; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+  if [ $SECONDS -lt 470 ]; then
+    timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu "tests/test_gpu.py::test_a_second_run_at_the_same_shapes_reuses_the_memory_trace" 2>&1 | tee "$OUT/gpu_tests.log" | tail -3
+  fi
 fi
