@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .base import files, ranks
+from .base import laps as laps_module
 from .base.laps import Laps
 from .config.errors import ConfigError
 from .config.schema import validate
@@ -142,7 +143,10 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         trainer.token_counter = counter if cfg.measure.enabled else None
         t_built = time.perf_counter()
         laps.lap("trainer")
-        rep.timing_s = {"build": t_built - t_start, "build_parts": laps.parts}
+        # from the command line, what its imports took before the build (not in total: the run's own time)
+        started = laps_module.PROCESS_START
+        rep.timing_s = ({"imports": t_start - started} if started is not None else {}) | {
+            "build": t_built - t_start, "build_parts": laps.parts}
         if cfg.diagnostics.enabled or cfg.mode == "diagnose":
             rep.diagnostics = preflight.preflight(cfg, res, model, trainer, prep.collator, prep.train, prep.tokenizer, conf,
                                                  expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)

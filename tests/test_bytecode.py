@@ -1,4 +1,5 @@
-"""src/base/bytecode.py: on a read-only install the bytecode goes to the cache; otherwise nothing changes."""
+"""src/base/bytecode.py: where Python keeps no bytecode (writing turned off, or a read-only install) it goes to the
+cache; where Python keeps it, or the user set a prefix or TRAINSWEEP_PYCACHE=off, nothing changes."""
 import os
 import sys
 
@@ -14,12 +15,23 @@ def no_prefix(monkeypatch):
     monkeypatch.delenv("TRAINSWEEP_PYCACHE", raising=False)
 
 
-def test_a_read_only_torch_sends_bytecode_to_the_cache(tmp_path, monkeypatch, no_prefix):
+@pytest.fixture
+def torch_not_compiled(monkeypatch):
+    """torch installed without its bytecode (the H200 machine's: no __pycache__ at all)."""
+    import importlib.util
+
     torch_dir = os.path.dirname(__import__("torch").__file__)
+    compiled = importlib.util.cache_from_source
+    monkeypatch.setattr(importlib.util, "cache_from_source",
+                        lambda path: "/nonexistent.pyc" if path.startswith(torch_dir) else compiled(path))
+    return torch_dir
+
+
+def test_a_read_only_torch_sends_bytecode_to_the_cache(tmp_path, monkeypatch, no_prefix, torch_not_compiled):
     writable = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p).startswith(torch_dir) else writable(p, mode))
-    assert bytecode.read_only_bytecode()
-    prefix = bytecode.cache_elsewhere_if_read_only(tmp_path)
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p).startswith(torch_not_compiled) else writable(p, mode))
+    assert not bytecode.bytecode_kept()
+    prefix = bytecode.cache_in(tmp_path)
     assert prefix == (tmp_path / "pycache").resolve() and prefix.is_dir()
     assert sys.pycache_prefix == str(prefix)
 
@@ -38,17 +50,46 @@ def test_a_read_only_torch_compiles_into_the_prefix_once(tmp_path, monkeypatch, 
     assert not (source.parent / "__pycache__").exists()
 
 
-@pytest.mark.parametrize("setting", ["dont_write_bytecode", "prefix", "off", "writable"])
-def test_nothing_changes_where_the_user_chose_or_torch_is_writable(setting, tmp_path, monkeypatch, no_prefix):
-    if setting != "writable":
-        monkeypatch.setattr(os, "access", lambda p, mode: False)
-    if setting == "dont_write_bytecode":
-        monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    elif setting == "prefix":
+def test_bytecode_turned_off_goes_to_the_cache(tmp_path, monkeypatch, no_prefix, torch_not_compiled):
+    """PYTHONDONTWRITEBYTECODE=1 (both machines this project runs on): written under the cache, never beside the sources."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    prefix = bytecode.cache_in(tmp_path)
+    assert prefix == (tmp_path / "pycache").resolve()
+    assert sys.pycache_prefix == str(prefix) and sys.dont_write_bytecode is False
+
+
+@pytest.mark.parametrize("setting", ["prefix", "off", "written", "compiled_at_install"])
+def test_nothing_changes_where_the_user_chose_or_python_has_the_bytecode(setting, tmp_path, monkeypatch, no_prefix, request):
+    """compiled_at_install: pip's own .pyc beside the sources (this venv's), which Python reads even with writing
+    off; a prefix would make it ignore them and compile everything again."""
+    if setting != "compiled_at_install":
+        request.getfixturevalue("torch_not_compiled")
+    monkeypatch.setattr(sys, "dont_write_bytecode", setting != "written")
+    if setting == "prefix":
         monkeypatch.setattr(sys, "pycache_prefix", "/somewhere")
     elif setting == "off":
         monkeypatch.setenv("TRAINSWEEP_PYCACHE", "off")
-    before = sys.pycache_prefix
-    assert bytecode.cache_elsewhere_if_read_only(tmp_path) is None
-    assert sys.pycache_prefix == before
+    before = (sys.pycache_prefix, sys.dont_write_bytecode)
+    assert bytecode.cache_in(tmp_path) is None
+    assert (sys.pycache_prefix, sys.dont_write_bytecode) == before
     assert not (tmp_path / "pycache").exists()
+
+
+@pytest.mark.slow  # compiles every module a run imports (~16 s on 2 cores)
+def test_a_run_started_without_bytecode_caches_it_and_says_where(tmp_path):
+    """The real entry point in a fresh process, PYTHONDONTWRITEBYTECODE=1 as on this project's machines, torch's
+    bytecode hidden from it (a prefix of its own, empty), so the run's prefix is where it goes."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TRAINSWEEP_CACHE": str(tmp_path / "cache")}
+    env.pop("TRAINSWEEP_PYCACHE", None)
+    subprocess.run([sys.executable, "-c", "import runpy, sys; sys.argv[0] = 'src.run'; "
+                    "from unittest import mock; import importlib.util as u; "
+                    "mock.patch.object(u, 'cache_from_source', lambda p: '/nonexistent.pyc').start(); "
+                    "runpy.run_module('src.run', run_name='__main__', alter_sys=True)", "trainer.max_steps=1", "logger=none", "trainer.save_final=false",
+                    "diagnostics.enabled=false", "data.size=32", f"hydra.run.dir={tmp_path / 'run'}"],
+                   env=env, check=True, capture_output=True, timeout=240)
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["env"]["pycache_prefix"] == str((tmp_path / "cache" / "pycache").resolve())
+    assert list((tmp_path / "cache" / "pycache").rglob("*.pyc"))

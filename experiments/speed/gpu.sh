@@ -30,6 +30,7 @@
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
 #   bash experiments/speed/gpu.sh firststep3  # issue 53 G3: bytecode cached where torch is read-only, warm starts; FP8; anchor
+#   bash experiments/speed/gpu.sh firststep4  # issue 53 G3: the run's imports and warm starts with bytecode cached or not
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -403,4 +404,22 @@ PY
   if [ $SECONDS -lt 470 ]; then
     timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu "tests/test_gpu.py::test_a_second_run_at_the_same_shapes_reuses_the_memory_trace" 2>&1 | tee "$OUT/gpu_tests.log" | tail -3
   fi
+fi
+if [ "$what" = firststep4 ]; then  # issue 53 G3, call 4: bytecode cached under TRAINSWEEP_CACHE (src/base/bytecode.py) on a
+  # machine that sets PYTHONDONTWRITEBYTECODE=1 and ships torch without bytecode: a run's imports in fresh processes
+  # (the first fills the cache), then a cold run and warm runs with it and without (TRAINSWEEP_PYCACHE=off)
+  export TRAINSWEEP_CACHE=/tmp/c_bc TORCHINDUCTOR_CACHE_DIR=/tmp/c_bc/inductor TRITON_CACHE_DIR=/tmp/c_bc/triton
+  rm -rf /tmp/c_bc
+  for setting in cached cached cached off; do
+    t0=$(date +%s.%N)
+    TRAINSWEEP_PYCACHE=$setting python3 -c "from src.base import bytecode, files; bytecode.cache_in(files.CACHE)
+import torch, transformers, peft, accelerate, hydra, torch.distributed.fsdp, transformers.distributed.tensor_parallel, torch._inductor.compile_fx" 2>/dev/null
+    echo "imports, bytecode $setting: $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s" | tee -a "$OUT/bytecode.txt"
+  done
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k trainer.compile_one_graph=true"
+  A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=120
+  run cold_bytecode_cached $A
+  run warm_bytecode_cached $A trainer.seed=1
+  TRAINSWEEP_PYCACHE=off run warm_bytecode_off $A trainer.seed=1
 fi

@@ -1,16 +1,19 @@
-"""Python's compiled bytecode, kept where the next process finds it when the packages' own folders are read-only.
+"""Python's compiled bytecode, kept in trainsweep's cache when Python would not keep it beside the sources.
 
-Python caches each module's bytecode in a `__pycache__` beside its source. Where that folder can't be written (a
-read-only container image: Apptainer's squashfs on a cluster, a read-only virtualenv), every process compiles
-torch's, transformers' and accelerate's Python again, and a sweep pays it in every job. On one H200 machine whose
-torch was installed so, a warm job's start was mostly that: cProfile counted 8.7 s in `compile()` over 5,122
-modules (experiments/speed, G3), much of it inside the time to the first step (the Trainer's lazy imports of
-FSDP and tensor parallelism). Pointing `sys.pycache_prefix` at TRAINSWEEP_CACHE/pycache lets the first job write
-the bytecode and the next ones read it; Python checks each file's source stamp as it does in __pycache__.
+Python caches each module's bytecode in a `__pycache__` beside its source, unless writing bytecode is turned off
+(PYTHONDONTWRITEBYTECODE=1, set by many container images and by both machines this project runs on) or that folder
+is read-only (a read-only image: Apptainer's squashfs on a cluster). Then every process compiles torch's,
+transformers' and accelerate's Python again, and a sweep pays it in every job: importing what a run imports took
+16.2 s in a fresh process on one H200 machine, 16.3 s on this project's 2-core CPU machine, against 5.7 s with
+the bytecode cached (experiments/speed, "Time to the first step"), part of it inside the run's time to its first
+step (the Trainer's lazy imports of FSDP and tensor parallelism, and torch.compile's).
 
-Nothing changes where torch's folder is writable, where a prefix is already set (PYTHONPYCACHEPREFIX), or where
-writing bytecode is turned off (PYTHONDONTWRITEBYTECODE, `python -B`): the user's choice stands.
-TRAINSWEEP_PYCACHE=off turns it off."""
+So src/run.py, before torch loads, points `sys.pycache_prefix` at TRAINSWEEP_CACHE/pycache and lets Python write
+there: the first job compiles, the next ones read (Python checks each file against its source, as in
+__pycache__). Nothing is written beside the sources. Nothing changes where torch's bytecode is there already (pip compiles it at
+install; a prefix would make Python ignore those files), where Python can write it, or where a prefix is set
+(PYTHONPYCACHEPREFIX); TRAINSWEEP_PYCACHE=off keeps
+Python's own behaviour. The report's env.pycache_prefix says where it went."""
 from __future__ import annotations
 
 import importlib.util
@@ -19,28 +22,31 @@ import sys
 from pathlib import Path
 
 
-def read_only_bytecode(package: str = "torch") -> bool:
-    """Whether `package`'s bytecode can't be cached beside it: its __pycache__ (or, without one, its folder)
-    is not writable. Found without importing it."""
+def bytecode_kept(package: str = "torch") -> bool:
+    """Whether Python finds or keeps `package`'s bytecode beside its sources: its compiled __init__ is there
+    already (pip compiles at install), or writing is on and its __pycache__ (or, without one, its folder) is
+    writable. Found without importing it."""
     spec = importlib.util.find_spec(package)
-    if spec is None or not spec.origin:
-        return False
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return True
+    if Path(importlib.util.cache_from_source(spec.origin)).exists():
+        return True
     folder = Path(spec.origin).parent
     cache = folder / "__pycache__"
-    return not os.access(cache if cache.is_dir() else folder, os.W_OK)
+    return not sys.dont_write_bytecode and os.access(cache if cache.is_dir() else folder, os.W_OK)
 
 
-def cache_elsewhere_if_read_only(cache_root: Path) -> Path | None:
-    """Set sys.pycache_prefix to cache_root/pycache where torch's bytecode can't be cached beside it; the prefix
-    set, or None where nothing changed. Call it before torch is imported (src/run.py does, first thing)."""
-    if sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get("TRAINSWEEP_PYCACHE", "").lower() == "off":
+def cache_in(cache_root: Path) -> Path | None:
+    """Cache bytecode under cache_root/pycache where Python would not cache torch's beside it; the prefix set,
+    or None where nothing changed. Call it before torch is imported (src/run.py does, first thing)."""
+    if sys.pycache_prefix or os.environ.get("TRAINSWEEP_PYCACHE", "").lower() == "off":
         return None
-    if not read_only_bytecode():
+    if bytecode_kept():  # also where pip compiled it: a prefix would make Python ignore those files
         return None
     prefix = (cache_root / "pycache").resolve()
     try:
         prefix.mkdir(parents=True, exist_ok=True)
     except OSError:  # an unwritable cache: the run says so later (src/runner.py); bytecode stays as it was
         return None
-    sys.pycache_prefix = str(prefix)
+    sys.pycache_prefix, sys.dont_write_bytecode = str(prefix), False
     return prefix

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import time
 
+# perf_counter when the command line's module began (src/run.py sets it, first thing): the imports before a run's
+# build are not the run's, but a user waits for them in every job (timing_s.imports)
+PROCESS_START: float | None = None
+
 
 class Laps:
     def __init__(self, start: float | None = None, clock=time.perf_counter):
