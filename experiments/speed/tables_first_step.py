@@ -3,7 +3,7 @@ of the fp8full and fp8learn calls on one H200: each call's first run of a precis
 (another seed) runs at the same shapes on a warm compile cache; in call 2 it also reuses the memory trace."""
 from __future__ import annotations
 
-from experiments.figures import HERE, Fig, markdown
+from experiments.figures import HERE, Fig, markdown, rate, ratio
 
 S = "speed/results/"
 RUNS = [("h200_fp8full_call1", "1", "full"), ("h200_fp8learn_call2", "2", "learn")]
@@ -27,4 +27,83 @@ def speed_first_step() -> str:
                      "graph cache hits / misses"], rows)
 
 
-TABLES = {"speed/first_step": (HERE / "speed/README.md", speed_first_step)}
+FIRSTSTEP = [f"h200_firststep_call{n}" for n in (1, 2, 3, 4)]
+
+
+def _one_graph(f: Fig) -> bool:
+    return "trainer.compile_one_graph=true" in (f.get("overrides") or [])
+
+
+def _cache(f: Fig, n: int) -> str:
+    """cold or warm, as the run's own graph cache counts it: call 1's second "cold" run found the first's layer
+    graph in a cache that machine shared (0 misses), so it is not cold."""
+    misses = f.get("compile.work")["fx_graph_cache_misses"]
+    if f.label.startswith(("cold", "fp8_cold")):
+        return "cold" if misses else "cold trace, warm graphs (shared cache)"
+    return "warm"
+
+
+def speed_first_step_one_graph() -> str:
+    """Issue 53 G3, the firststep calls (experiments/speed/gpu.sh firststep..firststep4): the time to step 1 with
+    one layer graph (trainer.compile_one_graph) or two, and with the bytecode cached (src/base/bytecode.py) or not;
+    bf16 packed 8k at full depth unless the run says FP8. Bytecode is "cached" where the report's
+    env.pycache_prefix is set: call 3's runs labelled so ran before the lever covered PYTHONDONTWRITEBYTECODE."""
+    rows = []
+    for n, name in enumerate(FIRSTSTEP, 1):
+        for record in _labels(name):
+            f = Fig(S + name + ".jsonl", record)
+            if "profiled" in record:
+                continue  # under cProfile: its times are the profiler's
+            parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+            imports = f.get("timing_s.imports")
+            rows.append([str(n), "FP8 + fused" if "fp8" in record else "bf16", "one" if _one_graph(f) else "two",
+                         _cache(f, n), "yes" if f.get("env.pycache_prefix") else "no",
+                         "" if imports is None else f"{imports:.1f}", f"{f.get('compile.to_first_step_s'):.1f}",
+                         f"{parts['memory_model']:.1f}", f"{parts['trainer']:.1f}", f"{f.get('timing_s.diagnostics'):.1f}",
+                         f"{work['compile_s']:.1f}", f"{work['fx_graph_cache_hits']} / {work['fx_graph_cache_misses']}",
+                         rate(f)])
+    return markdown(["call", "run", "layer graphs", "compile cache", "bytecode cached", "imports s", "to first step s",
+                     "of it: memory trace", "trainer (+ regions)", "checks s", "torch compiling s",
+                     "graph cache hits / misses", "real tok/s (95%)"], rows)
+
+
+def _labels(name: str) -> list[str]:
+    from experiments.figures import _records
+
+    return [r["label"] for r in _records(S + name + ".jsonl")]
+
+
+def speed_one_graph_step() -> str:
+    """The step's own speed with one layer graph against two, the runs of calls 1 and 2 paired in their order
+    (each pair one call, one machine)."""
+    rows = []
+    for n in (1, 2):
+        path = S + FIRSTSTEP[n - 1] + ".jsonl"
+        for run in ("cold", "warm1", "warm2"):
+            one, two = Fig(path, f"{run}_one_graph_true"), Fig(path, f"{run}_one_graph_false")
+            rows.append([str(n), run, rate(one), rate(two), ratio(one, two)])
+    return markdown(["call", "runs", "one graph real tok/s", "two graphs real tok/s", "one / two (95%)"], rows)
+
+
+def speed_bytecode_imports() -> str:
+    """The imports a run makes, timed in fresh processes on the H200 machines of calls 3 and 4 (PYTHONDONTWRITEBYTECODE=1
+    there, torch installed without bytecode): as Python does there, with a prefix but writing still off (call 3),
+    and with src/base/bytecode.py's cache, the first process filling it (call 4)."""
+    import re
+
+    rows = []
+    for n, what in ((3, {"''": "none: compiled in each process", "'/tmp/pyc_probe'": "a prefix, writing still off"}),
+                    (4, {"cached": "trainsweep's cache", "off": "none (TRAINSWEEP_PYCACHE=off)"})):
+        text = (HERE / f"{S}h200_firststep_call{n}_bytecode.txt").read_text()
+        seen = set()
+        for m in re.finditer(r"^imports(?:,)? (?:with prefix |bytecode )(\S+): ([\d.]+) s$", text, re.M):
+            first = m[1] == "cached" and m[1] not in seen
+            seen.add(m[1])
+            rows.append([str(n), what[m[1]] + (", the first process: fills it" if first else ""), f"{float(m[2]):.1f}"])
+    return markdown(["call", "bytecode", "imports s (a fresh process)"], rows)
+
+
+TABLES = {"speed/first_step": (HERE / "speed/README.md", speed_first_step),
+          "speed/bytecode_imports": (HERE / "speed/README.md", speed_bytecode_imports),
+          "speed/first_step_one_graph": (HERE / "speed/README.md", speed_first_step_one_graph),
+          "speed/one_graph_step": (HERE / "speed/README.md", speed_one_graph_step)}

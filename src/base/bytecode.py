@@ -2,18 +2,18 @@
 
 Python caches each module's bytecode in a `__pycache__` beside its source, unless writing bytecode is turned off
 (PYTHONDONTWRITEBYTECODE=1, set by many container images and by both machines this project runs on) or that folder
-is read-only (a read-only image: Apptainer's squashfs on a cluster). Then every process compiles torch's,
-transformers' and accelerate's Python again, and a sweep pays it in every job: importing what a run imports took
-16.2 s in a fresh process on one H200 machine, 16.3 s on this project's 2-core CPU machine, against 5.7 s with
-the bytecode cached (experiments/speed, "Time to the first step"), part of it inside the run's time to its first
-step (the Trainer's lazy imports of FSDP and tensor parallelism, and torch.compile's).
+is read-only (a read-only image: Apptainer's squashfs on a cluster). Where torch was installed without its
+bytecode as well, every process compiles torch's, transformers' and accelerate's Python again, and a sweep pays it
+in every job. Importing what a run imports, in a fresh process, took 20.2 s without the bytecode and 8.7-9.7 s
+with it on one H200 machine (experiments/speed, results/h200_firststep_call4_bytecode.txt); part of it falls
+inside the run's time to its first step (the Trainer's lazy imports of FSDP and tensor parallelism).
 
 So src/run.py, before torch loads, points `sys.pycache_prefix` at TRAINSWEEP_CACHE/pycache and lets Python write
 there: the first job compiles, the next ones read (Python checks each file against its source, as in
-__pycache__). Nothing is written beside the sources. Nothing changes where torch's bytecode is there already (pip compiles it at
-install; a prefix would make Python ignore those files), where Python can write it, or where a prefix is set
-(PYTHONPYCACHEPREFIX); TRAINSWEEP_PYCACHE=off keeps
-Python's own behaviour. The report's env.pycache_prefix says where it went."""
+__pycache__). Nothing is written beside the sources. Nothing changes where torch's bytecode is there already (pip
+compiles it at install; a prefix would make Python ignore those files), where Python can write it, or where a
+prefix is set (PYTHONPYCACHEPREFIX); TRAINSWEEP_PYCACHE=off keeps Python's own behaviour. The report's
+env.pycache_prefix says where it went."""
 from __future__ import annotations
 
 import importlib.util
