@@ -8,10 +8,10 @@ Each is backed, first match wins, by
   - claim: a registered claim (experiments/claims/) whose exact text holds it, recomputed from its files or
     quoted word for word from a committed summary or log;
   - table: the same value, as rounded in the prose, in a generated table of the same page (tables are recomputed
-    from their files by tests/test_experiments.py, so the prose follows the files through them; a one-digit
-    figure is never backed this way, nor by restated or data: it would match by chance; a 3-digit one still
-    matches some cell of a large page ~10-17% of the time, so an edit is caught ~85-90% of the time this way, and
-    always where a claim holds the figure);
+    from their files by tests/test_experiments.py, so the prose follows the files through them), and its text
+    pinned for the page in prose_tables.json (`--pin` rewrites it after a deliberate change): on the two largest
+    pages a 3-digit figure edited to another value still matched some cell 44-48% of the time; its pinned text never.
+    A one-digit figure is never backed this way, nor by restated or data: it would match by chance;
   - restated (README.md, docs/, the experiments index): the same figure, unit and all, backed by a claim or a table
     on an experiment page it links to;
   - data: a value of the page's own result files (experiments/<name>/results; for README.md and docs/, any
@@ -34,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDING = Path(__file__).with_name("prose_pending.json")
+PINNED = Path(__file__).with_name("prose_tables.json")  # the table-backed figures' texts, per page (`--pin` writes it)
 UNITS = r"x\b|%|k\b|GB\b|GiB\b|MB\b|ms\b|s\b|min\b|minutes\b|seconds\b|hours?\b|h\b|tok/s|steps\b"
 FIGURE = re.compile(rf"(?<![\w.,/=+-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+\.\d+|\d+)(\s?(?:{UNITS}))?(?![\w.]*\d)")
 # settings and names, not measurements: the text around a figure that makes it one
@@ -218,12 +219,30 @@ def _covers(pattern: re.Pattern, line: str, col: int, width: int) -> bool:
     return any(m.start() <= col and col + width <= m.end() for m in pattern.finditer(line))
 
 
-def unbacked_in(page: str, text: str) -> Counter:
-    """The figures of one page's text that nothing backs (its claims found in that text)."""
+def table_backed_in(page: str, text: str) -> Counter:
+    """The figures of one page's text that only a table cell backs: what prose_tables.json pins."""
     from experiments import claims
 
     spans = claims.spans_in(text)
-    return Counter(f.text for f in figures(page, text) if backing(f, text, spans) is None)
+    return Counter(f.text for f in figures(page, text) if backing(f, text, spans) == "table")
+
+
+def pinned() -> dict[str, Counter]:
+    if not PINNED.exists():
+        return {}
+    return {page: Counter(c) for page, c in json.loads(PINNED.read_text()).items()}
+
+
+def unbacked_in(page: str, text: str) -> Counter:
+    """The figures of one page's text that nothing backs (its claims found in that text). A figure a table cell
+    backs counts only as often as prose_tables.json pins its text for the page: on a large page a 3-digit figure
+    edited to another value still matches some cell about half the time, and its pinned text does not."""
+    from experiments import claims
+
+    spans = claims.spans_in(text)
+    backs = [(f, backing(f, text, spans)) for f in figures(page, text)]
+    out = Counter(f.text for f, kind in backs if kind is None)
+    return out + (Counter(f.text for f, kind in backs if kind == "table") - pinned().get(page, Counter()))
 
 
 def unbacked() -> dict[str, Counter]:
@@ -262,6 +281,9 @@ if __name__ == "__main__":
         now = {p: c for p, c in unbacked().items() if not named or p in named}
         debt = {p: c for p, c in pending().items() if named and p not in named} | now  # read last: others may write
         PENDING.write_text(json.dumps({p: dict(sorted(c.items())) for p, c in sorted(debt.items())}, indent=1) + "\n")
+    elif "--pin" in sys.argv[1:]:  # after a table or its prose changed on purpose: pin what the tables back now
+        PINNED.write_text(json.dumps({page_of(p): dict(sorted(c.items())) for p in pages()
+                                      if (c := table_backed_in(page_of(p), p.read_text()))}, indent=1, sort_keys=True) + "\n")
     elif "--pending" in sys.argv[1:]:
         for page, c in unbacked().items():
             print(f"{page}: {sum(c.values())} figures: " + ", ".join(sorted(c)))

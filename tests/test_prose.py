@@ -44,24 +44,32 @@ def test_a_figure_edited_in_prose_fails(before, after):
     assert prose.unbacked_in(page, edited) - frozen, f"{before} -> {after} in {page} passes"
 
 
-def test_pending_figures_edited_fail():
-    """A figure only frozen (not yet tied to a file) still can't change unseen: its text is what is held. Each one
-    of a page's, its last digit changed, is beyond the debt, unless the new value happens to be backed (a table
-    cell that holds it by chance: prose.py's docstring gives the rate)."""
-    page = "experiments/planner/README.md"
-    frozen, text = prose.pending()[page], (ROOT / page).read_text()
+def test_no_figure_is_left_frozen():
+    """The debt is paid (issue 52, item 2): every figure in prose is backed by its files, none only by its text."""
+    assert {page: dict(c) for page, c in prose.pending().items() if c} == {}
+
+
+@pytest.mark.parametrize("page", ["experiments/planner/README.md", "experiments/speed/README.md"])
+def test_backed_figures_edited_fail(page):
+    """A backed figure, its last digit changed in the page, is no longer backed: a claim's text no longer matches
+    its page, and a table-backed figure's new text is not pinned (prose_tables.json), even where the new value
+    matches some other cell by chance (44-48% of these edits did before the pin). Excused: an edit whose new value
+    another rule backs (a 4-digit value of the page's result files, a version)."""
+    text = (ROOT / page).read_text()
     spans = claims.spans_in(text)
     candidates = [f for f in prose.figures(page, text)
-                  if frozen.get(f.text) and prose.backing(f, text, spans) is None and prose._significant(f.number) >= 3]
+                  if prose.backing(f, text, spans) in ("claim", "table") and prose._significant(f.number) >= 3]
     assert len(candidates) >= 20
-    candidates = candidates[::2]  # every other one: each edit rescans the page, and this host's CPU is shared
-    caught = 0
+    candidates = candidates[::3]  # each edit rescans the page, and this host's CPU is shared
+    caught = excused = 0
     for f in candidates:
         digit = f.number[-1]
         number = f.number[:-1] + str((int(digit) + 1) % 10)
         edited = text[:f.start] + f.text.replace(f.number, number, 1) + text[f.end:]
-        caught += bool(prose.unbacked_in(page, edited) - frozen)
-    assert caught >= 0.8 * len(candidates), f"{caught} of {len(candidates)} edits caught"
+        caught += bool(prose.unbacked_in(page, edited)) or any(c.text in text and c.text not in edited for c in claims.CLAIMS)
+        new = next(g for g in prose.figures(page, edited) if g.start == f.start)
+        excused += prose.backing(new, edited, claims.spans_in(edited)) in ("data", "allowed")  # a result file's value, a version
+    assert caught + excused >= len(candidates) and caught >= 0.95 * len(candidates), f"{caught} of {len(candidates)} edits caught"
 
 
 def test_the_scanner_reads_prose_only():
