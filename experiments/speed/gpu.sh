@@ -3,7 +3,7 @@
 # model comes to the measured peak (experiments/speed/README.md). One mode per device call.
 # Device: one GPU (nvidia-h100-x1). Carry .whl (scripts/gpu_wheels.sh --liger --qlora) and .gpu: the
 # plain-Trainer anchor script (hf_trainer_baseline.py), copied into .gpu/ (the modes that run anchors need it).
-#   bash experiments/speed/gpu.sh iterate   # 4 layers of Qwen3-4B width: every lever, quick (per-layer speed carries over)
+#   bash experiments/speed/gpu.sh iterate   # 4 layers of Qwen3-4B width: every lever, quick (ranks levers; state full-depth speeds only from full-depth runs)
 #   bash experiments/speed/gpu.sh table     # full depth, with the plain-Trainer anchors in the same call
 #   bash experiments/speed/gpu.sh table2    # full depth: the bs 8 regime (with its anchor), causal LM, Liger, adapters
 #   bash experiments/speed/gpu.sh memory    # full depth: the memory model's prediction beside the measured peak
