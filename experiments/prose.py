@@ -3,7 +3,8 @@ and where each comes from. tests/test_prose.py fails on a figure nothing backs, 
 (2.73x -> 3.73x, 33,644 -> 43,644) fails unless the files say it.
 
 A figure is a number with a unit (x, %, k, GB, s, ms, min, tok/s, steps), or a decimal, or a number with a
-thousands comma, in prose: not inside a generated block, a code fence, an indented code block or `inline code`.
+thousands comma, in prose (a range's upper end and a +- figure too: a '-' after a digit or a '+' is no sign): not
+inside a generated block, a code fence, an indented code block or `inline code`.
 Each is backed, first match wins, by
   - claim: a registered claim (experiments/claims/) whose exact text holds it, recomputed from its files or
     quoted word for word from a committed summary or log;
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PENDING = Path(__file__).with_name("prose_pending.json")
 PINNED = Path(__file__).with_name("prose_tables.json")  # the table-backed figures' texts, per page (`--pin` writes it)
 UNITS = r"x\b|%|k\b|GB\b|GiB\b|MB\b|ms\b|s\b|min\b|minutes\b|seconds\b|hours?\b|h\b|tok/s|steps\b"
-FIGURE = re.compile(rf"(?<![\w.,/=+-])(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+\.\d+|\d+)(\s?(?:{UNITS}))?(?![\w.]*\d)")
+FIGURE = re.compile(rf"(?:(?<![\w.,/=+-])|(?<=\d-)|(?<=\+-))(\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+\.\d+|\d+)(\s?(?:{UNITS}))?(?![\w.]*\d)")
 # settings and names, not measurements: the text around a figure that makes it one
 ALLOWED = [re.compile(p) for p in (
     r"packed[ _]\d+k|\d+k-token|\d+k packs|batch\.tokens|tokens=\d",  # packing budgets
@@ -51,6 +52,8 @@ ALLOWED = [re.compile(p) for p in (
     r"(?:torch|pandas|transformers|peft|datasets|tokenizers|Python|TRL) \d+\.\d+",  # versions (TRL: the SFT scripts' library)
     r"\d+ steps(?: each| \(\d+ warm-up\)|, \d+ of (?:them )?warm-up)",  # a run's length, as configured
     r"(?:[Tt]he |a |of the )12x\b|12x (?:slower|slowdown|report|ladder)",  # the field report's name
+    r'"10-20%"',  # the field report's own figure for cudnn.deterministic, quoted (loop_overheads)
+    r"memory \+-5%",  # the planner's goal G2 for memory, a threshold
     r"300k -> 3M samples",  # the field report's own row counts, before and after (twelve_x_slowdown), not measured
     r"(?<![\d.])(?:2|4|5|8|12|16|24|32)k\b(?! real| tok)",  # a token budget (8k packs), not a rate (25.1k real tok/s)
     r"[<>]=? ?\d[\d.,]*(?: ?(?:x|%|k|min|s|GB)\b)?|\+-1[05]%",  # a goal's threshold (>= 1.15x, < 1 min, +-15%)

@@ -76,3 +76,9 @@ def test_the_scanner_reads_prose_only():
     text = ("Speed 1.23x here.\n\n    python x.py --lr 4.56\n\n```\n7.89 s\n```\n`9.87x` inline\n"
             "<!-- table: t -->\n| 6.54x |\n<!-- /table -->\n[link](http://a/3.21x) and 2,000 rows and 5 steps\n")
     assert [f.text for f in prose.figures("p.md", text)] == ["1.23x", "2,000", "5 steps"]
+
+
+def test_a_ranges_upper_end_and_a_plus_minus_figure_are_scanned():
+    # a '-' right after a digit is a range's dash, '+-' a plus-minus: neither hides the figure after it
+    text = "It took 7.0-8.3 s, 961-1,006 s in all, intervals of +-1.5% and +-12-17%; v1.2 and a-4.5 are no figures.\n"
+    assert [f.text for f in prose.figures("p.md", text)] == ["7.0", "8.3 s", "1,006 s", "1.5%", "17%"]

@@ -835,3 +835,119 @@ CLAIMS += [
           lambda: "On those grids memory was predicted within 3% on every cell measured, but for {} cells of that H200 session".format(
               _grid_misses_in_call7())),
 ]
+
+
+def _grid18_v2_host_bound() -> str:
+    """experiments/README.md: call 6's planned sweep (planner/grid18_v2), its host-bound cells of 8-16 rows
+    (dynamic and max_length padding; grouped 16 is counted with micro-batch 32): measured over predicted tok/s."""
+    from experiments import tables
+
+    x = []
+    for line in tables.TABLES["planner/grid18_v2"][1]().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in ("dynamic", "max_length") and cells[1] in ("8", "16") and cells[6] == "plan=predict":
+            x.append(float(cells[8].split("**")[1]))
+    return f"host-bound 8-16 rows were still {min(x):.2f}-{max(x):.2f}x"
+
+
+CLAIMS += [Claim("host-bound 8-16 rows were still 0.63-0.84x", _grid18_v2_host_bound)]
+
+
+def _grid18_all_jobs() -> dict[int, list[float]]:
+    """Call 4's plan=all on H100s (its two calls' logs): each job's seconds, by micro-batch."""
+    import re
+
+    from experiments.planner.tables_g4 import _sweeps
+
+    g = "planner/results/h100_grid18/"
+    out: dict[int, list[float]] = {}
+    for run in _sweeps(g + "all_1/planner.log", g + "all_2/planner.log")["plan_all"]:
+        for job, t in run["jobs"].items():
+            out.setdefault(int(re.search(r"\bbatch='?(\d+)", job)[1]), []).append(t)
+    return out
+
+
+def _predict_first_dynamic() -> list[float]:
+    """predict_first/ (call 4's cut planned sweep): plan=all's measured real tok/s over its dynamic predictions."""
+    import json
+    import re
+
+    from experiments.claims import ROOT
+    from experiments.figures import _records
+
+    g = "planner/results/h100_grid18/"
+    pred = {int(re.search(r"(?:^|,)batch=(\d+)", c["cell"])[1]): c["real_tokens_per_s"]
+            for c in json.loads((ROOT / "experiments" / g / "predict_first/predictions_predict.json").read_text())
+            if "padding=dynamic" in c["family"] and c.get("real_tokens_per_s")}
+    return [r["throughput"]["real_tokens_per_s"] / pred[r["config"]["batch"]["size"]]
+            for run in ("all_1", "all_2") for r in _records(f"{g}{run}/reports.jsonl")
+            if r["status"] == "ok" and "padding=dynamic" in r["label"]]
+
+
+def _pooled_line_text() -> str:
+    """Call 4's depth check, host-bound cells (2-16 rows): one line through the medians of all their blocks at 1 and
+    2 layers (host time), at 4 layers over each cell's measured 4-layer median (as _own_line_text, pooled)."""
+    import statistics
+
+    cells = [r for r in _h100_depth_check() if r["batch"] <= 16]
+    m1, m2 = (statistics.median(b["host"] for r in cells for b in r["wall"]["blocks"][d]) for d in ("1", "2"))
+    miss = [(m1 + 3 * (m2 - m1)) / statistics.median(b["host"] for b in r["wall"]["blocks"]["4"]) for r in cells]
+    return f"The same line through the median of every host-bound cell's blocks missed it by {min(miss):.2f}-{max(miss):.2f}x."
+
+
+def _h7_micro_batch_ms() -> str:
+    """Call 7 (H200), plan=all: a micro-batch's time (step over grad_accum) at 2-8 rows, max_length and dynamic."""
+    from experiments.figures import _records
+
+    ms = [r["step_time_s"]["mean"] / r["config"]["batch"]["grad_accum"] * 1000 for r in _records(H7 + "reports_all.jsonl")
+          if r["status"] == "ok" and r["config"]["batch"]["size"] <= 8 and ("padding=max_length" in r["label"] or "padding=dynamic" in r["label"])]
+    return f"A host-bound micro-batch (2-8 rows) took {min(ms):.0f}-{max(ms):.0f} ms across the session's `plan=all` runs"
+
+
+def _f5_busy() -> str:
+    from experiments.figures import _records
+
+    b = [r["gpu_busy_fraction"] for f in ("reports_fastest5_all.jsonl", "reports_fastest5_predict.jsonl")
+         for r in _records(F5 + f) if r["status"] == "ok"]
+    return f"the runs' GPUs were busy {min(b) * 100:.0f}-{max(b):.0%}"
+
+
+def _probes_text() -> str:
+    """The memory probes per family: call 4 (h100_grid18/predict, 6 cells a family) and call 3 (h100_call3, 5)."""
+    four, three = ([f["memory"] for f in _families(p)] for p in ("planner/results/h100_grid18/predict/predict_predict.log", C3 + "predict_predict.log"))
+    return (f"the memory probes cost {min(four):.1f}-{max(four):.1f} s a family of\n  6 cells, down from "
+            f"{min(three):.0f}-{max(three):.0f} s for 5.")
+
+
+def _call2_two_sweeps() -> str:
+    """Call 2 (H100): sweep=fit's and plan=predict's predictions of the same host-bound dynamic cells (4-16 rows)."""
+    import json
+    import re
+
+    from experiments.claims import ROOT
+
+    def load(name: str) -> dict[int, float]:
+        cells = json.loads((ROOT / "experiments/planner/results/h100_call2" / name).read_text())
+        return {int(re.search(r"(?:^|,)batch(?:\.size)?=(\d+)", c["cell"])[1]): c["real_tokens_per_s"] for c in cells
+                if "padding=dynamic" in c.get("family", "") + c["cell"] and c.get("real_tokens_per_s")}
+
+    fit, predict = load("predictions_fit.json"), load("predictions_predict.json")
+    x = [max(fit[b], predict[b]) / min(fit[b], predict[b]) for b in (4, 8, 16)]
+    return f"was predicted {min(x):.1f}-{max(x):.1f}x apart in two sweeps of one call"
+
+
+CLAIMS += [
+    Claim("predicted the dynamic\n  family 3.6-6.8x too slow (plan=all's 5 runs over its predictions, min-max)",
+          lambda: (lambda x: f"predicted the dynamic\n  family {min(x):.1f}-{max(x):.1f}x too slow (plan=all's {len(x)} runs over its predictions, min-max)")(
+              _predict_first_dynamic())),
+    Claim("whose cells took 47-84 s each under `plan=all`",
+          lambda: (lambda t: f"whose cells took {min(t):.0f}-{max(t):.0f} s each under `plan=all`")(_grid18_all_jobs()[2] + _grid18_all_jobs()[4])),
+    Claim("A cell took 18-84 s under `plan=all` (40 s on average)",
+          lambda: (lambda t: f"A cell took {min(t):.0f}-{max(t):.0f} s under `plan=all` ({sum(t) / len(t):.0f} s on average)")(
+              [x for v in _grid18_all_jobs().values() for x in v])),
+    Claim("The same line through the median of every host-bound cell's blocks missed it by 0.89-1.23x.", _pooled_line_text),
+    Claim("A host-bound micro-batch (2-8 rows) took 25-43 ms across the session's `plan=all` runs", _h7_micro_batch_ms),
+    Claim("the runs' GPUs were busy 12-83%", _f5_busy),
+    Claim("the memory probes cost 1.4-1.8 s a family of\n  6 cells, down from 3-4 s for 5.", _probes_text),
+    Claim("was predicted 1.3-2.1x apart in two sweeps of one call", _call2_two_sweeps),
+]

@@ -633,3 +633,46 @@ CLAIMS += [
     Claim("The plain sum was 14.4-14.5% high (min-max of fp32 and bf16) at grad_accum 1 (a step's gradients are made as its activations are freed) and 6.7-7.1% low", _plain_sum),
     Claim("2% on all rows but the 12-layer bf16 grad_accum 4 run (-2.1%)", _fullft_within),
 ]
+
+
+ITER4_FILE = S + "h100_4layer_iterate.jsonl"
+
+
+def _bf16_adapters_ratio() -> str:
+    """4 layers compiled, one call: bf16 adapters (two runs) over fp32 adapters, with today's ratio() intervals."""
+    a, again, f32 = (Fig(ITER4_FILE, x) for x in ("packed8k_compile", "packed8k_compile_again", "packed8k_compile_fp32_adapters"))
+    first, second = times(a, f32), times(again, f32)
+    tie = first.endswith(": a tie") and second.endswith(": a tie")
+    x2, ci2 = second.removesuffix(": a tie").split(" ", 1)
+    return (f"{a.rate / 1000:.1f}k in one call: {first.removesuffix(': a tie')} for bf16, {'a tie' if tie else 'not a tie'} "
+            f"(the same against the repeat, {again.rate / 1000:.1f}k:\n  {x2}, {ci2.strip('()')}).")
+
+
+def _g2_sweep_widths() -> str:
+    """Call 3's sweep (speed/call3): packed 8k over fixed 320 and over buckets, eager and compiled: each ratio's 95%
+    interval's farthest end from the ratio, the widest of the four."""
+    import re
+
+    d = []
+    for compiled in (False, True):
+        for other in ("max_length", "buckets"):
+            x, lo, hi = (float(v) for v in re.findall(r"\d+\.\d+", times(_lever3("packed_8k", compiled), _lever3(other, compiled)))[:3])
+            d.append(max(1 - lo / x, hi / x - 1))
+    return f"eager and compiled alike (intervals +-{max(d):.0%})"
+
+
+def _qlora_build_range() -> str:
+    import math
+
+    runs = [Fig(S + "h100_memory_call.jsonl", "mem_qlora_packed8k"), Fig(S + "h100_memory_call2.jsonl", "mem_qlora_packed8k")]
+    a, b = (f.get("compile.to_first_step_s") for f in runs)
+    return f"{math.floor(min(a, b))}-{math.ceil(max(a, b))} s to the first step at Qwen3-4B on an H100\n  ({a:.1f} and {b:.1f} s in two calls"
+
+
+CLAIMS += [
+    Claim("218.2k in one call: 1.05x (0.98-1.11) for bf16, a tie (the same against the repeat, 219.1k:\n  1.05x, 0.99-1.12).", _bf16_adapters_ratio),
+    Claim("eager and compiled alike (intervals +-1%)", _g2_sweep_widths),
+    Claim("call 1: 1.45x (1.41-1.49) fixed compiled",
+          lambda: f"call 1: {times(Fig(CALL1, 'packed8k_compile'), Fig(CALL1, 'fixed_bs32_compile'))} fixed compiled"),
+    Claim("5-6 s to the first step at Qwen3-4B on an H100\n  (5.2 and 5.8 s in two calls", _qlora_build_range),
+]
