@@ -38,7 +38,7 @@ NOT_APPLIED = {
     "fused LoRA": "a tie under regional compile on an H100 (0.996x, experiments/speed/README.md call 4); it wins "
                   "only under whole-model CUDA graphs",
     "FP8 base matmuls": "it changes the base matmuls' numerics: trainsweep's runner offers it (precision=fp8)",
-    "bf16 adapters": "a tie on an H100 (1.05x, 1.01-1.08, compiled on 4 layers: experiments/speed/README.md), and it "
+    "bf16 adapters": "a tie on an H100 (1.05x (0.98-1.11), compiled on 4 layers: experiments/speed/README.md), and it "
                      "would change the precision of your trainable weights",
 }
 
