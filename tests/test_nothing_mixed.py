@@ -119,6 +119,7 @@ def test_job_directories_differ_for_values_that_differ_only_in_a_slash_or_quotes
     assert job_dirname("batch.grad_accum='${grad_accum_for:64,${batch.size}}',batch='4'") == "batch.effective=64,batch=4"
 
 
+@pytest.mark.slow  # a two-job sweep (~25 s); the names' rule is tested fast just above
 def test_a_sweep_over_values_equal_after_a_slash_becomes_a_dash_runs_and_names_both_jobs(tmp_path):
     proc = cli("-m", *BRIEF, "trainer.max_steps=2", "model.name=x/y,x-y", f"hydra.sweep.dir={tmp_path}")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -378,6 +378,7 @@ def test_a_cell_predicted_over_the_capacity_is_not_timed_and_says_so(monkeypatch
     assert list(said) == ["b8"] and planning.line(out["b8"], said["b8"]).endswith(f"GB > {cap:.1f} GB")
 
 
+@pytest.mark.slow  # a planned sweep or an experiment's check of its own: make test-all
 def test_sweep_question_largest_times_no_speed_and_runs_only_the_largest_that_fits(tmp_path):
     """The largest micro-batch that fits, asked alone: the predictor times no speed (memory from the 1- and 2-layer
     copies only), one cell runs, and the cells below it are said to be below it."""
@@ -415,6 +416,7 @@ def _experiment(script: str, tmp_path, *args: str) -> list[dict]:
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
+@pytest.mark.slow  # a planned sweep or an experiment's check of its own: make test-all
 def test_the_depth_check_reads_the_2_4_and_4_8_lines_beside_the_real_depth(tmp_path):
     """copies_check.py at 8 layers: both pairs of copies read at the real depth, beside the 8-layer copy itself."""
     rows = _experiment("copies_check.py", tmp_path, "model=tiny", "model.arch.num_hidden_layers=8", "batch=2,4", "logger=none")
@@ -424,6 +426,7 @@ def test_the_depth_check_reads_the_2_4_and_4_8_lines_beside_the_real_depth(tmp_p
         assert all(v["own_s"] > 0 and v["predicted_s"] > 0 for v in r["lines"].values()) and r["measured_s"] > 0
 
 
+@pytest.mark.slow  # a planned sweep or an experiment's check of its own: make test-all
 def test_the_profile_check_times_twice_before_and_twice_after_one_profile(tmp_path):
     (row,) = _experiment("profiler_after.py", tmp_path, "2", "model=tiny", "batch=4", "logger=none")
     assert [t["when"] for t in row["timings"]] == ["before", "before", "after", "after"]
@@ -433,6 +436,7 @@ def test_the_profile_check_times_twice_before_and_twice_after_one_profile(tmp_pa
     assert row["after_over_before"] == pytest.approx((after[0] + after[1]) / (before[0] + before[1]))
 
 
+@pytest.mark.slow  # a planned sweep or an experiment's check of its own: make test-all
 def test_the_trainer_gap_check_times_four_ways_in_one_process(tmp_path):
     (row,) = _experiment("trainer_gap.py", tmp_path, "model=tiny", "batch=4", "logger=none")
     assert [set(r) for r in row["rounds"]] == [{"round", "copy", "run_model", "step"}] * 2
