@@ -79,6 +79,7 @@ def test_distributed_settings_the_cpu_cannot_run_are_config_errors(args, message
         validate(compose(*args), cuda_available=False)
 
 
+@pytest.mark.slow  # torchrun's two ranks are tested fast beside it; this adds the sweep's launcher
 def test_a_sweep_job_of_two_processes_is_one_ddp_run(tmp_path):
     # The isolated launcher is submitit's local executor: tasks_per_node=2 gives each job two processes,
     # which take torchrun's variables from submitit (as a SLURM job with 2 GPUs would).

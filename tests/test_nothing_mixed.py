@@ -25,7 +25,8 @@ def _strict_json(path):
 
 
 # -- 6. a loss that turns NaN or explodes -------------------------------------------------------------------
-@pytest.mark.parametrize("lr, said", [("3e38", "the loss was nan at step 2"), ("1e6", "the loss reached 1.48e+07 at step 2")],
+@pytest.mark.parametrize("lr, said", [("3e38", "the loss was nan at step 2"),
+                                      pytest.param("1e6", "the loss reached 1.48e+07 at step 2", marks=pytest.mark.slow)],
                          ids=["nan", "spike"])
 def test_a_run_whose_loss_turns_nan_or_explodes_ends_diverged_never_ok(lr, said, tmp_path):
     args = [*BRIEF, "peft=none", f"trainer.lr={lr}", "trainer.max_grad_norm=0", "trainer.max_steps=12",

@@ -214,6 +214,7 @@ def test_batch_effective_gives_each_micro_batch_its_grad_accum():
         rewrite(["batch.effective=sixty"])
 
 
+@pytest.mark.slow  # the whole planned sweep (~45 s); its parts are tested fast around it
 def test_a_planned_sweep_predicts_every_cell_and_confirms_the_largest_micro_batch_that_fits(tmp_path):
     """sweep=fit end to end: every cell predicted in one process; micro-batch 4 is predicted to fit (no cap on a
     CPU) but runs out of memory (debug=oom), so micro-batch 2 is then the largest that fits, runs, and the

@@ -92,7 +92,7 @@ def test_a_config_error_does_not_block_the_corrected_rerun_and_a_changed_config_
 
 
 # -- 2. a killed sweep takes its jobs with it ----------------------------------------------------------------
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_sweep_takes_its_running_job_with_it(sig, tmp_path):
     sweep = subprocess.Popen([sys.executable, "-m", "src.run", "-m", "batch=4,8", *SLOW, f"hydra.sweep.dir={tmp_path}"],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
