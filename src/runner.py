@@ -144,7 +144,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         t_built = time.perf_counter()
         laps.lap("trainer")
         # from the command line, what its imports took before the build (not in total: the run's own time)
-        started = laps_module.PROCESS_START
+        started, laps_module.PROCESS_START = laps_module.PROCESS_START, None  # a later run in this process imported nothing
         rep.timing_s = ({"imports": t_start - started} if started is not None else {}) | {
             "build": t_built - t_start, "build_parts": laps.parts}
         if cfg.diagnostics.enabled or cfg.mode == "diagnose":

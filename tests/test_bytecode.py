@@ -93,3 +93,4 @@ def test_a_run_started_without_bytecode_caches_it_and_says_where(tmp_path):
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["env"]["pycache_prefix"] == str((tmp_path / "cache" / "pycache").resolve())
     assert list((tmp_path / "cache" / "pycache").rglob("*.pyc"))
+    assert report["timing_s"]["imports"] > 0  # a command-line run says what its imports took (an in-process run() doesn't)

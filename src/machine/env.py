@@ -134,7 +134,7 @@ def info(device: str) -> dict:
         "world_size": ranks.world_size(),
         "nodes": ranks.nodes(),  # world_size = nodes x the processes of each (torchrun --nnodes, or SLURM's nodes)
         "rank": ranks.rank(),
-        "pycache_prefix": sys.pycache_prefix,  # set where torch's own bytecode folder is read-only (src/base/bytecode.py)
+        "pycache_prefix": sys.pycache_prefix,  # set where Python keeps no bytecode of torch's (src/base/bytecode.py)
     }
     if device == "cuda":
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
