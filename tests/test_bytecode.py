@@ -13,6 +13,9 @@ def no_prefix(monkeypatch):
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.delenv("TRAINSWEEP_PYCACHE", raising=False)
+    for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"):  # set first so monkeypatch puts them back
+        monkeypatch.setenv(name, "1")
+        monkeypatch.delenv(name)
 
 
 @pytest.fixture
@@ -58,6 +61,19 @@ def test_bytecode_turned_off_goes_to_the_cache(tmp_path, monkeypatch, no_prefix,
     assert sys.pycache_prefix == str(prefix) and sys.dont_write_bytecode is False
 
 
+def test_the_processes_a_run_starts_use_the_same_cache(tmp_path, monkeypatch, no_prefix, torch_not_compiled):
+    """inductor's compile workers are processes of their own: they import torch with the run's bytecode, and
+    write what they add under the prefix, not beside the sources."""
+    import subprocess
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    prefix = bytecode.cache_in(tmp_path)
+    child = subprocess.run([sys.executable, "-c", "import sys; print(sys.pycache_prefix, sys.dont_write_bytecode)"],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.split() == [str(prefix), "False"]
+
+
 @pytest.mark.parametrize("setting", ["prefix", "off", "written", "compiled_at_install"])
 def test_nothing_changes_where_the_user_chose_or_python_has_the_bytecode(setting, tmp_path, monkeypatch, no_prefix, request):
     """compiled_at_install: pip's own .pyc beside the sources (this venv's), which Python reads even with writing
@@ -72,6 +88,7 @@ def test_nothing_changes_where_the_user_chose_or_python_has_the_bytecode(setting
     before = (sys.pycache_prefix, sys.dont_write_bytecode)
     assert bytecode.cache_in(tmp_path) is None
     assert (sys.pycache_prefix, sys.dont_write_bytecode) == before
+    assert "PYTHONPYCACHEPREFIX" not in os.environ
     assert not (tmp_path / "pycache").exists()
 
 

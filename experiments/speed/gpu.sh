@@ -31,6 +31,11 @@
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
 #   bash experiments/speed/gpu.sh firststep3  # issue 53 G3: bytecode cached where torch is read-only, warm starts; FP8; anchor
 #   bash experiments/speed/gpu.sh firststep4  # issue 53 G3: the run's imports and warm starts with bytecode cached or not
+#   bash experiments/speed/gpu.sh firststep5  # issue 53 G3: FP8 + fused warm starts with torch's AOTAutograd cache taking
+#                                           # our autograd Functions or not (alternating); bf16 cold starts with inductor's
+#                                           # compile workers started early or not (alternating, each on fresh caches); anchor
+#   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
+#                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -422,4 +427,39 @@ import torch, transformers, peft, accelerate, hydra, torch.distributed.fsdp, tra
   run cold_bytecode_cached $A
   run warm_bytecode_cached $A trainer.seed=1
   TRAINSWEEP_PYCACHE=off run warm_bytecode_off $A trainer.seed=1
+fi
+if [ "$what" = firststep5 ]; then  # issue 53 G3, call 5: where a warm FP8 start and a cold start still go
+  # Bytecode shared by every run of the call (the runs' own children inherit it through PYTHONPYCACHEPREFIX)
+  export PYTHONPYCACHEPREFIX=/tmp/pyc_shared
+  caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton; }
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=120
+  anchors bf16_sdpa_b32_group
+  F="precision=fp8 peft.fused=true"
+  rm -rf /tmp/c_fp8; caches fp8
+  run fp8_cold $A $F
+  for again in 1 2; do  # the same caches: the AOTAutograd cache takes the Functions' graphs, or torch's default bypasses it
+    run fp8_warm${again}_autograd_cache $A $F trainer.seed=$again
+    TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run fp8_warm${again}_autograd_bypass $A $F trainer.seed=$again
+  done
+  for again in 1 2; do  # cold each time: fresh inductor, Triton and trace caches
+    for early in true false; do
+      rm -rf /tmp/c_cold_$again$early; caches cold_$again$early
+      run bf16_cold${again}_workers_early_$early $A trainer.compile_workers_early=$early
+    done
+  done
+fi
+if [ "$what" = graphs_warm ]; then  # issue 53 G3, call 6: whole-model CUDA graphs at full depth, cold then warm
+  export PYTHONPYCACHEPREFIX=/tmp/pyc_shared TRAINSWEEP_CACHE=/tmp/c_g TORCHINDUCTOR_CACHE_DIR=/tmp/c_g/inductor TRITON_CACHE_DIR=/tmp/c_g/triton
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
+  A="trainer.max_steps=${STEPS:-60} measure.warmup_steps=20 measure.profile_steps=0"
+  RUN_TIMEOUT=330
+  rm -rf /tmp/c_g
+  run graphs_cold $A
+  RUN_TIMEOUT=150
+  run graphs_warm1_autograd_cache $A trainer.seed=1
+  TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run graphs_warm1_autograd_bypass $A trainer.seed=1
+  run graphs_warm2_autograd_cache $A trainer.seed=2
+  if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi

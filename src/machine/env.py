@@ -66,11 +66,27 @@ def apply(cfg) -> None:
         # Compiled kernels kept with the other caches: the second job of a sweep starts warm.
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str((disk.CACHE / "inductor").resolve()))
         os.environ.setdefault("TRITON_CACHE_DIR", str((disk.CACHE / "triton").resolve()))
+        _cache_autograd_functions()
 
         setattr(dyn, "recompile_limit" if hasattr(dyn, "recompile_limit") else "cache_size_limit", cfg.trainer.recompile_limit)
     if cfg.env.num_threads:
         torch.set_num_threads(cfg.env.num_threads)
     _sdpa_kernels(list(cfg.env.sdp_backends), cfg.attention.kernel)
+
+
+def _cache_autograd_functions() -> None:
+    """Let torch's AOTAutograd cache keep graphs that hold a torch.autograd.Function: FP8's matmul and the fused
+    LoRA linear are ones, and torch bypasses that cache for them by default, so every FP8 or fused job traced
+    and partitioned its forward and backward again on a warm cache (FP8 + fused: 4.5-6.8 s of torch compiling
+    warm against bf16's 1.4-1.9 s on an H200, experiments/speed). Dynamo traces a Function's forward and
+    backward into the graph the key is computed from, so a changed Function is a miss (torch's flag, off by
+    default while torch tests it widely; tests/test_compile_cache.py changes our backward and sees the miss).
+    TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 in the environment still turns it off: torch reads
+    that variable over any setting made here."""
+    from torch._functorch import config as functorch
+
+    if hasattr(functorch, "autograd_cache_allow_custom_autograd_functions"):
+        functorch.autograd_cache_allow_custom_autograd_functions = True
 
 
 _SDPA_ORDER = contextlib.ExitStack()  # the process's sdpa kernel order, held for the rest of the process
@@ -99,7 +115,23 @@ def setup(cfg) -> Resolved:
     if res.device == "cuda":
         torch.cuda.set_device(ranks.local_rank())  # each torchrun worker its own GPU, before any allocation
         cap_memory(cfg.gpu.memory_cap_gb)
+        if cfg.trainer.torch_compile and cfg.trainer.compile_workers_early:
+            start_compile_workers()
     return res
+
+
+def start_compile_workers() -> None:
+    """Start inductor's Triton compile workers now, while the data and the model are built. torch starts them at
+    its first compile, and until they are up a cold compile builds its kernels one by one in this process; a
+    worker is a process that imports torch first (seconds: on a machine without torch's bytecode, the ~20 s of
+    src/base/bytecode.py). A failure here costs the head start only: the run goes on."""
+    try:
+        from torch._inductor.async_compile import maybe_warm_pool
+
+        maybe_warm_pool()  # does nothing without Triton, or where TORCH_WARM_POOL=0 or one compile thread is set
+    except Exception as e:  # noqa: BLE001  (torch's private API: its changes must not stop a run)
+        print(f"inductor's compile workers not started early ({type(e).__name__}: {e}): torch starts them at its "
+              "first compile", file=sys.stderr)
 
 
 def describe(res: Resolved) -> dict:

@@ -24,7 +24,9 @@ def compile_work() -> dict:
             "fx_graph_cache_hits": counts["inductor"]["fxgraph_cache_hit"],
             "fx_graph_cache_misses": counts["inductor"]["fxgraph_cache_miss"],
             "autograd_cache_hits": counts["aot_autograd"]["autograd_cache_hit"],
-            "autograd_cache_misses": counts["aot_autograd"]["autograd_cache_miss"]}
+            "autograd_cache_misses": counts["aot_autograd"]["autograd_cache_miss"],
+            # a graph the AOTAutograd cache would not take: traced and partitioned again by every job
+            "autograd_cache_bypasses": counts["aot_autograd"]["autograd_cache_bypass"]}
 
 
 def compile_work_since(before: dict) -> dict:
