@@ -34,6 +34,8 @@
 #   bash experiments/speed/gpu.sh firststep5  # issue 53 G3: FP8 + fused warm starts with torch's AOTAutograd cache taking
 #                                           # our autograd Functions or not (alternating); bf16 cold starts with inductor's
 #                                           # compile workers started early or not (alternating, each on fresh caches); anchor
+#   bash experiments/speed/gpu.sh firststep6  # issue 53 G3: firststep5 again with the bytecode cached for every run and
+#                                           # its children (call 5's PYTHONPYCACHEPREFIX left writing off: nothing cached)
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -462,4 +464,24 @@ if [ "$what" = graphs_warm ]; then  # issue 53 G3, call 6: whole-model CUDA grap
   TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run graphs_warm1_autograd_bypass $A trainer.seed=1
   run graphs_warm2_autograd_cache $A trainer.seed=2
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = firststep6 ]; then  # issue 53 G3, call 7: call 5 with the bytecode cached: every run's TRAINSWEEP_CACHE
+  # links one shared pycache (src/base/bytecode.py writes there; the runs' children inherit it), the other caches fresh
+  caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton
+             mkdir -p /tmp/c_$1 /tmp/pyc_shared; ln -sfn /tmp/pyc_shared /tmp/c_$1/pycache; }
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=120
+  anchors bf16_sdpa_b32_group
+  F="precision=fp8 peft.fused=true"
+  rm -rf /tmp/c_fp8; caches fp8
+  run fp8_cold $A $F   # fills the bytecode cache too
+  run fp8_warm1_autograd_cache $A $F trainer.seed=1
+  run fp8_warm2_autograd_cache $A $F trainer.seed=2
+  for again in 1 2; do
+    for early in true false; do
+      rm -rf /tmp/c_cold_$again$early; caches cold_$again$early
+      run bf16_cold${again}_workers_early_$early $A trainer.compile_workers_early=$early
+    done
+  done
 fi
