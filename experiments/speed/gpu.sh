@@ -36,6 +36,8 @@
 #                                           # compile workers started early or not (alternating, each on fresh caches); anchor
 #   bash experiments/speed/gpu.sh firststep6  # issue 53 G3: firststep5 again with the bytecode cached for every run and
 #                                           # its children (call 5's PYTHONPYCACHEPREFIX left writing off: nothing cached)
+#   bash experiments/speed/gpu.sh fp8_build_profile  # issue 53 G3: an FP8 + fused run under cProfile (where its model
+#                                           # build's extra seconds over bf16 go)
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -484,4 +486,12 @@ if [ "$what" = firststep6 ]; then  # issue 53 G3, call 7: call 5 with the byteco
       run bf16_cold${again}_workers_early_$early $A trainer.compile_workers_early=$early
     done
   done
+fi
+if [ "$what" = fp8_build_profile ]; then  # issue 53 G3, call 8: the FP8 + fused build under cProfile, 3 steps
+  export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k precision=fp8 peft.fused=true"
+  RUN_TIMEOUT=150
+  LAUNCH="python3 scripts/profile_start.py $OUT/fp8_profile.prof" \
+    run fp8_profiled trainer.max_steps=3 measure.warmup_steps=1 measure.profile_steps=0
+  python3 -c "import pstats; s = pstats.Stats('$OUT/fp8_profile.prof'); s.sort_stats('cumulative').print_callees('build_model|apply_paths|to_fp8|fuse_lora|FrozenFp8Linear|add_adapters|apply_init'); s.sort_stats('cumulative').print_stats('build.py|fp8.py|fused_lora.py', 40)" > "$OUT/fp8_profile.txt" 2>&1
 fi
