@@ -103,7 +103,38 @@ def speed_bytecode_imports() -> str:
     return markdown(["call", "bytecode", "imports s (a fresh process)"], rows)
 
 
-TABLES = {"speed/first_step": (HERE / "speed/README.md", speed_first_step),
+# Calls 5 and 6 (gpu.sh firststep5, firststep6) and the whole-model graphs call (graphs_warm). Call 5 and the graphs
+# call exported PYTHONPYCACHEPREFIX on a machine with PYTHONDONTWRITEBYTECODE=1: a prefix with writing off, so
+# src/base/bytecode.py stood aside and nothing was cached (their reports' env.pycache_prefix is set all the same).
+# Call 6 linked one written cache into every run's TRAINSWEEP_CACHE.
+CACHES = [("h200_firststep_call5", "5", "no"), ("h200_firststep_call6", "6", "yes"), ("h200_graphs_warm_call1", "graphs 1", "no")]
+
+
+def speed_first_step_caches() -> str:
+    """Issue 53 G3 after one layer graph: torch's AOTAutograd cache taking our autograd Functions (src/machine/env.py)
+    or bypassing them (TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0, torch's default), inductor's compile
+    workers started at the run's start or at its first compile (trainer.compile_workers_early), on one H200."""
+    rows = []
+    for name, call, bytecode in CACHES:
+        for record in _labels(name):
+            f = Fig(S + name + ".jsonl", record)
+            parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+            what = ("whole-model CUDA graphs + fused, 2k" if "graphs" in record
+                    else "FP8 + fused, 8k" if "fp8" in record else "bf16, 8k")
+            rows.append([call, what, "cold" if work["fx_graph_cache_misses"] else "warm",
+                         "bypassed" if work["autograd_cache_bypasses"] else "taken",
+                         "yes" if f.get("config.trainer.compile_workers_early") else "no", bytecode,
+                         f"{f.get('timing_s.imports'):.1f}", f"**{f.get('compile.to_first_step_s'):.1f}**",
+                         f"{parts['model']:.1f}", f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}",
+                         f"{work['autograd_cache_hits']} / {work['autograd_cache_misses']} / {work['autograd_cache_bypasses']}",
+                         rate(f)])
+    return markdown(["call", "run (full depth)", "compile cache", "autograd cache", "workers early", "bytecode cached",
+                     "imports s", "to first step s", "of it: model build", "memory trace", "torch compiling s",
+                     "autograd cache hits / misses / bypasses", "real tok/s (95%)"], rows)
+
+
+TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
+          "speed/first_step": (HERE / "speed/README.md", speed_first_step),
           "speed/bytecode_imports": (HERE / "speed/README.md", speed_bytecode_imports),
           "speed/first_step_one_graph": (HERE / "speed/README.md", speed_first_step_one_graph),
           "speed/one_graph_step": (HERE / "speed/README.md", speed_one_graph_step)}

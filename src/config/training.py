@@ -113,7 +113,7 @@ class TrainerConfig:
     compile_mode: Optional[CompileMode] = None  # None/default | reduce-overhead (CUDA graphs) | max-autotune | max-autotune-no-cudagraphs
     compile_backend: CompileBackend = CompileBackend.inductor  # aot_eager | eager: no codegen, for tests
     recompile_limit: int = 8  # new shapes compiled before torch falls back to eager for that frame
-    compile_workers_early: bool = True  # inductor's compile workers started at the run's start, not its first compile
+    compile_workers_early: bool = False  # start inductor's compile workers as the run starts: a loss on an H200 (experiments/speed), kept off
     compile_one_graph: bool = True  # regional under LoRA: one layer graph for all (half the compile); the first layer's unused input grad cost no measurable step time
     use_liger_kernel: bool = False  # Liger's Triton kernels (RMSNorm, SwiGLU, RoPE, fused linear CE); CUDA, needs liger-kernel
     logging_steps: int = 10

@@ -124,7 +124,9 @@ def start_compile_workers() -> None:
     """Start inductor's Triton compile workers now, while the data and the model are built. torch starts them at
     its first compile, and until they are up a cold compile builds its kernels one by one in this process; a
     worker is a process that imports torch first (seconds: on a machine without torch's bytecode, the ~20 s of
-    src/base/bytecode.py). A failure here costs the head start only: the run goes on."""
+    src/base/bytecode.py). trainer.compile_workers_early, off by default: on an H200 (16 cores) the workers'
+    imports slowed the model build that ran beside them more than their head start saved, and step 1 came later
+    in each of four same-call pairs (experiments/speed, calls 5-6). A failure here costs the head start only."""
     try:
         from torch._inductor.async_compile import maybe_warm_pool
 
