@@ -109,3 +109,21 @@ def test_compile_workers_start_early_and_a_failure_only_says_so(monkeypatch, cap
     monkeypatch.setattr(async_compile, "maybe_warm_pool", broken)
     env.start_compile_workers()
     assert "not started early (RuntimeError: no pool today)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("overrides, started", [(["trainer.torch_compile=true", "trainer.compile_workers_early=true"], True),
+                                                (["trainer.torch_compile=true"], False),  # the default: off (it lost)
+                                                (["trainer.compile_workers_early=true"], False)])  # nothing compiles
+def test_a_gpu_run_starts_compile_workers_only_when_asked_and_compiling(overrides, started, monkeypatch):
+    from dataclasses import replace
+
+    from torch._inductor import async_compile
+
+    calls = []
+    monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: calls.append(1))
+    resolve = env.resolve
+    monkeypatch.setattr(env, "resolve", lambda cfg: replace(resolve(cfg), device="cuda"))
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: None)
+    monkeypatch.setattr(env, "cap_memory", lambda cap: None)
+    env.setup(compose("logger=none", *overrides))
+    assert calls == ([1] if started else [])
