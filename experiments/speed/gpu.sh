@@ -432,10 +432,18 @@ import torch, transformers, peft, accelerate, hydra, torch.distributed.fsdp, tra
   run warm_bytecode_cached $A trainer.seed=1
   TRAINSWEEP_PYCACHE=off run warm_bytecode_off $A trainer.seed=1
 fi
-if [ "$what" = firststep5 ]; then  # issue 53 G3, call 5: where a warm FP8 start and a cold start still go
-  # Bytecode shared by every run of the call (the runs' own children inherit it through PYTHONPYCACHEPREFIX)
-  export PYTHONPYCACHEPREFIX=/tmp/pyc_shared
-  caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton; }
+if [ "$what" = firststep5 ] || [ "$what" = firststep6 ]; then  # issue 53 G3, calls 5 and 6: a warm FP8 start with
+  # torch's AOTAutograd cache taking our autograd Functions or bypassing them (call 5), and cold bf16 starts with the
+  # compile workers started early or not, each on fresh inductor, Triton and trace caches
+  if [ "$what" = firststep5 ]; then
+    # Meant to share one bytecode cache; with PYTHONDONTWRITEBYTECODE=1 on that machine a prefix set from outside
+    # leaves writing off (src/base/bytecode.py stands aside), so nothing was cached: the README says so
+    export PYTHONPYCACHEPREFIX=/tmp/pyc_shared
+    caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton; }
+  else  # every run's TRAINSWEEP_CACHE links one pycache, which src/base/bytecode.py fills (its children inherit it)
+    caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton
+               mkdir -p /tmp/c_$1 /tmp/pyc_shared; ln -sfn /tmp/pyc_shared /tmp/c_$1/pycache; }
+  fi
   COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
   A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
   RUN_TIMEOUT=120
@@ -445,7 +453,7 @@ if [ "$what" = firststep5 ]; then  # issue 53 G3, call 5: where a warm FP8 start
   run fp8_cold $A $F
   for again in 1 2; do  # the same caches: the AOTAutograd cache takes the Functions' graphs, or torch's default bypasses it
     run fp8_warm${again}_autograd_cache $A $F trainer.seed=$again
-    TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run fp8_warm${again}_autograd_bypass $A $F trainer.seed=$again
+    [ "$what" = firststep6 ] || TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run fp8_warm${again}_autograd_bypass $A $F trainer.seed=$again
   done
   for again in 1 2; do  # cold each time: fresh inductor, Triton and trace caches
     for early in true false; do
@@ -454,7 +462,8 @@ if [ "$what" = firststep5 ]; then  # issue 53 G3, call 5: where a warm FP8 start
     done
   done
 fi
-if [ "$what" = graphs_warm ]; then  # issue 53 G3, call 6: whole-model CUDA graphs at full depth, cold then warm
+if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm
+  # (exported PYTHONPYCACHEPREFIX with writing off, as call 5: no bytecode cached)
   export PYTHONPYCACHEPREFIX=/tmp/pyc_shared TRAINSWEEP_CACHE=/tmp/c_g TORCHINDUCTOR_CACHE_DIR=/tmp/c_g/inductor TRITON_CACHE_DIR=/tmp/c_g/triton
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
   A="trainer.max_steps=${STEPS:-60} measure.warmup_steps=20 measure.profile_steps=0"
@@ -467,27 +476,7 @@ if [ "$what" = graphs_warm ]; then  # issue 53 G3, call 6: whole-model CUDA grap
   run graphs_warm2_autograd_cache $A trainer.seed=2
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
-if [ "$what" = firststep6 ]; then  # issue 53 G3, call 7: call 5 with the bytecode cached: every run's TRAINSWEEP_CACHE
-  # links one shared pycache (src/base/bytecode.py writes there; the runs' children inherit it), the other caches fresh
-  caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton
-             mkdir -p /tmp/c_$1 /tmp/pyc_shared; ln -sfn /tmp/pyc_shared /tmp/c_$1/pycache; }
-  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
-  A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
-  RUN_TIMEOUT=120
-  anchors bf16_sdpa_b32_group
-  F="precision=fp8 peft.fused=true"
-  rm -rf /tmp/c_fp8; caches fp8
-  run fp8_cold $A $F   # fills the bytecode cache too
-  run fp8_warm1_autograd_cache $A $F trainer.seed=1
-  run fp8_warm2_autograd_cache $A $F trainer.seed=2
-  for again in 1 2; do
-    for early in true false; do
-      rm -rf /tmp/c_cold_$again$early; caches cold_$again$early
-      run bf16_cold${again}_workers_early_$early $A trainer.compile_workers_early=$early
-    done
-  done
-fi
-if [ "$what" = fp8_build_profile ]; then  # issue 53 G3, call 8: the FP8 + fused build under cProfile, 3 steps
+if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build under cProfile, 3 steps
   export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton
   COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k precision=fp8 peft.fused=true"
   RUN_TIMEOUT=150
