@@ -19,7 +19,7 @@ from .base import bytecode, files, laps
 
 _STARTED = time.perf_counter()  # the command line's imports start here (timing_s.imports; cli() hands it on)
 # first, before torch loads: where Python keeps no bytecode, every job would compile torch's Python again (~10 s)
-bytecode.cache_in(files.CACHE)
+_PYCACHE = bytecode.cache_in(files.CACHE)
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -95,6 +95,7 @@ def cli() -> None:
         from .dropin import launch
 
         sys.exit(launch.main(sys.argv[1:]))
+    bytecode.hand_down(_PYCACHE)  # after the drop-in's branch: a user's own command keeps its environment
     if (bad := ranks.problem()) is not None:  # before anything reads them: which process writes the run dir
         print(f"config error: {bad}", file=sys.stderr)
         sys.exit(2)

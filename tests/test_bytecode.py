@@ -62,13 +62,15 @@ def test_bytecode_turned_off_goes_to_the_cache(tmp_path, monkeypatch, no_prefix,
 
 
 def test_the_processes_a_run_starts_use_the_same_cache(tmp_path, monkeypatch, no_prefix, torch_not_compiled):
-    """inductor's compile workers are processes of their own: they import torch with the run's bytecode, and
-    write what they add under the prefix, not beside the sources."""
+    """inductor's compile workers are processes of their own: those of a command-line run import torch with the
+    run's bytecode, and write what they add under the prefix, not beside the sources."""
     import subprocess
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     prefix = bytecode.cache_in(tmp_path)
+    assert "PYTHONPYCACHEPREFIX" not in os.environ  # importing src.run changes no one's environment
+    bytecode.hand_down(prefix)  # the command line's cli()
     child = subprocess.run([sys.executable, "-c", "import sys; print(sys.pycache_prefix, sys.dont_write_bytecode)"],
                            capture_output=True, text=True, check=True)
     assert child.stdout.split() == [str(prefix), "False"]
@@ -101,6 +103,7 @@ def test_a_run_started_without_bytecode_caches_it_and_says_where(tmp_path):
 
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TRAINSWEEP_CACHE": str(tmp_path / "cache")}
     env.pop("TRAINSWEEP_PYCACHE", None)
+    env.pop("PYTHONPYCACHEPREFIX", None)  # a prefix from outside would make the run stand aside
     subprocess.run([sys.executable, "-c", "import runpy, sys; sys.argv[0] = 'src.run'; "
                     "from unittest import mock; import importlib.util as u; "
                     "mock.patch.object(u, 'cache_from_source', lambda p: '/nonexistent.pyc').start(); "

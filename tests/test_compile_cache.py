@@ -40,18 +40,20 @@ def _layer_grads(seed: int = 0) -> tuple[dict, dict]:
     return dict(counters["aot_autograd"]), grads
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def compile_cache(tmp_path, monkeypatch):
-    """A fresh inductor cache for the test, and torch's flag as it was before it."""
+    """Each test: a fresh inductor and Triton cache (env.apply sets both where unset), torch's flag off as it is
+    by default, and both put back after it for the other tests of this worker."""
     from torch._functorch import config as functorch
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     monkeypatch.delenv("TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD", raising=False)
     with functorch.patch(autograd_cache_allow_custom_autograd_functions=False):
         yield
 
 
-def test_a_compiled_run_caches_graphs_that_hold_our_autograd_functions(compile_cache, monkeypatch):
+def test_a_compiled_run_caches_graphs_that_hold_our_autograd_functions(monkeypatch):
     from src.model import fused_lora
 
     cold, traced = _layer_grads()
@@ -111,9 +113,11 @@ def test_compile_workers_start_early_and_a_failure_only_says_so(monkeypatch, cap
     assert "not started early (RuntimeError: no pool today)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("overrides, started", [(["trainer.torch_compile=true", "trainer.compile_workers_early=true"], True),
-                                                (["trainer.torch_compile=true"], False),  # the default: off (it lost)
-                                                (["trainer.compile_workers_early=true"], False)])  # nothing compiles
+@pytest.mark.parametrize("overrides, started", [
+    (["trainer.torch_compile=true", "trainer.compile_workers_early=true"], True),
+    (["trainer.torch_compile=true"], False),  # the default: off (it lost)
+    (["trainer.compile_workers_early=true"], False),  # nothing compiles
+    (["trainer.torch_compile=true", "trainer.compile_workers_early=true", "trainer.compile_backend=aot_eager"], False)])
 def test_a_gpu_run_starts_compile_workers_only_when_asked_and_compiling(overrides, started, monkeypatch):
     from dataclasses import replace
 

@@ -338,7 +338,7 @@ def test_every_copy_has_trained_a_step_before_its_memory_is_probed(monkeypatch):
 
         def spy(*a, _real=real, _tag=tag, **k):
             model = a[2] if _tag == "probe" else a[0]
-            events.append((_tag, id(model)))
+            events.append((_tag, model))  # the model itself: a freed copy's id can come back as the next one's
             return _real(*a, **k)
 
         monkeypatch.setattr(module, name, spy)
@@ -346,10 +346,10 @@ def test_every_copy_has_trained_a_step_before_its_memory_is_probed(monkeypatch):
         compose(*QUICK, f"batch.size={b}", "model.arch.num_hidden_layers=4"), resolve=True)} for b in (2, 4)]
     out = predict.predict(cells)
     assert all(r["memory_gb"] > 0 for r in out)
-    probed = {m for tag, m in events if tag == "probe"}
+    probed = {id(m): m for tag, m in events if tag == "probe"}.values()
     assert len(probed) == 2  # the 1- and 2-layer copies
     for m in probed:
-        first = [tag for tag, x in events if x == m]
+        first = [tag for tag, x in events if x is m]
         assert first[0] == "warm", first
 
 

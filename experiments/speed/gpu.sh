@@ -448,7 +448,7 @@ if [ "$what" = firststep5 ] || [ "$what" = firststep6 ]; then  # issue 53 G3, ca
   A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
   RUN_TIMEOUT=120
   anchors bf16_sdpa_b32_group
-  F="precision=fp8 peft.fused=true"
+  F="precision=fp8 peft.fused=true trainer.compile_workers_early=true"  # the default when calls 5-6 ran
   rm -rf /tmp/c_fp8; caches fp8
   run fp8_cold $A $F
   for again in 1 2; do  # the same caches: the AOTAutograd cache takes the Functions' graphs, or torch's default bypasses it
@@ -465,7 +465,7 @@ fi
 if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm
   # (exported PYTHONPYCACHEPREFIX with writing off, as call 5: no bytecode cached)
   export PYTHONPYCACHEPREFIX=/tmp/pyc_shared TRAINSWEEP_CACHE=/tmp/c_g TORCHINDUCTOR_CACHE_DIR=/tmp/c_g/inductor TRITON_CACHE_DIR=/tmp/c_g/triton
-  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest trainer.compile_workers_early=true"
   A="trainer.max_steps=${STEPS:-60} measure.warmup_steps=20 measure.profile_steps=0"
   RUN_TIMEOUT=330
   rm -rf /tmp/c_g
@@ -478,7 +478,7 @@ if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CU
 fi
 if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build under cProfile, 3 steps
   export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton
-  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k precision=fp8 peft.fused=true"
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k precision=fp8 peft.fused=true trainer.compile_workers_early=true"
   RUN_TIMEOUT=150
   LAUNCH="python3 scripts/profile_start.py $OUT/fp8_profile.prof" \
     run fp8_profiled trainer.max_steps=3 measure.warmup_steps=1 measure.profile_steps=0

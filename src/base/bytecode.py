@@ -10,8 +10,8 @@ inside the run's time to its first step (the Trainer's lazy imports of FSDP and 
 
 So src/run.py, before torch loads, points `sys.pycache_prefix` at TRAINSWEEP_CACHE/pycache and lets Python write
 there: the first job compiles, the next ones read (Python checks each file against its source, as in
-__pycache__). The processes the run starts (inductor's compile workers, torchrun's ranks) inherit the prefix
-through PYTHONPYCACHEPREFIX. Nothing is written beside the sources. Nothing changes where torch's bytecode is there already (pip
+__pycache__). The processes a command-line run starts (inductor's compile workers, the sweep launcher's jobs)
+inherit the prefix through PYTHONPYCACHEPREFIX (hand_down). Nothing is written beside the sources. Nothing changes where torch's bytecode is there already (pip
 compiles it at install; a prefix would make Python ignore those files), where Python can write it, or where a
 prefix is set (PYTHONPYCACHEPREFIX); TRAINSWEEP_PYCACHE=off keeps Python's own behaviour. The report's
 env.pycache_prefix says where it went."""
@@ -50,8 +50,14 @@ def cache_in(cache_root: Path) -> Path | None:
     except OSError:  # an unwritable cache: the run says so later (src/runner.py); bytecode stays as it was
         return None
     sys.pycache_prefix, sys.dont_write_bytecode = str(prefix), False
-    # and for the processes the run starts: inductor's compile workers import torch in a process of their own,
-    # and a cold compile builds its kernels one by one in the run's process until they are up
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # under the prefix nothing is written beside the sources
     return prefix
+
+
+def hand_down(prefix: Path | None) -> None:
+    """The processes a command-line run starts use the same bytecode: inductor's compile workers import torch in a
+    process of their own, and a cold compile builds its kernels one by one in the run's process until they are up.
+    Only the command line calls it (src/run.py's cli()): a notebook or a test that imports src.run keeps its
+    environment as it was."""
+    if prefix is not None:
+        os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # under the prefix nothing is written beside the sources

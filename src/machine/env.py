@@ -115,7 +115,8 @@ def setup(cfg) -> Resolved:
     if res.device == "cuda":
         torch.cuda.set_device(ranks.local_rank())  # each torchrun worker its own GPU, before any allocation
         cap_memory(cfg.gpu.memory_cap_gb)
-        if cfg.trainer.torch_compile and cfg.trainer.compile_workers_early:
+        tr = cfg.trainer
+        if tr.torch_compile and tr.compile_workers_early and tr.compile_backend == "inductor":
             start_compile_workers()
     return res
 
