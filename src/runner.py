@@ -17,8 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .base import files, ranks
-from .base import laps as laps_module
-from .base.laps import Laps
+from .base.laps import Laps, imports_before
 from .config.errors import ConfigError
 from .config.schema import validate
 from .config.training import uses_cuda_graphs
@@ -144,9 +143,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         t_built = time.perf_counter()
         laps.lap("trainer")
         # from the command line, what its imports took before the build (not in total: the run's own time)
-        started, laps_module.PROCESS_START = laps_module.PROCESS_START, None  # a later run in this process imported nothing
-        rep.timing_s = ({"imports": t_start - started} if started is not None else {}) | {
-            "build": t_built - t_start, "build_parts": laps.parts}
+        rep.timing_s = imports_before(t_start) | {"build": t_built - t_start, "build_parts": laps.parts}
         if cfg.diagnostics.enabled or cfg.mode == "diagnose":
             rep.diagnostics = preflight.preflight(cfg, res, model, trainer, prep.collator, prep.train, prep.tokenizer, conf,
                                                  expensive=cfg.mode == "diagnose" or cfg.diagnostics.expensive)

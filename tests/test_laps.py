@@ -43,3 +43,20 @@ def test_an_fp8_run_says_its_numerics_changed_in_the_summary():
     bf16 = Report(status="ok", config=config, timing_s={}, speed_paths={})
     assert any(k == "numerics" and "not bf16's" in v for k, v in summary_rows(fp8))
     assert not any(k == "numerics" for k, _ in summary_rows(bf16))
+
+
+def test_the_compile_line_names_graphs_the_autograd_cache_bypassed():
+    """A bypassed graph is traced again by every job: the run's compile line says so, and is silent without one."""
+    from src.report.sections import Compile
+
+    work = {"compile_s": 4.3, "fx_graph_cache_hits": 2, "fx_graph_cache_misses": 0, "autograd_cache_bypasses": 1}
+    assert "(graph cache 2 hits, 0 misses; 1 graphs bypassed the autograd cache" in Compile(work=work).line(None)
+    assert "(graph cache 2 hits, 0 misses)" in Compile(work=work | {"autograd_cache_bypasses": 0}).line(None)
+
+
+def test_a_command_line_process_reports_its_imports_once(monkeypatch):
+    from src.base import laps
+
+    monkeypatch.setattr(laps, "PROCESS_START", 10.0)
+    assert laps.imports_before(18.5) == {"imports": 8.5}
+    assert laps.imports_before(30.0) == {}  # a second run in the process imported nothing

@@ -11,10 +11,10 @@ inside the run's time to its first step (the Trainer's lazy imports of FSDP and 
 So src/run.py, before torch loads, points `sys.pycache_prefix` at TRAINSWEEP_CACHE/pycache and lets Python write
 there: the first job compiles, the next ones read (Python checks each file against its source, as in
 __pycache__). The processes a command-line run starts (inductor's compile workers, the sweep launcher's jobs)
-inherit the prefix through PYTHONPYCACHEPREFIX (hand_down). Nothing is written beside the sources. Nothing changes where torch's bytecode is there already (pip
-compiles it at install; a prefix would make Python ignore those files), where Python can write it, or where a
-prefix is set (PYTHONPYCACHEPREFIX); TRAINSWEEP_PYCACHE=off keeps Python's own behaviour. The report's
-env.pycache_prefix says where it went."""
+inherit the prefix through PYTHONPYCACHEPREFIX (hand_down). Nothing is written beside the sources. Nothing
+changes where torch's bytecode is there already (pip compiles it at install; a prefix would make Python ignore
+those files), where Python can write it, or where a prefix is set (PYTHONPYCACHEPREFIX); TRAINSWEEP_PYCACHE=off
+keeps Python's own behaviour. The report's env.pycache_prefix says where it went."""
 from __future__ import annotations
 
 import importlib.util

@@ -11,6 +11,14 @@ import time
 PROCESS_START: float | None = None
 
 
+def imports_before(build_start: float) -> dict:
+    """{"imports": seconds from PROCESS_START to the build's start}, once: a later run in the same process imported
+    nothing, and a run that did not start from the command line (a test's run()) has no such figure."""
+    global PROCESS_START
+    started, PROCESS_START = PROCESS_START, None
+    return {} if started is None else {"imports": build_start - started}
+
+
 class Laps:
     def __init__(self, start: float | None = None, clock=time.perf_counter):
         self._clock = clock

@@ -173,11 +173,12 @@ class Compile(Section):
     work: Optional[dict] = None  # measure.compiled.compile_work since the run's start: seconds compiling, cache hits
 
     def line(self, layers: int | None) -> str:
-        w = self.work or {}
-        caches = (f"; torch compiled for {w['compile_s']:.1f} s over the run (graph cache {w['fx_graph_cache_hits']} hits, "
-                  f"{w['fx_graph_cache_misses']} misses"
-                  + (f"; {w['autograd_cache_bypasses']} graphs bypassed the autograd cache: traced again by every job"
-                     if w.get("autograd_cache_bypasses") else "") + ")") if w.get("compile_s") else ""
+        w, caches = self.work or {}, ""
+        if w.get("compile_s"):
+            bypassed = (f"; {w['autograd_cache_bypasses']} graphs bypassed the autograd cache: traced again by every job"
+                        if w.get("autograd_cache_bypasses") else "")
+            caches = (f"; torch compiled for {w['compile_s']:.1f} s over the run (graph cache {w['fx_graph_cache_hits']} "
+                      f"hits, {w['fx_graph_cache_misses']} misses{bypassed})")
         return (f"{self.graphs} graphs" + (f" ({layers} layers, regional)" if layers else "")
                 + f"; first step done {_fmt(self.to_first_step_s, '.1f')} s after the start{caches}; "
                 f"{self.graphs_in_window} compiled inside the timed window")
