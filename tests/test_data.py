@@ -110,3 +110,24 @@ def test_longest_pads_each_chunk_at_tokenisation_time():
     widths = {len(x) for x in ds.select(range(64))["input_ids"]}
     assert len(widths) == 1  # every row of a chunk has the chunk's longest length
     assert sum(ds[0]["attention_mask"]) == ds[0]["length"]
+
+
+def test_cue_ids_narrow_each_class_to_its_own_few_ids():
+    cfg = compose("data.labels=4", "data.cue_ids=8")
+    ds = _rows(cfg, 400)
+    ids = [np.array(x) for x in ds["input_ids"]]
+    labels = np.array(ds["labels"])
+    first = sources.N_SPECIAL + (models.hf_config(cfg).vocab_size - sources.N_SPECIAL) // 2  # clear of Zipf's head
+    for c in range(4):
+        cue = np.arange(first + 8 * c, first + 8 * c + 8)
+        own = np.mean([np.isin(x, cue).mean() for x, y in zip(ids, labels) if y == c])
+        others = np.mean([np.isin(x, cue).mean() for x, y in zip(ids, labels) if y != c])
+        assert own > 0.4 and others < 0.01  # half of a row's tokens are its class's 8 ids, the rest Zipf text
+
+
+def test_cue_ids_must_be_positive():
+    from src.config.errors import ConfigError
+    from src.config.data import DataConfig
+
+    with pytest.raises(ConfigError, match="data.cue_ids"):
+        DataConfig.check(compose("data.cue_ids=0"), on_gpu=False)

@@ -25,6 +25,7 @@
 #   bash experiments/speed/gpu.sh budget_bf16  # issue 53: the bf16 reference, 8k vs auto (cold, then warm) vs 16k
 #   bash experiments/speed/gpu.sh fp8full   # issue 53 G5: FP8 vs bf16, two seeds each, full depth, 300 steps; G3's cold/warm first steps
 #   bash experiments/speed/gpu.sh fp8learn  # issue 53 G5: the same on 32 learnable classes, 16k rows, eval set; G3's reused trace
+#   bash experiments/speed/gpu.sh fp8cue    # issue 53 G5: the same with each class's cue on 8 ids, learnable by LoRA on random weights
 #   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
@@ -38,6 +39,8 @@
 #                                           # its children (call 5's PYTHONPYCACHEPREFIX left writing off: nothing cached)
 #   bash experiments/speed/gpu.sh fp8_build_profile  # issue 53 G3: an FP8 + fused run under cProfile (where its model
 #                                           # build's extra seconds over bf16 go)
+#   bash experiments/speed/gpu.sh firststep7  # issue 53 G3: warm starts with TORCH_WARM_POOL=0 or not (alternating); FP8 with
+#                                           # the early workers off; bf16 cold both ways; anchor
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -307,6 +310,9 @@ fp8_seeds() {  # PREFIX DATA...: bf16 (+lever=packed_8k) then FP8 + fused on the
 [ "$what" = fp8full ] && fp8_seeds full data.eval_size=512  # the default data: 280 classes, 4,096 rows (memorised)
 # a task that generalises: 32 classes, 16k rows (a 300-step run sees each row at most once), 1,024 eval rows
 [ "$what" = fp8learn ] && fp8_seeds learn data.labels=32 data.size=16384 data.eval_size=1024
+# the same with each class's cue on 8 ids (data.cue_ids), which LoRA on random weights can learn: call 2's wide
+# bands average to nothing in a frozen random model (a linear probe on a 36-layer proxy: chance against 68%)
+[ "$what" = fp8cue ] && fp8_seeds cue data.labels=32 data.cue_ids=8 data.size=16384 data.eval_size=1024
 if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradient_overlap rule (fitted on 8 layers, call 1
   # of h200_fullft_memory) checked on depths, batches and grad_accum it was not fitted on
   COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
@@ -432,6 +438,11 @@ import torch, transformers, peft, accelerate, hydra, torch.distributed.fsdp, tra
   run warm_bytecode_cached $A trainer.seed=1
   TRAINSWEEP_PYCACHE=off run warm_bytecode_off $A trainer.seed=1
 fi
+caches() {  # NAME: the run's own compile caches under /tmp/c_NAME, each linking one pycache, which
+  # src/base/bytecode.py fills and its children inherit (firststep6 on; firststep5 redefines it)
+  export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton
+  mkdir -p /tmp/c_$1 /tmp/pyc_shared; ln -sfn /tmp/pyc_shared /tmp/c_$1/pycache
+}
 if [ "$what" = firststep5 ] || [ "$what" = firststep6 ]; then  # issue 53 G3, calls 5 and 6: a warm FP8 start with
   # torch's AOTAutograd cache taking our autograd Functions or bypassing them (call 5), and cold bf16 starts with the
   # compile workers started early or not, each on fresh inductor, Triton and trace caches
@@ -440,9 +451,6 @@ if [ "$what" = firststep5 ] || [ "$what" = firststep6 ]; then  # issue 53 G3, ca
     # leaves writing off (src/base/bytecode.py stands aside), so nothing was cached: the README says so
     export PYTHONPYCACHEPREFIX=/tmp/pyc_shared
     caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton; }
-  else  # every run's TRAINSWEEP_CACHE links one pycache, which src/base/bytecode.py fills (its children inherit it)
-    caches() { export TRAINSWEEP_CACHE=/tmp/c_$1 TORCHINDUCTOR_CACHE_DIR=/tmp/c_$1/inductor TRITON_CACHE_DIR=/tmp/c_$1/triton
-               mkdir -p /tmp/c_$1 /tmp/pyc_shared; ln -sfn /tmp/pyc_shared /tmp/c_$1/pycache; }
   fi
   COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
   A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
@@ -460,6 +468,28 @@ if [ "$what" = firststep5 ] || [ "$what" = firststep6 ]; then  # issue 53 G3, ca
       rm -rf /tmp/c_cold_$again$early; caches cold_$again$early
       run bf16_cold${again}_workers_early_$early $A trainer.compile_workers_early=$early
     done
+  done
+fi
+if [ "$what" = firststep7 ]; then  # issue 53 G3, call 7: warm starts with inductor's compile workers as torch starts
+  # them (at the first compile) or only when a kernel misses the cache (TORCH_WARM_POOL=0: a warm run starts none),
+  # alternating; FP8 + fused with the early workers off (their default); bf16 cold both ways, each on fresh caches
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=120
+  anchors bf16_sdpa_b32_group
+  F="precision=fp8 peft.fused=true"
+  rm -rf /tmp/c_fp8 /tmp/c_bf16 /tmp/c_bf16_nopool
+  caches fp8; run fp8_cold $A $F
+  for again in 1 2; do
+    run fp8_warm$again $A $F trainer.seed=$again
+    TORCH_WARM_POOL=0 run fp8_warm${again}_no_warm_pool $A $F trainer.seed=$again
+  done
+  caches bf16; run bf16_cold $A
+  caches bf16_nopool; TORCH_WARM_POOL=0 run bf16_cold_no_warm_pool $A
+  caches bf16
+  for again in 1 2; do
+    TORCH_WARM_POOL=0 run bf16_warm${again}_no_warm_pool $A trainer.seed=$again
+    run bf16_warm$again $A trainer.seed=$again
   done
 fi
 if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm

@@ -20,6 +20,7 @@ class DataConfig:
     size: int = 4096  # synthetic rows
     eval_size: int = 0  # synthetic eval rows (0: no eval set)
     labels: int = 280  # synthetic rows' classes for task=classification (the account-tax data's 280 accounts)
+    cue_ids: Optional[int] = None  # token ids each class's cue draws from (None: vocab / labels of them)
     length_mean: float = 211.0  # synthetic token lengths ~ N(mean, std) clipped to [min, max]
     length_std: float = 30.0
     length_min: int = 40
@@ -53,6 +54,8 @@ class DataConfig:
         positive("data.size", d.size)
         positive("data.max_length", d.max_length)
         positive("data.length_min", d.length_min)  # synthetic rows of 0 tokens failed in the collator
+        if d.cue_ids is not None:
+            positive("data.cue_ids", d.cue_ids)
         seed_in_range("data.seed", d.seed)
         for key in ("max_train_samples", "max_eval_samples"):  # 0 read as "no limit": every row trained
             if d[key] is not None and (not isinstance(d[key], int) or d[key] < 1):

@@ -277,10 +277,15 @@ def synthetic(cfg, conf, n_rows: int, seed: int) -> Dataset:
     if task == "classification":
         k = cfg.task.num_labels or d.labels
         labels = rng.integers(0, k, n_rows)
-        # Half the tokens come from a band of ids owned by the row's label: learnable from a bag of tokens.
-        band = max(1, (vocab - N_SPECIAL) // k)
+        # Half the tokens come from a band of ids owned by the row's label: learnable from a bag of tokens. A
+        # wide band (the default, vocab / classes ids) is learnt only by training the embeddings or memorising
+        # rows: a frozen random model averages its ids' embeddings to nothing. A few ids (data.cue_ids) keep a
+        # class's direction, which LoRA on random weights can learn (experiments/speed, FP8 at full depth).
+        band = min(d.cue_ids or vocab, max(1, (vocab - N_SPECIAL) // k))
+        # narrow bands start mid-vocabulary: the first ids are the Zipf text's most frequent, in every row
+        first = (vocab - N_SPECIAL) // 2 if d.cue_ids else 0
         row_label = np.repeat(labels, lengths)
-        cue = N_SPECIAL + (row_label * band + rng.integers(0, band, ids.size)) % (vocab - N_SPECIAL)
+        cue = N_SPECIAL + (first + row_label * band + rng.integers(0, band, ids.size)) % (vocab - N_SPECIAL)
         for s in specials:
             cue[cue == s] = N_SPECIAL
         ids = np.where(rng.random(ids.size) < 0.5, cue, ids)
