@@ -41,6 +41,7 @@
 #                                           # build's extra seconds over bf16 go)
 #   bash experiments/speed/gpu.sh firststep7  # issue 53 G3: warm starts with TORCH_WARM_POOL=0 or not (alternating); FP8 with
 #                                           # the early workers off; bf16 cold both ways; anchor
+#   bash experiments/speed/gpu.sh autotune_full  # issue 53 G2: inductor's autotuned GEMMs on the bf16 reference, full depth; anchor
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -491,6 +492,17 @@ if [ "$what" = firststep7 ]; then  # issue 53 G3, call 7: warm starts with induc
     TORCH_WARM_POOL=0 run bf16_warm${again}_no_warm_pool $A trainer.seed=$again
     run bf16_warm$again $A trainer.seed=$again
   done
+fi
+if [ "$what" = autotune_full ]; then  # issue 53 G2: inductor's autotuned GEMMs (max-autotune-no-cudagraphs) against
+  # its default on the bf16 reference (packed 8k compiled) at full depth; the reference cold then warm, the autotuned
+  # run last with what is left of the call (its autotuning happens once per shape, in the memory model's copies)
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-60} measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=120
+  anchors bf16_sdpa_b32_group
+  rm -rf /tmp/c_ref /tmp/c_tune
+  caches ref; run ref_cold $A; run ref_warm $A trainer.seed=1
+  caches tune; RUN_TIMEOUT=$(( ${BUDGET_S:-570} - SECONDS )) run autotune $A trainer.compile_mode=max-autotune-no-cudagraphs
 fi
 if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm
   # (exported PYTHONPYCACHEPREFIX with writing off, as call 5: no bytecode cached)

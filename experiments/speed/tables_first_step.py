@@ -134,7 +134,27 @@ def speed_first_step_caches() -> str:
                      "autograd cache hits / misses / bypasses", "real tok/s (95%)"], rows)
 
 
+def speed_first_step_warm_pool() -> str:
+    """Issue 53 G3, call 7 (gpu.sh firststep7): inductor's compile workers started at the first compile (torch's
+    default) or only when a kernel misses the cache (TORCH_WARM_POOL=0, said by the run's label), alternating on
+    one H200; the early workers off throughout (their default). Each precision's first run compiles cold and fills
+    the bytecode cache every later run reads."""
+    name = "h200_firststep_call7"
+    rows = []
+    for record in _labels(name):
+        f = Fig(S + name + ".jsonl", record)
+        parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+        rows.append(["FP8 + fused, 8k" if "fp8" in record else "bf16, 8k",
+                     "cold" if work["fx_graph_cache_misses"] else "warm",
+                     "on a cache miss" if "no_warm_pool" in record else "at the first compile",
+                     f"{f.get('timing_s.imports'):.1f}", f"**{f.get('compile.to_first_step_s'):.1f}**",
+                     f"{parts['model']:.1f}", f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}", rate(f)])
+    return markdown(["run (full depth)", "compile cache", "compile workers start", "imports s", "to first step s",
+                     "of it: model build", "memory trace", "torch compiling s", "real tok/s (95%)"], rows)
+
+
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
+          "speed/first_step_warm_pool": (HERE / "speed/README.md", speed_first_step_warm_pool),
           "speed/first_step": (HERE / "speed/README.md", speed_first_step),
           "speed/bytecode_imports": (HERE / "speed/README.md", speed_bytecode_imports),
           "speed/first_step_one_graph": (HERE / "speed/README.md", speed_first_step_one_graph),
