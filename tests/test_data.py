@@ -131,3 +131,13 @@ def test_cue_ids_must_be_positive():
 
     with pytest.raises(ConfigError, match="data.cue_ids"):
         DataConfig.check(compose("data.cue_ids=0"), on_gpu=False)
+
+
+def test_cue_ids_that_do_not_fit_the_upper_half_of_the_vocabulary_name_the_key():
+    from src.config.errors import ConfigError
+
+    cfg = compose("data.cue_ids=8")  # 280 classes x 8 ids on the tiny model's vocabulary: more than half of it
+    half = (models.hf_config(cfg).vocab_size - sources.N_SPECIAL) // 2
+    assert 280 * 8 > half
+    with pytest.raises(ConfigError, match=r"data.cue_ids.*at most 1 here"):
+        _rows(cfg, 8)

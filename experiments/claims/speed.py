@@ -713,18 +713,3 @@ def _build_profile() -> str:
 
 CLAIMS += [Claim("holds 3.737 s of the builds' 4.435 s,\n  1.977 s of it moving each new adapter from the CPU to its base "
                  "layer's GPU; FP8's conversion took 0.338 s and the fused linear's 0.033 s", _build_profile)]
-
-
-def _cue_end() -> str:
-    """Call 3 of FP8 at full depth (speed/tables.speed_fp8_cue): where all four runs' train loss ended, and each
-    run's final eval loss (FP8 seed 0 and 1 against bf16 seed 0 and 1)."""
-    path = S + "h200_fp8cue_call3.jsonl"
-    runs = {(d, s): Fig(path, f"cue_{d}_seed{s}") for d in ("fp8", "bf16") for s in (0, 1)}
-    ends = {f"{f.get('loss.curve')[-1][1]:.3f}" for f in runs.values()}
-    assert len(ends) == 1, ends
-    ev = [f"{runs[key].get('eval.final.loss'):.5f}" for key in (("fp8", 0), ("fp8", 1), ("bf16", 0), ("bf16", 1))]
-    return f"a train loss of {ends.pop()} | eval loss\n  {ev[0]} and {ev[1]} against {ev[2]} and {ev[3]}"
-
-
-CLAIMS += [Claim("a train loss of 0.003", lambda: _cue_end().split(" | ")[0]),
-           Claim("eval loss\n  0.00315 and 0.00316 against 0.00315 and 0.00314", lambda: _cue_end().split(" | ")[1])]

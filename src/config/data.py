@@ -20,7 +20,7 @@ class DataConfig:
     size: int = 4096  # synthetic rows
     eval_size: int = 0  # synthetic eval rows (0: no eval set)
     labels: int = 280  # synthetic rows' classes for task=classification (the account-tax data's 280 accounts)
-    cue_ids: Optional[int] = None  # token ids each class's cue draws from (None: vocab / labels of them)
+    cue_ids: Optional[int] = None  # classification: token ids each class's cue draws from (None: vocab / labels of them)
     length_mean: float = 211.0  # synthetic token lengths ~ N(mean, std) clipped to [min, max]
     length_std: float = 30.0
     length_min: int = 40

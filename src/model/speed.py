@@ -51,9 +51,10 @@ def frozen_input(model: torch.nn.Module) -> bool:
 # precision=fp8 changes what the model computes, not only how fast: the runner says so before training and the
 # run's summary in a `numerics` row
 FP8_NUMERICS = ("the frozen base's matmuls run in FP8, so the loss is not bf16's. At full depth on an H200 (random "
-                "weights) its curve stayed within bf16's seed-to-seed spread on a task that learns, a little behind "
-                "where the loss fell fastest; on a run that memorised, its final loss was higher than bf16's on both "
-                "seeds (experiments/speed, FP8 at full depth): check your eval metric against a precision=bf16 run")
+                "weights) its curve stayed within bf16's seed-to-seed spread on a task that learns, but behind "
+                "bf16's at every logged step while the loss fell; on a run that memorised, its final loss was higher "
+                "than bf16's on both seeds (experiments/speed, FP8 at full depth): check your eval metric against a "
+                "precision=bf16 run")
 
 
 def apply_paths(cfg, model: torch.nn.Module, device: str) -> dict:

@@ -1,0 +1,42 @@
+"""Claims on the FP8 accuracy calls at full depth (experiments/speed, "FP8 at full depth, two seeds"): kept apart
+from speed.py, which is past its length."""
+from __future__ import annotations
+
+from experiments.claims import Claim
+from experiments.figures import Fig
+
+CLAIMS: list = []
+CUE = "speed/results/h200_fp8cue_call3.jsonl"  # call 3: 32 classes cued by 8 ids each (speed/tables.speed_fp8_cue)
+
+
+def _cue(dtype: str, seed: int) -> Fig:
+    return Fig(CUE, f"cue_{dtype}_seed{seed}")
+
+
+def _cue_end() -> str:
+    """Where all four runs' train loss ended (one figure: they agree at its rounding)."""
+    ends = {f"{_cue(d, s).get('loss.curve')[-1][1]:.3f}" for d in ("fp8", "bf16") for s in (0, 1)}
+    assert len(ends) == 1, ends
+    return f"a train loss of {ends.pop()}"
+
+
+def _cue_eval() -> str:
+    """Each run's final eval loss: FP8 seed 0 and 1 against bf16 seed 0 and 1."""
+    ev = [f"{_cue(d, s).get('eval.final.loss'):.5f}" for d, s in (("fp8", 0), ("fp8", 1), ("bf16", 0), ("bf16", 1))]
+    return f"eval loss\n  {ev[0]} and {ev[1]} against {ev[2]} and {ev[3]}"
+
+
+def _cue_lag() -> str:
+    """The logged steps up to 100 at which FP8's train loss is above bf16's of the same seed, over both seeds."""
+    above = total = 0
+    for seed in (0, 1):
+        fp8, bf16 = (dict(map(tuple, _cue(d, seed).get("loss.curve"))) for d in ("fp8", "bf16"))
+        steps = [s for s in fp8 if 10 <= s <= 100]
+        above += sum(fp8[s] > bf16[s] for s in steps)
+        total += len(steps)
+    return f"above bf16's at {above} of the {total} logged steps from 10 to 100"
+
+
+CLAIMS += [Claim("a train loss of 0.003", _cue_end),
+           Claim("eval loss\n  0.00315 and 0.00316 against 0.00315 and 0.00314", _cue_eval),
+           Claim("above bf16's at 20 of the 20 logged steps from 10 to 100", _cue_lag)]
