@@ -42,6 +42,7 @@
 #   bash experiments/speed/gpu.sh firststep7  # issue 53 G3: warm starts with TORCH_WARM_POOL=0 or not (alternating); FP8 with
 #                                           # the early workers off; bf16 cold both ways; anchor
 #   bash experiments/speed/gpu.sh autotune_full  # issue 53 G2: inductor's autotuned GEMMs on the bf16 reference, full depth; anchor
+#   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -507,6 +508,17 @@ if [ "$what" = autotune_full ]; then  # issue 53 G2: inductor's autotuned GEMMs 
   if [ "$left" -ge 60 ]; then
     caches tune; RUN_TIMEOUT=$left run autotune $A trainer.compile_mode=max-autotune-no-cudagraphs
   else echo "autotune skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
+fi
+if [ "$what" = graphs_memory ]; then  # issue 53 G4: the memory model's copies compiled whole, as a whole-model
+  # CUDA graphs run is (src/model/memory_model.py whole_graph), against that run's peak: 8 layers, then 4 if time is
+  # left. No anchor: a peak is not a ratio to the plain Trainer
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
+  A="trainer.max_steps=20 measure.warmup_steps=5 measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=240
+  caches graphs_mem
+  run graphs_mem_l8 $A model.arch.num_hidden_layers=8
+  if [ $SECONDS -lt ${BUDGET_S:-200} ]; then RUN_TIMEOUT=120 run graphs_mem_l4 $A model.arch.num_hidden_layers=4
+  else echo "4 layers skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm
   # (exported PYTHONPYCACHEPREFIX with writing off, as call 5: no bytecode cached)
