@@ -166,18 +166,3 @@ def test_each_predicted_part_is_the_models_own_weights_buffers_state_and_its_for
     assert outside > 0.005 * real
     assert pred["parts"]["activations"] * 2**30 == pytest.approx(real, rel=0.002)
     assert pred["peak_allocated"] == pytest.approx(sum(pred["parts"].values()))
-
-
-def test_a_whole_model_compile_is_traced_on_copies_compiled_whole_on_a_gpu(monkeypatch):
-    """On a GPU the copies compile whole, as the run does (no bound then); on the CPU they stay eager (an upper bound)."""
-    import types
-
-    cfg, res, conf, batch = _setup("trainer.torch_compile=true", "trainer.compile_scope=model")
-    gpu = types.SimpleNamespace(**{**vars(res), "device": "cuda"})
-    assert memory_model.whole_graph(cfg, gpu) and not memory_model.whole_graph(cfg, res)
-    assert not memory_model.whole_graph(compose("trainer.torch_compile=true"), gpu)  # regional: compile_regions
-    compiled = []
-    monkeypatch.setattr(torch, "compile", lambda model, backend: compiled.append((type(model).__name__, backend)) or model)
-    monkeypatch.setattr(memory_model, "whole_graph", lambda cfg, res: True)
-    memory_model.probe_copy(cfg, res, conf, batch, 1)
-    assert compiled == [("PeftModelForSequenceClassification", "inductor")]

@@ -509,9 +509,9 @@ if [ "$what" = autotune_full ]; then  # issue 53 G2: inductor's autotuned GEMMs 
     caches tune; RUN_TIMEOUT=$left run autotune $A trainer.compile_mode=max-autotune-no-cudagraphs
   else echo "autotune skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
-if [ "$what" = graphs_memory ]; then  # issue 53 G4: the memory model's copies compiled whole, as a whole-model
-  # CUDA graphs run is (src/model/memory_model.py whole_graph), against that run's peak: 8 layers, then 4 if time is
-  # left. No anchor: a peak is not a ratio to the plain Trainer
+if [ "$what" = graphs_memory ]; then  # issue 53 G4: the memory model's prediction for whole-model CUDA graphs
+  # against the run's peak: 8 layers, then 4 if time is left. Call 1 ran it on 08ff699, whose copies compiled whole
+  # (since reverted: they predicted more than eager ones). No anchor: a peak is not a ratio to the plain Trainer
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
   A="trainer.max_steps=20 measure.warmup_steps=5 measure.profile_steps=0 diagnostics.enabled=false"
   RUN_TIMEOUT=240

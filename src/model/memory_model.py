@@ -212,20 +212,8 @@ def interpolate(lo: dict, hi: dict, rows_lo: int, rows_hi: int, rows: int) -> di
 
 
 def probe_copy(cfg, res, conf, batch: dict, layers: int) -> dict:
-    """activation_bytes of a fresh `layers`-layer copy (build_copy), compiled whole where the run is (on a GPU)."""
-    model = build_copy(cfg, res, conf, layers)
-    if whole_graph(cfg, res):
-        model = torch.compile(model, backend=cfg.trainer.compile_backend)
-    return activation_bytes(cfg, res, model, batch)
-
-
-def whole_graph(cfg, res) -> bool:
-    """Whether the copies compile whole, as the run's model does: inductor's partitioner then picks what is saved
-    across the layers and the loss, and eager copies kept up to 18% more than such a run's peak at full depth (an
-    H100, 2k packs: 18.20 GB predicted, 15.47 measured). Without CUDA graphs: a cudagraph tree records on a later
-    call than the probe's one step, which runs the compiled kernels themselves. On the CPU the probe counts what
-    autograd saves, eagerly (the prediction is then an upper bound)."""
-    return bool(cfg.trainer.torch_compile) and cfg.trainer.compile_scope == "model" and res.device == "cuda"
+    """activation_bytes of a fresh `layers`-layer copy (build_copy)."""
+    return activation_bytes(cfg, res, build_copy(cfg, res, conf, layers), batch)
 
 
 def at_depth(one: dict, two: dict, layers: int) -> tuple[float, float]:
@@ -378,8 +366,9 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         out["warning"] = warning
     if reused is not None:  # the copies were not built: an earlier run of these shapes traced them
         out["trace_from"] = str(reused)
-    if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model" and not whole_graph(cfg, res):
-        # eager copies for a whole-model graph, which can fuse the loss and never hold the fp32 logits (a 4-layer
-        # causal LM at 2,560 tokens peaked 16% under this figure on an H100): an upper bound there
+    if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model":
+        # the copies run eager: a whole-model graph can fuse the loss and never hold the fp32 logits (a 4-layer
+        # causal LM at 2,560 tokens peaked 16% under this figure on an H100), so this is an upper bound there.
+        # Copies compiled whole predicted more still (experiments/speed, the memory model on whole-model graphs)
         out["bound"] = "upper"
     return out
