@@ -1,5 +1,5 @@
-"""Claims on the FP8 accuracy calls at full depth (experiments/speed, "FP8 at full depth, two seeds"): kept apart
-from speed.py, which is past its length."""
+"""Claims on issue 53's calls in experiments/speed (FP8 at full depth, what bf16 past 50% MFU would take): kept
+apart from speed.py, which is past its length."""
 from __future__ import annotations
 
 from experiments.claims import Claim
@@ -40,3 +40,18 @@ def _cue_lag() -> str:
 CLAIMS += [Claim("a train loss of 0.003", _cue_end),
            Claim("eval loss\n  0.00315 and 0.00316 against 0.00315 and 0.00314", _cue_eval),
            Claim("above bf16's at 20 of the 20 logged steps from 10 to 100", _cue_lag)]
+
+
+def _g2_needs() -> str:
+    """What 50% MFU asks of the bf16 reference at 16k (budget call 3, `ref_auto`: 45.1%): how much shorter its step
+    must be, as a share of its elementwise kernels' time and of theirs and attention's together (gpu_kernels are
+    shares of the step)."""
+    f = Fig("speed/results/h200_budget_call3.jsonl", "ref_auto")
+    cut = 1 - f.get("flops.mfu") / 0.50
+    kinds = f.get("gpu_kernels")
+    return (f"the step {cut:.1%} shorter: {cut / kinds['elementwise']:.0%} of its elementwise kernels' time, or "
+            f"{cut / (kinds['elementwise'] + kinds['attention']):.0%} of theirs and attention's together")
+
+
+CLAIMS += [Claim("the step 9.8% shorter: 54% of its elementwise kernels' time, or 34% of theirs and attention's together",
+                 _g2_needs)]
