@@ -222,7 +222,7 @@ def speed_fp8_learn() -> str:
 
 def speed_fp8_cue() -> str:
     """Issue 53 G5: full depth, 32 classes each cued by 8 token ids (data.cue_ids=8), which LoRA on random weights
-    learns; 16k rows seen at most once, an eval set of 1,024 rows (call 3). The loss falls fastest at steps 30-80."""
+    learns; 16k rows seen at most once, an eval set of 1,024 rows (call 3). The loss falls fastest over steps 30-70."""
     return fp8_curves(S + "h200_fp8cue_call3.jsonl", "cue", steps=(30, 60, 90, 300), eval_digits=5)
 
 

@@ -284,10 +284,10 @@ def synthetic(cfg, conf, n_rows: int, seed: int) -> Dataset:
         band = d.cue_ids or max(1, (vocab - N_SPECIAL) // k)
         # narrow bands sit in the vocabulary's upper half: the first ids are the Zipf text's most frequent, in every row
         first = (vocab - N_SPECIAL) // 2 if d.cue_ids else 0
-        if d.cue_ids and k * band > vocab - N_SPECIAL - first:
+        room = vocab - N_SPECIAL - first
+        if d.cue_ids and k * band > room:
             raise ConfigError("data.cue_ids", d.cue_ids, f"{k} classes x {band} ids must fit in the upper half of the "
-                                                         f"vocabulary ({vocab - N_SPECIAL - first} ids): at most "
-                                                         f"{max(1, (vocab - N_SPECIAL - first) // k)} here")
+                                                         f"vocabulary ({room} ids): at most {max(1, room // k)} here")
         row_label = np.repeat(labels, lengths)
         cue = N_SPECIAL + (first + row_label * band + rng.integers(0, band, ids.size)) % (vocab - N_SPECIAL)
         for s in specials:
