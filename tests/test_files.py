@@ -14,6 +14,7 @@ import pytest
 from src.config.errors import ConfigError
 from src.data.tokenize import tokenize_files, train_tokenizer
 from src.run import run
+from src.train.checkpoints import STAMP
 from tests.conftest import QUICK, ROOT, cli, compose, read_report
 
 ACCOUNTS = ROOT / "tests/data/accounts.csv"
@@ -181,7 +182,9 @@ def test_an_interrupted_run_resumes_to_the_same_final_step(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "src.run", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
-    while not (tmp_path / "checkpoints" / "checkpoint-10" / "trainer_state.json").exists() and time.time() < deadline:
+    # the stamp is the last file a save writes (on_save, after the Trainer's own): killed before it, checkpoint-10 is
+    # incomplete and a resume rightly takes checkpoint-5, which failed this test once on a fresh clone
+    while not (tmp_path / "checkpoints" / "checkpoint-10" / STAMP).exists() and time.time() < deadline:
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # as a preempted job dies: no report, no goodbye
     proc.wait()
