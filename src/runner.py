@@ -3,6 +3,7 @@ its meter, analyse, save, report. `python -m src.run` (src/run.py) calls `run` o
 directory; tests and benchmarks call it directly."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import logging
 import shutil
@@ -59,6 +60,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
                           config_hash=report_files.config_hash(cfg))
     logs = None
+    this_run_only = contextlib.ExitStack()  # process-wide settings this run changes, given back when it ends
     try:
         if (fingerprint := report_files.data_fingerprint(cfg)) is not None:  # data=files: what the rows were
             rep.data_fingerprint = fingerprint
@@ -84,6 +86,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
         from .train import trainer as train
 
         t_start = time.perf_counter()  # the build is timed from here, as it always was: imports are not the run's
+        this_run_only.enter_context(speed.inductor_options(cfg.trainer))  # every compile of the run, probes included
         laps, compile_before = Laps(t_start), compiled.compile_work()
         env.set_allocator(cfg.env.alloc_conf)  # before anything touches CUDA
         debug.crash_if_asked(cfg)
@@ -179,6 +182,7 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
             shutil.rmtree(out_dir / "final", ignore_errors=True)
         elif cfg.trainer.save_final:
             keep_result(cfg, rep, trainer, prep.tokenizer, out_dir)
+    this_run_only.close()
     rep.timing_s = rep.get("timing_s") or {}
     rep.timing_s["total"] = time.perf_counter() - t_start
     if logs is not None:

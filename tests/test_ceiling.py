@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from src.machine import ceiling
-from src.measure.timing import attention_family, kernel_kind, kernel_shares
+from src.measure.timing import attention_family, kernel_kind, kernel_shares, top_kernels
 from src.model import build as models
 from src.model import flops
 from tests.conftest import compose
@@ -69,6 +69,20 @@ def test_kernel_shares_count_overlapping_kernels_once_and_split_attention_by_imp
     assert kinds["attention"] == pytest.approx(0.4) and kinds["gemm"] == pytest.approx(0.4)
     assert kinds["elementwise"] == 0.0
     assert attention == pytest.approx({"cuDNN": 0.3, "flash": 0.1})
+
+
+def test_top_kernels_sum_each_names_time_per_step_costliest_first():
+    ms = 1_000_000  # ns
+    norm = "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0"
+    rows = [(0, 3 * ms, "gemm", "nvjet_hsh_256x128"), (3 * ms, 4 * ms, "elementwise", norm),
+            (4 * ms, 6 * ms, "elementwise", norm), (6 * ms, 7 * ms, "copy", "Memcpy HtoD"),
+            (10 * ms, 13 * ms, "gemm", "nvjet_hsh_256x128"), (13 * ms, 13 * ms + 500_000, "elementwise", norm),
+            (20 * ms, 20 * ms + 10, "other", "x" * 500)]
+    top = top_kernels(rows, steps=2, top=3)
+    assert [row["name"] for row in top] == ["nvjet_hsh_256x128", norm, "Memcpy HtoD"]
+    assert top[0] == {"name": "nvjet_hsh_256x128", "kind": "gemm", "ms": 3.0, "calls": 1.0}
+    assert top[1]["ms"] == 1.75 and top[1]["calls"] == 1.5 and top[1]["kind"] == "elementwise"
+    assert len(top_kernels(rows, steps=1)[-1]["name"]) == 160  # a templated name is cut, not carried whole
 
 
 @pytest.mark.gpu

@@ -131,3 +131,27 @@ def test_a_gpu_run_starts_compile_workers_only_when_asked_and_compiling(override
     monkeypatch.setattr(env, "cap_memory", lambda cap: None)
     env.setup(compose("logger=none", *overrides))
     assert calls == ([1] if started else [])
+
+
+def test_trainer_inductor_options_hold_for_the_run_and_no_longer(tmp_path, monkeypatch):
+    """trainer.inductor patches torch._inductor.config around one run (every compile of it, probes included);
+    the next run in the process (a sweep's jobs under Hydra's basic launcher) compiles under torch's own."""
+    import torch._inductor.config as inductor_config
+    from transformers import TrainerCallback
+
+    from src.model import speed
+    from src.run import run
+    from tests.conftest import QUICK
+
+    monkeypatch.setattr(speed, "compile_regions", lambda model, tr: 0)  # where the options hold, not torch's kernels
+    before = (inductor_config.coordinate_descent_tuning, inductor_config.max_fusion_size)
+    seen = []
+
+    class Peek(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            seen.append((inductor_config.coordinate_descent_tuning, inductor_config.max_fusion_size))
+
+    rep = run(compose(*QUICK, "trainer.torch_compile=true", "trainer.inductor.coordinate_descent_tuning=true",
+                      "trainer.inductor.max_fusion_size=32"), tmp_path, callbacks=(Peek(),))
+    assert rep["status"] == "ok" and set(seen) == {(True, 32)} and len(seen) == 4
+    assert (inductor_config.coordinate_descent_tuning, inductor_config.max_fusion_size) == before == (False, 64)

@@ -307,7 +307,18 @@ GROUP_CHECKS = {
         (["trainer.lr=0"], False, "trainer.lr=0.0: must be > 0"),
         (["trainer.warmup_steps=-1"], False, "trainer.warmup_steps=-1: must be >= 0"),
         (["trainer.save_steps=-1"], False, "trainer.save_steps=-1: must be >= 0"),
-        (["trainer.eval_steps=5"], False, "trainer.eval_steps=5: needs an eval set")],
+        (["trainer.eval_steps=5"], False, "trainer.eval_steps=5: needs an eval set"),
+        (["trainer.inductor.coordinate_descent_tuning=true"], True,
+         "trainer.inductor={'coordinate_descent_tuning': True}: options of inductor's compiles: needs trainer.torch_compile=true"),
+        (["trainer.torch_compile=true", "trainer.inductor.coordinate_descent_tunning=true"], True,
+         "trainer.inductor.coordinate_descent_tunning=True: not a torch._inductor.config option; did you mean "
+         "trainer.inductor.coordinate_descent_tuning?"),
+        (["trainer.torch_compile=true", "trainer.inductor.combo_kernels=1"], True,
+         "trainer.inductor.combo_kernels=1: must be a bool like its default (False)"),
+        (["trainer.torch_compile=true", "trainer.inductor.max_fusion_size=yes"], True,
+         "trainer.inductor.max_fusion_size=yes: must be a int like its default (64)"),
+        (["trainer.torch_compile=true", "trainer.inductor.triton.no_such=true"], True,
+         "trainer.inductor.triton.no_such=True: not a torch._inductor.config option")],
     "MeasureConfig": [
         (["measure.warmup_steps=-1"], False, "measure=-1/3: warmup_steps and profile_steps must be >= 0")],
 }

@@ -42,6 +42,7 @@
 #   bash experiments/speed/gpu.sh firststep7  # issue 53 G3: warm starts with TORCH_WARM_POOL=0 or not (alternating); FP8 with
 #                                           # the early workers off; bf16 cold both ways; anchor
 #   bash experiments/speed/gpu.sh autotune_full  # issue 53 G2: inductor's autotuned GEMMs on the bf16 reference, full depth; anchor
+#   bash experiments/speed/gpu.sh inductor_screen  # issue 53 G2: inductor's fusion options (trainer.inductor), 4 layers
 #   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
@@ -533,6 +534,22 @@ if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CU
   TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run graphs_warm1_autograd_bypass $A trainer.seed=1
   run graphs_warm2_autograd_cache $A trainer.seed=2
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = inductor_screen ]; then  # issue 53 G2: inductor's own fusion options (trainer.inductor) on the bf16
+  # reference, 4 layers of real width (per-layer kernel time; state full-depth speeds only from full-depth runs);
+  # the reference first and again last, each option beside it; the top kernels come with every report
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=10 measure.profile_steps=3"
+  I=trainer.inductor
+  RUN_TIMEOUT=150
+  caches screen
+  run s_ref $A
+  run s_coord $A $I.coordinate_descent_tuning=true
+  run s_combo $A $I.combo_kernels=true
+  run s_aggressive $A $I.aggressive_fusion=true
+  run s_all3 $A $I.coordinate_descent_tuning=true $I.combo_kernels=true $I.aggressive_fusion=true
+  run s_ref_again $A trainer.seed=1
+  run s_coord_again $A $I.coordinate_descent_tuning=true trainer.seed=1
 fi
 if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build under cProfile, 3 steps
   export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton

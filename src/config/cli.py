@@ -215,7 +215,8 @@ def rewrite(args: list[str]) -> list[str]:
       own micro-batch: `-m batch=4,8,16 batch.effective=64` compares splits of one effective batch);
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
     - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
-      dict of pass-through TrainingArguments fields; src/train/trainer.py checks the names);
+      dict of pass-through TrainingArguments fields; src/train/trainer.py checks the names), and
+      `trainer.inductor.X=...` likewise (torch._inductor.config options, checked by src/config/training.py);
     - `batch=12` -> `batch.size=12` where conf/batch has no 12.yaml;
     - `baseline=debug=none` -> `baseline='debug=none'` (an override as the value: Hydra's grammar needs quotes)."""
     out = []
@@ -243,7 +244,7 @@ def rewrite(args: list[str]) -> list[str]:
             arg = f"hydra.launcher.question={value}"
         elif eq and key in HF_NAMES:
             arg = f"{HF_NAMES[key]}={value}"
-        elif eq and key.startswith("trainer.args."):
+        elif eq and key.startswith(("trainer.args.", "trainer.inductor.")):
             arg = "++" + arg
         elif key == "batch" and all(v.isdigit() for v in value.split(",")) and \
                 not all(os.path.isfile(os.path.join(CONF_DIR, "batch", f"{v}.yaml")) for v in value.split(",")):

@@ -114,6 +114,7 @@ class TrainerConfig:
     compile_backend: CompileBackend = CompileBackend.inductor  # aot_eager | eager: no codegen, for tests
     recompile_limit: int = 8  # new shapes compiled before torch falls back to eager for that frame
     compile_workers_early: bool = False  # start inductor's compile workers as the run starts: a loss on an H200 (experiments/speed), kept off
+    inductor: Dict[str, Any] = field(default_factory=dict)  # torch._inductor.config options for this run's compiles, e.g. coordinate_descent_tuning
     compile_one_graph: bool = True  # regional under LoRA: one layer graph for all (half the compile); the first layer's unused input grad cost no measurable step time
     use_liger_kernel: bool = False  # Liger's Triton kernels (RMSNorm, SwiGLU, RoPE, fused linear CE); CUDA, needs liger-kernel
     logging_steps: int = 10
@@ -135,6 +136,8 @@ class TrainerConfig:
         if uses_cuda_graphs(tr) and tr.compile_scope == "regional":
             # every layer replays one CUDA graph, overwriting the previous layer's output that backward still needs
             raise ConfigError("trainer.compile_mode", tr.compile_mode, "CUDA graphs need the whole model compiled: add trainer.compile_scope=model")
+        if tr.inductor:
+            inductor_options_check(tr)
         if tr.use_liger_kernel:
             if not on_gpu:
                 raise ConfigError("trainer.use_liger_kernel", True, "Liger's kernels are Triton kernels for CUDA GPUs")
@@ -163,6 +166,40 @@ class TrainerConfig:
                 raise ConfigError(f"trainer.{key}", tr[key], "must be >= 0")
         if tr.eval_steps and not (cfg.data.eval_size or cfg.data.eval_file):
             raise ConfigError("trainer.eval_steps", tr.eval_steps, "needs an eval set: data.eval_size > 0 or data.eval_file")
+
+
+def inductor_options_check(tr: DictConfig) -> None:
+    """trainer.inductor: each key one of torch._inductor.config's (dotted for its sections, e.g. triton.cudagraphs),
+    its value of that option's type, on a run inductor compiles. Imports torch, so only when the knob is set."""
+    if not tr.torch_compile or tr.compile_backend != "inductor":
+        raise ConfigError("trainer.inductor", dict(tr.inductor), "options of inductor's compiles: needs trainer.torch_compile=true "
+                          "and trainer.compile_backend=inductor")
+    import torch._inductor.config as inductor_config
+
+    defaults = inductor_config.get_config_copy()
+    for key, value in inductor_options(tr).items():
+        if key not in defaults:
+            import difflib
+
+            near = difflib.get_close_matches(key, list(defaults), n=1)
+            raise ConfigError(f"trainer.inductor.{key}", value, "not a torch._inductor.config option"
+                              + (f"; did you mean trainer.inductor.{near[0]}?" if near else ""))
+        default = defaults[key]
+        if isinstance(default, bool) and not isinstance(value, bool) or \
+                isinstance(default, int) and not isinstance(default, bool) and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"trainer.inductor.{key}", value, f"must be a {type(default).__name__} like its default ({default!r})")
+
+
+def inductor_options(tr: DictConfig) -> dict:
+    """trainer.inductor as torch._inductor.config's flat keys: the command line's trainer.inductor.triton.x=1
+    arrives nested, as {"triton": {"x": 1}}."""
+    def flat(tree, prefix=""):
+        for key, value in tree.items():
+            if isinstance(value, (dict, DictConfig)):
+                yield from flat(value, f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}", value
+    return dict(flat(tr.get("inductor") or {}))
 
 
 @dataclass

@@ -225,6 +225,7 @@ class Measure(TrainerCallback):
             "gpu_busy_fraction": self.profiler.fraction,
             "gpu_kernels": self.profiler.kinds,
             "attention_kernels": self.profiler.attention,
+            "top_kernels": self.profiler.top,
             **({"host_ops": self.profiler.host} if self.profiler.host_ops else {}),
             "window_s": sum(t.step_times),
             "tokens": window_tokens(window.opened["tokens"], window.closed["tokens"]) if window.closed else None,

@@ -261,6 +261,19 @@ def kernel_shares(kernels: list[tuple[int, int, str, str]], wall: float) -> tupl
     return kinds, {fam: share([r for r in attention if attention_family(r[3]) == fam]) for fam in families}
 
 
+def top_kernels(kernels: list[tuple[int, int, str, str]], steps: int, top: int = 15) -> list[dict]:
+    """The kernels that took the most GPU time, per profiled step, costliest first: which elementwise kernels
+    inductor left, which GEMMs dominate. Names are cut to 160 characters (templated ones run to thousands)."""
+    by_name: dict[str, list] = {}
+    for start, end, kind, name in kernels:
+        row = by_name.setdefault(name, [kind, 0, 0])
+        row[1] += end - start
+        row[2] += 1
+    rows = sorted(by_name.items(), key=lambda item: item[1][1], reverse=True)[:top]
+    return [{"name": name[:160], "kind": kind, "ms": round(ns / 1e6 / steps, 4), "calls": round(n / steps, 1)}
+            for name, (kind, ns, n) in rows]
+
+
 class BusyProfiler:
     """How busy the GPU was over a few steps after the window: the share of the time no kernel ran is time
     the GPU waited for the host to launch work; and where the busy time went, by kind of kernel. Its syncs are
@@ -270,6 +283,7 @@ class BusyProfiler:
         self.fraction = None
         self.kinds: dict[str, float] | None = None  # share of the profiled wall time each kind of kernel ran
         self.attention: dict[str, float] | None = None  # the same for each attention implementation that ran
+        self.top: list[dict] | None = None  # the costliest kernels per profiled step
         self.host_ops = host_ops
         self.host: list[dict] | None = None  # host_ops: the host's costliest ops per profiled step
         self.not_measured: str | None = None  # why there is no busy figure although the profile ran
@@ -301,6 +315,7 @@ class BusyProfiler:
             return
         self.fraction = min(1.0, stats.union_seconds([(s, e) for s, e, _, _ in kernels]) / wall)
         self.kinds, self.attention = kernel_shares(kernels, wall)
+        self.top = top_kernels(kernels, steps)
 
     def _host_ops(self, steps: int, top: int = 25) -> list[dict] | None:
         """The host's ops and CUDA runtime calls by self time, per profiled step: what a launch-bound step's host

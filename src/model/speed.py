@@ -42,6 +42,22 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     return len(layers)
 
 
+def inductor_options(tr):
+    """trainer.inductor's options patched into torch._inductor.config for one run, as a context: a sweep's jobs
+    share the process (Hydra's basic launcher), so the next job compiles with its own options. Inductor's cache
+    keys include them: a cached kernel is never one compiled under other options."""
+    import contextlib
+
+    from ..config.training import inductor_options as flat
+
+    options = flat(tr)
+    if not options:
+        return contextlib.nullcontext()
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.patch(options)
+
+
 def frozen_input(model: torch.nn.Module) -> bool:
     """Whether the first decoder layer's input arrives without grad: frozen input embeddings (LoRA, QLoRA)."""
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None

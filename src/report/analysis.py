@@ -232,7 +232,7 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     bd.host = max(0.0, step.mean * (1 - busy) - (bd.data or 0.0)) if busy is not None and step.mean else None
     rep.throughput, rep.step_time_s, rep.breakdown_s, rep.host_s = th, step, bd, HostTime.from_dict(m["host_s"])
     rep.gpu_busy_fraction, rep.gpu_kernels, rep.tokens = busy, m.get("gpu_kernels"), Tokens.from_dict(m["tokens"])
-    rep.attention_kernels = m.get("attention_kernels")
+    rep.attention_kernels, rep.top_kernels = m.get("attention_kernels"), m.get("top_kernels")
     if "host_ops" in m:
         rep.host_ops = m["host_ops"]
     rep.shapes, rep.stopped_when_stable, rep.compile = Shapes.from_dict(m["shapes"]), m["stopped_when_stable"], \

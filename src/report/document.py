@@ -45,6 +45,7 @@ class Report:
     gpu_busy_fraction: Optional[float] = UNSET  # share of the step some kernel ran (profiled after the window)
     gpu_kernels: Optional[dict] = UNSET  # share of the profiled time each kind of kernel ran (gemm, attention, ...)
     attention_kernels: Optional[dict] = UNSET  # share of the profiled time each attention implementation ran
+    top_kernels: Optional[list] = UNSET  # the costliest kernels per profiled step: name, kind, ms, calls
     host_ops: Optional[list] = UNSET  # measure.host_ops: the host's costliest ops per profiled step
     tokens: Optional[Tokens] = UNSET
     shapes: Shapes = UNSET
