@@ -43,6 +43,7 @@
 #                                           # the early workers off; bf16 cold both ways; anchor
 #   bash experiments/speed/gpu.sh autotune_full  # issue 53 G2: inductor's autotuned GEMMs on the bf16 reference, full depth; anchor
 #   bash experiments/speed/gpu.sh inductor_screen  # issue 53 G2: inductor's fusion options (trainer.inductor), 4 layers
+#   bash experiments/speed/gpu.sh bandwidth  # issue 53 G2: one compiled layer's kernels beside the bytes they move
 #   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
@@ -550,6 +551,11 @@ if [ "$what" = inductor_screen ]; then  # issue 53 G2: inductor's own fusion opt
   run s_all3 $A $I.coordinate_descent_tuning=true $I.combo_kernels=true $I.aggressive_fusion=true
   run s_ref_again $A trainer.seed=1
   run s_coord_again $A $I.coordinate_descent_tuning=true trainer.seed=1
+fi
+if [ "$what" = bandwidth ]; then  # issue 53 G2: one compiled decoder layer's kernels beside the bytes they move
+  # (benchmarks/layer_bandwidth.py): the card's copy bandwidth, the step's kernels, inductor's kernels' GB/s, LoRA's GEMMs
+  caches bandwidth
+  timeout 300 python3 -m benchmarks.layer_bandwidth 2>&1 | tee "$OUT/layer_bandwidth.txt"
 fi
 if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build under cProfile, 3 steps
   export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton
