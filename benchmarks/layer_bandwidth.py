@@ -47,17 +47,23 @@ class Sink:
         return row
 
 
-def cuda_ms(fn, reps: int, warmup: int = 3) -> float:
-    """Median milliseconds of `fn` over `reps` calls, CUDA events around each."""
+def cuda_ms(fn, reps: int, warmup: int = 3, inner: int = 1) -> float:
+    """Median milliseconds of one `fn` call over `reps` timings of `inner` calls each, CUDA events around each
+    timing. A kernel of tens of microseconds needs inner > 1: timed one by one, the host's launch between the
+    events is what the events measure (the GPU waits for it), not the kernel."""
     for _ in range(warmup):
         fn()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    torch.cuda.synchronize()
+    if inner > 1:
+        torch.cuda._sleep(100_000_000)  # ~50 ms of GPU work ahead of the timings: the host queues them meanwhile
     for start, end in events:
         start.record()
-        fn()
+        for _ in range(inner):
+            fn()
         end.record()
     torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in events)
+    return statistics.median(start.elapsed_time(end) for start, end in events) / inner
 
 
 def copy_bandwidth(sink: Sink, reps: int) -> float:
@@ -74,6 +80,7 @@ def build_layer(tokens: int):
     """A one-layer Qwen3 at Qwen3-4B's width under peft LoRA r16 on every linear (bf16), its decoder layer as a
     function of the hidden states, and the step: forward + backward from a fixed output gradient."""
     from peft import LoraConfig, get_peft_model
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from transformers import AutoModelForCausalLM, Qwen3Config
 
     torch.manual_seed(0)
@@ -98,8 +105,10 @@ def build_layer(tokens: int):
         hidden.grad = None
         for p in params:
             p.grad = None
-        out = layer(hidden, position_embeddings=rope, attention_mask=None, position_ids=positions)
-        (out[0] if isinstance(out, tuple) else out).backward(dy)
+        # flash, the family of the runner's varlen kernel for packed rows (sdpa would pick cuDNN for one causal row)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            out = layer(hidden, position_embeddings=rope, attention_mask=None, position_ids=positions)
+            (out[0] if isinstance(out, tuple) else out).backward(dy)
 
     return layer, step
 
@@ -160,7 +169,7 @@ def lora_gemms(sink: Sink, tokens: int, reps: int, copy_gbps: float) -> list[dic
             "dB = dY^T xa": (lambda: dy.t() @ xa, e * (m * n + m * r + n * r)),
         }
         for op, (call, nbytes) in ops.items():
-            ms = cuda_ms(call, reps)
+            ms = cuda_ms(call, reps, inner=20)
             gbps = nbytes / 1e9 / (ms / 1e3)
             rows.append(sink.write(section="lora", proj=proj, op=op, ms=ms, gb=nbytes / 1e9, gb_per_s=gbps,
                                    of_copy=gbps / copy_gbps))
