@@ -41,6 +41,7 @@ class Sink:
         self.path = os.path.join(out, "layer_bandwidth.jsonl") if out else None
 
     def write(self, **row):
+        row["call"] = os.environ.get("CALL_ID")  # every row names its device call (experiments/figures.py)
         if self.path:
             with open(self.path, "a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -192,8 +193,7 @@ def main(argv=None) -> None:
 
     sink = Sink()
     print(sink.write(section="meta", device=torch.cuda.get_device_name(), torch=torch.__version__,
-                     transformers=transformers.__version__, peft=peft.__version__, tokens=args.tokens, rank=RANK,
-                     call=os.environ.get("CALL_ID")))
+                     transformers=transformers.__version__, peft=peft.__version__, tokens=args.tokens, rank=RANK))
     copy_gbps = copy_bandwidth(sink, args.reps)
     layer, step = build_layer(args.tokens)
     sections = ((layer_kernels, (sink, layer, step, args.reps)), (inductor_kernels, (sink, layer, step, copy_gbps)),

@@ -49,6 +49,7 @@ ALLOWED = [re.compile(p) for p in (
     r"within 2%, or every lever|[<>] \d+% of|under 80%|over 10%\)|~15% of the capacity|> 15%|< 80%|> 92%",
     r"Python 3\.10|transformers 5\.24|default, 8,000|first 2,000|at least 2,000|\d,\d{3} tokens|under 100 MB|last 3 steps",
     r"waits 30 s|60 steps, 5 of warm-up|a 24 GB one|\d+ GB cap|loss scale as yours: 2x",
+    r"a \d+ GiB device-to-device copy",  # the bandwidth benchmark's copy size (benchmarks/layer_bandwidth.py)
     r"(?:torch|pandas|transformers|peft|datasets|tokenizers|Python|TRL) \d+\.\d+",  # versions (TRL: the SFT scripts' library)
     r"\d+ steps(?: each| \(\d+ warm-up\)|, \d+ of (?:them )?warm-up)",  # a run's length, as configured
     r"(?:[Tt]he |a |of the )12x\b|12x (?:slower|slowdown|report|ladder)",  # the field report's name

@@ -55,3 +55,36 @@ def _g2_needs() -> str:
 
 CLAIMS += [Claim("the step 9.8% shorter: 54% of its elementwise kernels' time, or 34% of theirs and attention's together",
                  _g2_needs)]
+
+
+def _g2_bandwidth() -> str:
+    """What 50% MFU asks of a 36th of the bf16 reference's step (budget call 3: `ref` at 8k, `ref_auto` at 16k)
+    against what one layer's memory-bound kernels could give back (bandwidth call 2, 8k tokens): inductor's kernels
+    and LoRA's GEMMs at the card's copy bandwidth, and B's two products gone entirely. At 16k the layer's figures
+    are doubled: these kernels' bytes grow with the tokens."""
+    from experiments.speed.tables_bandwidth import B_ONLY, bandwidth_rows, headroom
+
+    lora = bandwidth_rows("lora")
+    above = sum(ms - at_copy for ms, _, at_copy in (headroom(bandwidth_rows("inductor")), headroom(lora)))
+    back = above + headroom([r for r in lora if r["op"] in B_ONLY])[2]
+    out = []
+    for label, scale in (("ref", 1), ("ref_auto", 2)):
+        f = Fig("speed/results/h200_budget_call3.jsonl", label)
+        layer = f.get("step_time_s.mean") / f.get("config.model.arch.num_hidden_layers") * 1e3
+        out.append(f"{(1 - f.get('flops.mfu') / 0.50) * layer:.2f} of its {layer:.2f} ms, against {back * scale:.2f} ms")
+    return f"at 8k {out[0]}; at 16k {out[1]}"
+
+
+CLAIMS += [Claim("at 8k 1.02 of its 7.94 ms, against 0.78 ms; at 16k 1.50 of its 15.37 ms, against 1.56 ms", _g2_bandwidth)]
+
+
+def _silu_backward() -> str:
+    """The layer's costliest inductor kernel (bandwidth call 2): its bytes, time alone and rate against the copy's."""
+    from experiments.speed.tables_bandwidth import bandwidth_rows
+
+    top = max(bandwidth_rows("inductor"), key=lambda r: r["ms"])
+    assert top["name"].startswith("triton_poi_fused_add_mul_silu_silu_backward"), top["name"]
+    return f"moves {top['gb']:.3f} GB\n  in {top['ms']:.3f} ms, which is {top['of_copy']:.0%} of the copy's rate"
+
+
+CLAIMS += [Claim("moves 1.275 GB\n  in 0.306 ms, which is 98% of the copy's rate", _silu_backward)]
