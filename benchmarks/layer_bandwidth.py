@@ -14,6 +14,7 @@ One decoder layer at Qwen3-4B's width, LoRA r16 on every linear (peft, bf16 adap
 4. lora: LoRA's rank-r GEMMs of the layer at its shapes, each timed alone, beside the least bytes it must move.
 
     python -m benchmarks.layer_bandwidth                 # ~1 minute on an H200, compiles included
+    python -m benchmarks.layer_bandwidth --fp8           # the same layer under experiment=fastest's FP8 + fused LoRA
 
 Prints a table per section; with OUT set, also one JSON line per row to $OUT/layer_bandwidth.jsonl
 (experiments/speed/tables_bandwidth.py reads it).
@@ -36,12 +37,13 @@ PROJECTIONS = (("q_proj", HIDDEN, HEADS * HEAD_DIM), ("k_proj", HIDDEN, KV_HEADS
 
 
 class Sink:
-    def __init__(self):
+    def __init__(self, **every_row):
         out = os.environ.get("OUT")
         self.path = os.path.join(out, "layer_bandwidth.jsonl") if out else None
+        self.every_row = every_row
 
     def write(self, **row):
-        row["call"] = os.environ.get("CALL_ID")  # every row names its device call (experiments/figures.py)
+        row.update(self.every_row, call=os.environ.get("CALL_ID"))  # every row names its device call (experiments/figures.py)
         if self.path:
             with open(self.path, "a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -77,9 +79,10 @@ def copy_bandwidth(sink: Sink, reps: int) -> float:
     return gbps
 
 
-def build_layer(tokens: int):
+def build_layer(tokens: int, fp8: bool = False):
     """A one-layer Qwen3 at Qwen3-4B's width under peft LoRA r16 on every linear (bf16), its decoder layer as a
-    function of the hidden states, and the step: forward + backward from a fixed output gradient."""
+    function of the hidden states, and the step: forward + backward from a fixed output gradient. fp8: the frozen
+    base's linears in FP8 (rowwise) and the fused LoRA linear over them, as experiment=fastest runs."""
     from peft import LoraConfig, get_peft_model
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from transformers import AutoModelForCausalLM, Qwen3Config
@@ -94,6 +97,12 @@ def build_layer(tokens: int):
     for name, p in model.named_parameters():
         if "lora_B" in name:  # B starts at zero: nonzero, so every adapter gradient is real work
             torch.nn.init.normal_(p, std=0.02)
+    if fp8:
+        from src.model.fp8 import to_fp8
+        from src.model.fused_lora import fuse_lora
+
+        to_fp8(model, scaling="rowwise")
+        fuse_lora(model)
     backbone = model.base_model.model.model
     layer = backbone.layers[0]
     hidden = torch.randn(1, tokens, HIDDEN, device="cuda", dtype=BF16, requires_grad=True)  # as compile_one_graph
@@ -185,19 +194,22 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--fp8", action="store_true", help="the base's linears in FP8 with the fused LoRA linear "
+                    "(experiment=fastest's layer); LoRA's GEMMs, bf16 either way, are then not timed again")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("layer_bandwidth needs a CUDA GPU")
     import peft
     import transformers
 
-    sink = Sink()
+    sink = Sink(precision="fp8" if args.fp8 else "bf16")
     print(sink.write(section="meta", device=torch.cuda.get_device_name(), torch=torch.__version__,
-                     transformers=transformers.__version__, peft=peft.__version__, tokens=args.tokens, rank=RANK))
+                     transformers=transformers.__version__, peft=peft.__version__, tokens=args.tokens, rank=RANK,
+                     fp8=args.fp8))
     copy_gbps = copy_bandwidth(sink, args.reps)
-    layer, step = build_layer(args.tokens)
+    layer, step = build_layer(args.tokens, args.fp8)
     sections = ((layer_kernels, (sink, layer, step, args.reps)), (inductor_kernels, (sink, layer, step, copy_gbps)),
-                (lora_gemms, (sink, args.tokens, args.reps, copy_gbps)))
+                *(() if args.fp8 else ((lora_gemms, (sink, args.tokens, args.reps, copy_gbps)),)))
     for section, section_args in sections:  # one section failing leaves the others' rows
         try:
             section(*section_args)

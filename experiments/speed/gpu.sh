@@ -556,6 +556,7 @@ if [ "$what" = bandwidth ]; then  # issue 53 G2: one compiled decoder layer's ke
   # (benchmarks/layer_bandwidth.py): the card's copy bandwidth, the step's kernels, inductor's kernels' GB/s, LoRA's GEMMs
   caches bandwidth
   timeout 300 python3 -m benchmarks.layer_bandwidth 2>&1 | tee "$OUT/layer_bandwidth.txt"
+  timeout 200 python3 -m benchmarks.layer_bandwidth --fp8 2>&1 | tee "$OUT/layer_bandwidth_fp8.txt"
 fi
 if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build under cProfile, 3 steps
   export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton
