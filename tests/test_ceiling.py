@@ -37,6 +37,11 @@ def test_a_micro_batch_is_its_budget_or_its_rows_times_their_width(overrides, to
     ("nvjet_hsh_256x128_64x4_2x1_v_bz_coopB_NNT", "gemm"),
     ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128>>", "attention"),
     ("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0", "elementwise"),
+    # inductor's kernels fused around FP8's quantisation and flash attention's backward, as an H200's profiler named
+    # them: elementwise whatever ops their names list; its matmul templates are GEMMs
+    ("triton_red_fused__scaled_mm__to_copy_abs_add_amax_clamp_mul_reciprocal_silu_t_view_7", "elementwise"),
+    ("triton_poi_fused__scaled_dot_product_flash_attention_backward_add_transpose_view_3", "elementwise"),
+    ("triton_tem_fused_addmm_mm_0", "gemm"),
     ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>", "optimizer"),
     ("Memcpy DtoD (Device -> Device)", "copy"),
     ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "communication"),

@@ -57,25 +57,30 @@ CLAIMS += [Claim("the step 9.8% shorter: 54% of its elementwise kernels' time, o
                  _g2_needs)]
 
 
+def _layer_share(label: str, asks: float, scale: int, precision: str, path: str) -> str:
+    """'<ms asked> of its <ms> ms, against <ms given back>': what `asks` (a target MFU, or a target rate over the
+    run's) asks of a 36th of the run's step, against what one layer's memory-bound kernels could give back
+    (tables_bandwidth.given_back, 8,192 tokens, times `scale` for a run of scale x 8,192 tokens: these kernels'
+    bytes grow with the tokens)."""
+    from experiments.speed.tables_bandwidth import given_back
+
+    f = Fig(path, label)
+    layer = f.get("step_time_s.mean") / f.get("config.model.arch.num_hidden_layers") * 1e3
+    cut = 1 - (f.get("flops.mfu") / asks if asks < 1 else f.rate / asks)
+    return f"{cut * layer:.2f} of its {layer:.2f} ms, against {given_back(precision) * scale:.2f} ms"
+
+
 def _g2_bandwidth() -> str:
-    """What 50% MFU asks of a 36th of the bf16 reference's step (budget call 3: `ref` at 8k, `ref_auto` at 16k)
-    against what one layer's memory-bound kernels could give back (bandwidth call 2, 8k tokens): inductor's kernels
-    and LoRA's GEMMs at the card's copy bandwidth, and B's two products gone entirely. At 16k the layer's figures
-    are doubled: these kernels' bytes grow with the tokens."""
-    from experiments.speed.tables_bandwidth import B_ONLY, bandwidth_rows, headroom
-
-    lora = bandwidth_rows("lora")
-    above = sum(ms - at_copy for ms, _, at_copy in (headroom(bandwidth_rows("inductor")), headroom(lora)))
-    back = above + headroom([r for r in lora if r["op"] in B_ONLY])[2]
-    out = []
-    for label, scale in (("ref", 1), ("ref_auto", 2)):
-        f = Fig("speed/results/h200_budget_call3.jsonl", label)
-        layer = f.get("step_time_s.mean") / f.get("config.model.arch.num_hidden_layers") * 1e3
-        out.append(f"{(1 - f.get('flops.mfu') / 0.50) * layer:.2f} of its {layer:.2f} ms, against {back * scale:.2f} ms")
-    return f"at 8k {out[0]}; at 16k {out[1]}"
+    """G2, 50% MFU, on the bf16 reference (budget call 3: `ref` at 8k, `ref_auto` at 16k)."""
+    path = "speed/results/h200_budget_call3.jsonl"
+    return f"at 8k {_layer_share('ref', 0.50, 1, 'bf16', path)}; at 16k {_layer_share('ref_auto', 0.50, 2, 'bf16', path)}"
 
 
-CLAIMS += [Claim("at 8k 1.02 of its 7.94 ms, against 0.78 ms; at 16k 1.50 of its 15.37 ms, against 1.56 ms", _g2_bandwidth)]
+def _g1_bandwidth() -> str:
+    """G1, 45k and 38k real tok/s, on FP8 + fused at the budget auto chose, 16k (budget call 2)."""
+    path = "speed/results/h200_budget_call2.jsonl"
+    return (f"the classifier {_layer_share('fastest_auto', 45_000, 2, 'fp8', path)}; the causal LM "
+            f"{_layer_share('lm_fastest_auto', 38_000, 2, 'fp8', path)}")
 
 
 def _silu_backward() -> str:
@@ -88,3 +93,21 @@ def _silu_backward() -> str:
 
 
 CLAIMS += [Claim("moves 1.275 GB\n  in 0.306 ms, which is 98% of the copy's rate", _silu_backward)]
+
+CLAIMS += [Claim("at 8k 1.02 of its 7.94 ms, against 0.72 ms; at 16k 1.50 of its 15.37 ms, against 1.43 ms", _g2_bandwidth),
+           Claim("the classifier 1.52 of its 11.60 ms, against 1.86 ms; the causal LM 1.53 of its 13.47 ms, against 1.86 ms",
+                 _g1_bandwidth)]
+
+
+def _fp8_quantising() -> str:
+    """The FP8 layer's inductor kernels fused with FP8's quantisation (`_scaled_mm` in their names): the range of
+    their rates against the copy's, and the costliest one's."""
+    from experiments.speed.tables_bandwidth import bandwidth_rows
+
+    mine = [r for r in bandwidth_rows("inductor", "fp8") if "_scaled_mm_" in r["name"]]
+    rates = [r["of_copy"] for r in mine]
+    top = max(mine, key=lambda r: r["ms"])
+    return f"run at {min(rates) * 100:.0f}-{max(rates):.0%} of the copy's rate,\n  the costliest of them at {top['of_copy']:.0%}"
+
+
+CLAIMS += [Claim("run at 32-72% of the copy's rate,\n  the costliest of them at 66%", _fp8_quantising)]

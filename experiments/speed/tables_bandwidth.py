@@ -7,7 +7,8 @@ from experiments.figures import Fig, HERE, _records, markdown, pct, rate, ratio
 
 S = "speed/results/"
 SCREEN = S + "h200_inductor_screen_call1.jsonl"
-BANDWIDTH = S + "h200_bandwidth_call2.jsonl"
+BANDWIDTH = S + "h200_bandwidth_call3.jsonl"  # the bf16 layer, then the FP8 one, in one call
+REPEAT = S + "h200_bandwidth_call2.jsonl"  # the bf16 layer alone, an earlier call
 # LoRA's two GEMMs that exist only to make or read a [tokens, out] product of B: y_lora = xa B^T in the forward and
 # g = dY B in the backward; B taken into the base GEMM (over [x, xa] and [W, s B]) would make neither
 B_ONLY = ("y_lora = xa B^T", "g = dY B")
@@ -41,38 +42,49 @@ def _kernel_ms(f: Fig, prefix: str) -> float:
     return found[0]
 
 
-def bandwidth_rows(section: str) -> list[dict]:
-    return [r for r in _records(BANDWIDTH) if r.get("section") == section]
+def bandwidth_rows(section: str, precision: str = "bf16", path: str = BANDWIDTH) -> list[dict]:
+    """One section's rows of a bandwidth call, for the layer in `precision` (call 2 ran bf16 alone, unlabelled)."""
+    return [r for r in _records(path) if r.get("section") == section and r.get("precision", "bf16") == precision]
 
 
-def copy_gb_per_s() -> float:
-    return bandwidth_rows("copy")[0]["gb_per_s"]
+def copy_gb_per_s(path: str = BANDWIDTH) -> float:
+    return bandwidth_rows("copy", path=path)[0]["gb_per_s"]
 
 
-def headroom(rows: list[dict]) -> tuple[float, float, float]:
-    """(ms the kernels took alone, GB they move, ms they would take at the card's copy bandwidth)."""
+def headroom(rows: list[dict], path: str = BANDWIDTH) -> tuple[float, float, float]:
+    """(ms the kernels took alone, GB they move, ms they would take at the card's copy bandwidth in their call)."""
     ms, gb = sum(r["ms"] for r in rows), sum(r["gb"] for r in rows)
-    return ms, gb, gb / copy_gb_per_s() * 1e3
+    return ms, gb, gb / copy_gb_per_s(path) * 1e3
+
+
+def given_back(precision: str) -> float:
+    """ms of one layer's step (8,192 tokens) that its memory-bound kernels could give back at most: inductor's
+    kernels and LoRA's GEMMs at the card's copy bandwidth, and B's two products gone entirely. LoRA's GEMMs are
+    bf16 under either precision and timed once, with the bf16 layer."""
+    lora = bandwidth_rows("lora")
+    above = sum(ms - at_copy for ms, _, at_copy in (headroom(bandwidth_rows("inductor", precision)), headroom(lora)))
+    return above + headroom([r for r in lora if r["op"] in B_ONLY])[2]
 
 
 def speed_layer_bandwidth() -> str:
     lora = bandwidth_rows("lora")
-    groups = [("inductor's Triton kernels: the norms, RoPE, the activation, the residual adds, LoRA's sums",
-               bandwidth_rows("inductor"), "its count of each kernel's reads and writes"),
-              ("LoRA's rank-16 GEMMs, six per linear", lora, "the least each must read and write"),
-              ("of them, the two that exist for B's [tokens, out] product: y_lora = xa B^T, g = dY B",
-               [r for r in lora if r["op"] in B_ONLY], "the least each must read and write")]
+    groups = [("bf16", "inductor's Triton kernels: the norms, RoPE, the activation, the residual adds, LoRA's sums",
+               bandwidth_rows("inductor"), "its count of each kernel's reads and writes", BANDWIDTH),
+              ("bf16", "the same, call 2 (a repeat)", bandwidth_rows("inductor", path=REPEAT), "the same", REPEAT),
+              ("bf16 (FP8's too)", "LoRA's rank-16 GEMMs, six per linear", lora, "the least each must read and write",
+               BANDWIDTH),
+              ("bf16", "the same, call 2 (a repeat)", bandwidth_rows("lora", path=REPEAT), "the same", REPEAT),
+              ("bf16 (FP8's too)", "of them, the two that exist for B's [tokens, out] product: y_lora = xa B^T, g = dY B",
+               [r for r in lora if r["op"] in B_ONLY], "the least each must read and write", BANDWIDTH),
+              ("FP8 + fused", "inductor's Triton kernels: the same, with FP8's quantisation of each GEMM's operands",
+               bandwidth_rows("inductor", "fp8"), "its count", BANDWIDTH)]
     rows = []
-    for what, mine, counted in groups:
-        ms, gb, at_copy = headroom(mine)
-        rows.append([what, str(len(mine)), f"{ms:.3f}", f"{gb:.2f} ({counted})", f"{at_copy:.3f}",
+    for layer, what, mine, counted, path in groups:
+        ms, gb, at_copy = headroom(mine, path)
+        rows.append([layer, what, str(len(mine)), f"{ms:.3f}", f"{gb:.2f} ({counted})", f"{at_copy:.3f}",
                      f"{ms - at_copy:.3f}"])
-    return markdown(["kernels of one layer's step (forward + backward, 8,192 tokens)", "calls", "ms, each alone",
-                     "GB moved", "ms at the card's copy bandwidth", "ms above it"], rows)
-
-
-def layer_step_ms() -> float:
-    return bandwidth_rows("layer")[0]["ms"]
+    return markdown(["layer", "kernels of one layer's step (forward + backward, 8,192 tokens; call 3 unless said)",
+                     "calls", "ms, each alone", "GB moved", "ms at the card's copy bandwidth", "ms above it"], rows)
 
 
 TABLES = {"speed/inductor_options": (HERE / "speed/README.md", speed_inductor_options),

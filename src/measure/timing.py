@@ -232,9 +232,18 @@ KERNEL_KINDS = (("attention", ("flash", "fmha", "attn", "sdpa")),
                 ("copy", ("memcpy", "memset", "copy", "cat")))
 
 
+# Inductor's own kernels, by the prefix it names them with, before any name search: its fused pointwise and
+# reduction kernels list the ops they fused, and one fused around FP8's quantisation (`..._scaled_mm_...amax...`) or
+# flash attention's backward (`..._flash_attention_backward_add_transpose...`) is still an elementwise kernel, not a
+# GEMM or attention (on an H200 about a fifth of an FP8 layer's "GEMM" time was such kernels: benchmarks/layer_bandwidth.py).
+# triton_tem_ kernels are its matmul templates.
+INDUCTOR_KINDS = (("triton_tem_", "gemm"), ("triton_", "elementwise"))
+
+
 def kernel_kind(name: str) -> str:
     low = name.lower()
-    return next((kind for kind, keys in KERNEL_KINDS if any(k in low for k in keys)), "other")
+    inductor = next((kind for prefix, kind in INDUCTOR_KINDS if low.startswith(prefix)), None)
+    return inductor or next((kind for kind, keys in KERNEL_KINDS if any(k in low for k in keys)), "other")
 
 
 # Which implementation an attention kernel belongs to, from its name (first match wins: cuDNN's names carry "flash"
