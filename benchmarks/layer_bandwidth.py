@@ -15,6 +15,7 @@ One decoder layer at Qwen3-4B's width, LoRA r16 on every linear (peft, bf16 adap
 
     python -m benchmarks.layer_bandwidth                 # ~1 minute on an H200, compiles included
     python -m benchmarks.layer_bandwidth --fp8           # the same layer under experiment=fastest's FP8 + fused LoRA
+    python -m benchmarks.layer_bandwidth --fp8 --inductor coordinate_descent_tuning=true   # under inductor's options
 
 Prints a table per section; with OUT set, also one JSON line per row to $OUT/layer_bandwidth.jsonl
 (experiments/speed/tables_bandwidth.py reads it).
@@ -123,10 +124,10 @@ def build_layer(tokens: int, fp8: bool = False):
     return layer, step
 
 
-def layer_kernels(sink: Sink, layer, step, reps: int) -> dict:
+def layer_kernels(sink: Sink, layer, step, reps: int, options: dict) -> dict:
     from src.measure.timing import BusyProfiler
 
-    layer.compile()  # as compile_regions does: inductor, default mode
+    layer.compile(options=options or None)  # as compile_regions does: inductor, default mode
     ms = cuda_ms(step, reps)
     prof = BusyProfiler()
     prof.start()
@@ -141,12 +142,12 @@ def layer_kernels(sink: Sink, layer, step, reps: int) -> dict:
     return sink.write(section="layer", ms=ms, busy=prof.fraction, kinds_ms=kinds_ms, top=prof.top)
 
 
-def inductor_kernels(sink: Sink, layer, step, copy_gbps: float) -> list[dict]:
+def inductor_kernels(sink: Sink, layer, step, copy_gbps: float, options: dict) -> list[dict]:
     """Each Triton kernel of the compiled layer: inductor's benchmark of it alone, its bytes, its GB/s."""
     from torch._inductor.runtime import triton_heuristics
 
     torch._dynamo.reset()
-    layer.compile(options={"profile_bandwidth": True})
+    layer.compile(options={**options, "profile_bandwidth": True})
     step()  # compiles; each kernel is benchmarked at its first call, with the step's own arguments
     triton_heuristics.collected_calls.clear()
     step()  # every kernel call of one step, from the cache the first step filled
@@ -194,6 +195,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--inductor", nargs="*", default=[], metavar="OPTION=VALUE",
+                    help="torch._inductor.config options for both compiles, as trainer.inductor takes them")
     ap.add_argument("--fp8", action="store_true", help="the base's linears in FP8 with the fused LoRA linear "
                     "(experiment=fastest's layer); LoRA's GEMMs, bf16 either way, are then not timed again")
     args = ap.parse_args(argv)
@@ -202,13 +205,15 @@ def main(argv=None) -> None:
     import peft
     import transformers
 
-    sink = Sink(precision="fp8" if args.fp8 else "bf16")
+    options = {key: json.loads(value) for key, _, value in (o.partition("=") for o in args.inductor)}  # true -> True
+    sink = Sink(precision="fp8" if args.fp8 else "bf16", **({"inductor": options} if options else {}))
     print(sink.write(section="meta", device=torch.cuda.get_device_name(), torch=torch.__version__,
                      transformers=transformers.__version__, peft=peft.__version__, tokens=args.tokens, rank=RANK,
                      fp8=args.fp8))
     copy_gbps = copy_bandwidth(sink, args.reps)
     layer, step = build_layer(args.tokens, args.fp8)
-    sections = ((layer_kernels, (sink, layer, step, args.reps)), (inductor_kernels, (sink, layer, step, copy_gbps)),
+    sections = ((layer_kernels, (sink, layer, step, args.reps, options)),
+                (inductor_kernels, (sink, layer, step, copy_gbps, options)),
                 *(() if args.fp8 else ((lora_gemms, (sink, args.tokens, args.reps, copy_gbps)),)))
     for section, section_args in sections:  # one section failing leaves the others' rows
         try:

@@ -44,6 +44,7 @@
 #   bash experiments/speed/gpu.sh autotune_full  # issue 53 G2: inductor's autotuned GEMMs on the bf16 reference, full depth; anchor
 #   bash experiments/speed/gpu.sh inductor_screen  # issue 53 G2: inductor's fusion options (trainer.inductor), 4 layers
 #   bash experiments/speed/gpu.sh bandwidth  # issue 53 G2: one compiled layer's kernels beside the bytes they move
+#   bash experiments/speed/gpu.sh inductor_fp8  # issue 53 G1: coordinate descent tuning on FP8 + fused (layer, 4 layers)
 #   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
@@ -557,6 +558,18 @@ if [ "$what" = bandwidth ]; then  # issue 53 G2: one compiled decoder layer's ke
   caches bandwidth
   timeout 300 python3 -m benchmarks.layer_bandwidth 2>&1 | tee "$OUT/layer_bandwidth.txt"
   timeout 200 python3 -m benchmarks.layer_bandwidth --fp8 2>&1 | tee "$OUT/layer_bandwidth_fp8.txt"
+fi
+if [ "$what" = inductor_fp8 ]; then  # issue 53 G1: coordinate descent tuning on FP8 + fused, whose quantising kernels run
+  # furthest from the copy bandwidth (bandwidth call 3): the layer's kernels with it, then the runner on 4 layers
+  caches inductor_fp8
+  timeout 200 python3 -m benchmarks.layer_bandwidth --fp8 --inductor coordinate_descent_tuning=true 2>&1 | tee "$OUT/layer_bandwidth_fp8_coord.txt"
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false experiment=fastest"
+  A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=10 measure.profile_steps=3"
+  RUN_TIMEOUT=150
+  for again in "" _again; do
+    run f_ref$again $A
+    run f_coord$again $A trainer.inductor.coordinate_descent_tuning=true
+  done
 fi
 if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build under cProfile, 3 steps
   export TRAINSWEEP_CACHE=/tmp/c_p TORCHINDUCTOR_CACHE_DIR=/tmp/c_p/inductor TRITON_CACHE_DIR=/tmp/c_p/triton
