@@ -9,6 +9,8 @@ S = "speed/results/"
 SCREEN = S + "h200_inductor_screen_call1.jsonl"
 BANDWIDTH = S + "h200_bandwidth_call3.jsonl"  # the bf16 layer, then the FP8 one, in one call
 REPEAT = S + "h200_bandwidth_call2.jsonl"  # the bf16 layer alone, an earlier call
+SCREEN_FP8 = S + "h200_inductor_fp8_call1.jsonl"  # experiment=fastest on 4 layers, with and without coordinate descent
+COORD_FP8 = S + "h200_inductor_fp8_call1_layer.jsonl"  # the FP8 layer under coordinate descent, the same call
 # LoRA's two GEMMs that exist only to make or read a [tokens, out] product of B: y_lora = xa B^T in the forward and
 # g = dY B in the backward; B taken into the base GEMM (over [x, xa] and [W, s B]) would make neither
 B_ONLY = ("y_lora = xa B^T", "g = dY B")
@@ -42,13 +44,33 @@ def _kernel_ms(f: Fig, prefix: str) -> float:
     return found[0]
 
 
+def speed_inductor_fp8() -> str:
+    rows = []
+    for what, label, ref in [("`experiment=fastest`", "f_ref", None),
+                             ("the same, `coordinate_descent_tuning`", "f_coord", "f_ref"),
+                             ("`experiment=fastest` again", "f_ref_again", None),
+                             ("`coordinate_descent_tuning` again", "f_coord_again", "f_ref_again")]:
+        f = Fig(SCREEN_FP8, label)
+        tokens = f.get("resolved.budget")["tokens"]
+        same = ref and Fig(SCREEN_FP8, ref).get("resolved.budget")["tokens"] == tokens
+        rows.append([what, f"{tokens:,}", rate(f), ratio(f, Fig(SCREEN_FP8, ref)) if same else
+                     ("" if not ref else "another budget: not compared"), pct(f.get("flops.mfu")),
+                     f"{_kernel_ms(f, FP8_SILU_BACKWARD):.3f}", f"{f.get('compile.to_first_step_s'):.0f} s"])
+    return markdown(["run (4 layers of Qwen3-4B's width)", "budget auto chose (tokens)", "real tok/s (95%)",
+                     "x the run before it", "MFU", "SiLU backward with FP8's quantisation, ms a step", "to first step"], rows)
+
+
+FP8_SILU_BACKWARD = "triton_red_fused__scaled_mm__to_copy_abs_add_amax_clamp_mul_reciprocal_silu_silu_backward"
+
+
 def bandwidth_rows(section: str, precision: str = "bf16", path: str = BANDWIDTH) -> list[dict]:
     """One section's rows of a bandwidth call, for the layer in `precision` (call 2 ran bf16 alone, unlabelled)."""
     return [r for r in _records(path) if r.get("section") == section and r.get("precision", "bf16") == precision]
 
 
 def copy_gb_per_s(path: str = BANDWIDTH) -> float:
-    return bandwidth_rows("copy", path=path)[0]["gb_per_s"]
+    """The card's copy bandwidth as the call's first run measured it (each run of a call measures it again)."""
+    return next(r for r in _records(path) if r.get("section") == "copy")["gb_per_s"]
 
 
 def headroom(rows: list[dict], path: str = BANDWIDTH) -> tuple[float, float, float]:
@@ -77,7 +99,9 @@ def speed_layer_bandwidth() -> str:
               ("bf16 (FP8's too)", "of them, the two that exist for B's [tokens, out] product: y_lora = xa B^T, g = dY B",
                [r for r in lora if r["op"] in B_ONLY], "the least each must read and write", BANDWIDTH),
               ("FP8 + fused", "inductor's Triton kernels: the same, with FP8's quantisation of each GEMM's operands",
-               bandwidth_rows("inductor", "fp8"), "its count", BANDWIDTH)]
+               bandwidth_rows("inductor", "fp8"), "its count", BANDWIDTH),
+              ("FP8 + fused", "the same under `coordinate_descent_tuning` (the inductor-fp8 call)",
+               bandwidth_rows("inductor", "fp8", COORD_FP8), "its count", COORD_FP8)]
     rows = []
     for layer, what, mine, counted, path in groups:
         ms, gb, at_copy = headroom(mine, path)
@@ -88,4 +112,5 @@ def speed_layer_bandwidth() -> str:
 
 
 TABLES = {"speed/inductor_options": (HERE / "speed/README.md", speed_inductor_options),
+          "speed/inductor_fp8": (HERE / "speed/README.md", speed_inductor_fp8),
           "speed/layer_bandwidth": (HERE / "speed/README.md", speed_layer_bandwidth)}
