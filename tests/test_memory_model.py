@@ -119,11 +119,25 @@ def test_predict_adds_weights_state_and_activations():
     assert "bound" not in pred  # an estimate, not a bound, where the copies run as the model does
 
 
-def test_whole_model_compile_is_predicted_as_an_upper_bound():
-    """The copies run eager; a whole-model graph can fuse the loss and keep less (16% under on an H100)."""
-    cfg, res, conf, batch = _setup("trainer.torch_compile=true", "trainer.compile_scope=model")
-    pred = memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)
-    assert pred["bound"] == "upper"
+def test_whole_model_compile_is_traced_on_copies_compiled_by_layer(monkeypatch):
+    """Under compile_scope=model the copies compile each decoder layer, as a regional run does (a whole-model
+    compile keeps per layer what a regional one keeps), without CUDA graphs; their head and loss stay eager, so a
+    causal LM's prediction is an upper bound (its whole-model graph can fuse the loss), a classifier's is not."""
+    from src.model import speed
+
+    modes = []
+    real = speed.compile_regions
+    monkeypatch.setattr(speed, "compile_regions", lambda model, tr: modes.append(tr.compile_mode) or real(model, tr))
+    graphs = ("trainer.torch_compile=true", "trainer.compile_scope=model", "trainer.compile_mode=reduce-overhead",
+              "trainer.compile_backend=eager", "padding=packed", "batch.tokens=512")
+    for task, bound in (("classification", None), ("causal_lm", "upper")):
+        cfg, res, conf, batch = _setup(f"task={task}", *graphs)
+        pred = memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)
+        assert pred.get("bound") == bound and pred["parts"]["activations"] > 0
+    assert modes and set(modes) == {None}  # every copy, the warm-up's included, compiled by layer, no graphs
+    eager = _setup("padding=packed", "batch.tokens=512")
+    assert not any(layer.__dict__.get("_compiled_call_impl") for layer in speed.decoder_layers(
+        memory_model.build_copy(*eager[:3], layers=1)))  # an uncompiled run's copies stay eager
 
 
 def test_checkpointing_every_second_layer_predicts_between_none_and_all():

@@ -46,6 +46,7 @@
 #   bash experiments/speed/gpu.sh bandwidth  # issue 53 G2: one compiled layer's kernels beside the bytes they move
 #   bash experiments/speed/gpu.sh inductor_fp8  # issue 53 G1: coordinate descent tuning on FP8 + fused (layer, 4 layers)
 #   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
+#   bash experiments/speed/gpu.sh graphs_memory2 # issue 53 G4: the same with the copies compiled by layer; full depth
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -522,6 +523,20 @@ if [ "$what" = graphs_memory ]; then  # issue 53 G4: the memory model's predicti
   run graphs_mem_l8 $A model.arch.num_hidden_layers=8
   if [ $SECONDS -lt ${BUDGET_S:-200} ]; then RUN_TIMEOUT=120 run graphs_mem_l4 $A model.arch.num_hidden_layers=4
   else echo "4 layers skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
+fi
+if [ "$what" = graphs_memory2 ]; then  # issue 53 G4, call 2: the memory model on whole-model CUDA graphs with its
+  # copies compiled by layer (as a regional run's), against the run's peak: 4 and 8 layers, the same 8 layers
+  # compiled by layer (the peak the copies stand for), then full depth with what is left of the call. No anchor
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
+  A="trainer.max_steps=20 measure.warmup_steps=5 measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=150
+  rm -rf /tmp/c_graphs_mem2; caches graphs_mem2
+  run graphs_mem2_l4 $A model.arch.num_hidden_layers=4
+  run regional_mem2_l8 $A model.arch.num_hidden_layers=8 trainer.compile_scope=regional trainer.compile_mode=null
+  run graphs_mem2_l8 $A model.arch.num_hidden_layers=8
+  left=$(( ${BUDGET_S:-560} - SECONDS ))
+  if [ "$left" -ge 200 ]; then RUN_TIMEOUT=$left run graphs_mem2_full $A
+  else echo "full depth skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm
   # (exported PYTHONPYCACHEPREFIX with writing off, as call 5: no bytecode cached)
