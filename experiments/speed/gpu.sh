@@ -47,6 +47,7 @@
 #   bash experiments/speed/gpu.sh inductor_fp8  # issue 53 G1: coordinate descent tuning on FP8 + fused (layer, 4 layers)
 #   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
 #   bash experiments/speed/gpu.sh graphs_memory2 # issue 53 G4: the same with the copies compiled by layer; full depth
+#   bash experiments/speed/gpu.sh graphs_memory3 # issue 53 G4: call 2's rule at 8k packs, bf16 and FP8, 4 layers
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -537,6 +538,17 @@ if [ "$what" = graphs_memory2 ]; then  # issue 53 G4, call 2: the memory model o
   left=$(( ${BUDGET_S:-560} - SECONDS ))
   if [ "$left" -ge 200 ]; then RUN_TIMEOUT=$left run graphs_mem2_full $A
   else echo "full depth skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
+fi
+if [ "$what" = graphs_memory3 ]; then  # issue 53 G4, call 3: the rule of call 2 (copies by layer, the workspace
+  # twice under graphs) at shapes it was not read off: 8k packs, bf16 and FP8 + fused, 4 layers. No anchor
+  COMMON="model=qwen3 model.arch.num_hidden_layers=4 logger=none trainer.save_final=false batch.tokens=8192"
+  A="trainer.max_steps=20 measure.warmup_steps=5 measure.profile_steps=0 diagnostics.enabled=false"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead"
+  RUN_TIMEOUT=120
+  rm -rf /tmp/c_graphs_mem3; caches graphs_mem3
+  run graphs_mem3_8k_l4 $A experiment=small_batch_fastest
+  if [ $SECONDS -lt ${BUDGET_S:-200} ]; then run graphs_mem3_fp8_8k_l4 $A experiment=fastest $G
+  else echo "FP8 skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CUDA graphs at full depth, cold then warm
   # (exported PYTHONPYCACHEPREFIX with writing off, as call 5: no bytecode cached)
