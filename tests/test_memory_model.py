@@ -140,20 +140,6 @@ def test_whole_model_compile_is_traced_on_copies_compiled_by_layer(monkeypatch):
         memory_model.build_copy(*eager[:3], layers=1)))  # an uncompiled run's copies stay eager
 
 
-def test_cuda_graphs_count_the_first_steps_workspace_twice(monkeypatch):
-    """A graph's capture stream gets cuBLAS workspaces of its own: the prediction adds the first step's once more."""
-    monkeypatch.setattr(memory_model.memory_cache, "remembered", lambda key, trace: (trace(), None))
-    monkeypatch.setattr(memory_model, "trace_activations",
-                        lambda *a: {"per_layer": 1e6, "outside": 1e6, "layers": 2, "workspace": 2**26})
-    workspace = {}
-    for name, extra in (("eager", ()), ("regional", ("trainer.torch_compile=true",)),
-                        ("graphs", ("trainer.torch_compile=true", "trainer.compile_scope=model",
-                                    "trainer.compile_mode=reduce-overhead", "padding=packed", "batch.tokens=512"))):
-        cfg, res, conf, batch = _setup(*extra)
-        workspace[name] = memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)["parts"]["workspace"]
-    assert workspace == {"eager": 1 / 16, "regional": 1 / 16, "graphs": 2 / 16}  # GB: 64 MiB once, then twice
-
-
 def test_checkpointing_every_second_layer_predicts_between_none_and_all():
     def predicted(*overrides):
         cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=4", *overrides)

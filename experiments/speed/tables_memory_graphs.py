@@ -1,25 +1,37 @@
-"""Issue 53 G4 on whole-model CUDA graphs (`experiment=small_batch_fastest`: 2k packs, fused LoRA): the memory
-model's prediction against the run's peak. Call 1 on an H200 (gpu.sh graphs_memory, commit 08ff699) traced copies
-compiled whole, as the run is, since reverted; the H100 rows are the eager copies' (the planned path today)."""
+"""Issue 53 G4 on whole-model CUDA graphs (`experiment=small_batch_fastest`: 2k packs, fused LoRA, unless a row
+says otherwise): the memory model's prediction against the run's peak. The H100 rows are eager copies' (the path
+until calls 2-3); call 1 on an H200 (gpu.sh graphs_memory, commit 08ff699) traced copies compiled whole, since
+reverted; calls 2 and 3 (gpu.sh graphs_memory2, graphs_memory3) trace copies compiled by layer, today's path, and
+call 2 runs the same 8 layers compiled by layer too, the peak those copies stand for."""
 from __future__ import annotations
 
 from experiments.figures import HERE, Fig, markdown, pct
 
 S = "speed/results/"
-ROWS = [("H200", "h200_graphs_memory_call1", "graphs_mem_l4", "compiled whole (reverted)"),
-        ("H200", "h200_graphs_memory_call1", "graphs_mem_l8", "compiled whole (reverted)"),
-        ("H100", "h100_graphs_4layer_call", "g2k_model_graphs_fused", "eager (today)"),
-        ("H100", "h100_graphs_full_call", "f2k_model_graphs_fused", "eager (today)")]
+ROWS = [("H100", "h100_graphs_4layer_call", "g2k_model_graphs_fused", "eager (until calls 2-3)", "graphs"),
+        ("H100", "h100_graphs_full_call", "f2k_model_graphs_fused", "eager (until calls 2-3)", "graphs"),
+        ("H200", "h200_graphs_memory_call1", "graphs_mem_l4", "compiled whole (reverted)", "graphs"),
+        ("H200", "h200_graphs_memory_call1", "graphs_mem_l8", "compiled whole (reverted)", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "graphs_mem2_l4", "compiled by layer (today)", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "graphs_mem2_l8", "compiled by layer (today)", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "graphs_mem2_full", "compiled by layer (today)", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "regional_mem2_l8", "compiled by layer", "regional compile, no graphs"),
+        ("H200", "h200_graphs_memory_call3", "graphs_mem3_8k_l4", "compiled by layer (today)", "graphs, 8k packs"),
+        ("H200", "h200_graphs_memory_call3", "graphs_mem3_fp8_8k_l4", "compiled by layer (today)",
+         "graphs, 8k packs, FP8 + fused")]
 
 
 def speed_memory_graphs() -> str:
     rows = []
-    for card, name, label, copies in ROWS:
+    for card, name, label, copies, run in ROWS:
         f = Fig(S + name + ".jsonl", label)
         peak, pred = f.get("memory_gb.peak_allocated"), f.get("memory_predicted_gb.peak_allocated")
-        rows.append([card, str(f.get("config.model.arch.num_hidden_layers")), copies, f"{peak:.2f}", f"{pred:.2f}",
-                     pct(pred / peak - 1)])
-    return markdown(["card", "layers", "the memory model's copies", "measured peak GB", "predicted GB", "error"], rows)
+        short = (peak - pred) * 2**30 / f.get("config.batch.tokens") / 1e3
+        rows.append([card, name.removeprefix("h200_").removeprefix("h100_").replace("_", " "), run,
+                     str(f.get("config.model.arch.num_hidden_layers")), copies, f"{peak:.2f}", f"{pred:.2f}",
+                     pct(pred / peak - 1), f"{short:.1f}" if pred < peak else ""])
+    return markdown(["card", "call", "run", "layers", "the memory model's copies", "measured peak GB", "predicted GB",
+                     "error", "short by, KB a token"], rows)
 
 
 TABLES = {"speed/memory_graphs": (HERE / "speed/README.md", speed_memory_graphs)}

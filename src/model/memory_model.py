@@ -29,7 +29,6 @@ import os
 
 import torch
 
-from ..config.training import uses_cuda_graphs
 from . import memory_cache
 
 log = logging.getLogger(__name__)
@@ -195,10 +194,11 @@ def build_copy(cfg, res, conf, layers: int):
     if tr.torch_compile and tr.compile_scope == "regional":
         speed.compile_regions(model, tr)
     elif tr.torch_compile and speed.decoder_layers(model):
-        # compile_scope=model: a whole-model compile keeps per layer what a regional one keeps (its partitioner
-        # saves the same tensors; experiments/speed, the memory model on whole-model graphs), where eager copies
-        # keep 9-18% more and copies compiled whole, CUDA graphs and all, more still. So these compile by layer,
-        # without CUDA graphs (a layer's graph can't be replayed per layer)
+        # compile_scope=model: a whole-model compile keeps about what a regional one keeps per layer (an H200's
+        # whole-model CUDA graphs at 2k packs peaked 0.35-2.1% over these copies' prediction at 36-4 layers, where
+        # eager copies read 9-18% over and copies compiled whole more still; experiments/speed, the memory model
+        # on whole-model graphs). So these compile by layer, without CUDA graphs (a layer's graph can't be
+        # replayed per layer). At 8k packs the graphs held a little more per token outside the layers, not traced
         by_layer = copy.deepcopy(tr)
         by_layer.compile_mode = None
         speed.compile_regions(model, by_layer)
@@ -363,11 +363,7 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
                                                lambda: trace_activations(full, res, conf, batch))
         activations += (full_acts["per_layer"] - acts["per_layer"]) * kept_full
     largest = largest_gradient(model) / (res.world_size if res.distributed == "fsdp" else 1)
-    # Under CUDA graphs an H200's peak sat a constant 55 MB over the by-layer copies' prediction at 4, 8 and 36
-    # layers (experiments/speed): likely cuBLAS's workspaces again, as a graph is captured on a stream of its own
-    # and cuBLAS keeps one per stream. The first step's workspace is counted twice (64 MiB on that card)
-    workspace = acts["workspace"] * (2 if uses_cuda_graphs(cfg.trainer) else 1)
-    gb = peak_parts(fixed, activations, workspace, cfg.batch.grad_accum, largest)
+    gb = peak_parts(fixed, activations, acts["workspace"], cfg.batch.grad_accum, largest)
     capacity = capacity_gb(cfg, res.device)
     warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     if warning:
