@@ -50,6 +50,18 @@ def test_the_report_names_the_attention_kernels_that_ran(tmp_path):
     assert set(padded["attention_kernels"]) <= {"cuDNN", "flash", "memory-efficient"}
 
 
+def test_the_report_names_the_costliest_kernels_and_inductors_count_as_elementwise(tmp_path):
+    """top_kernels: the profiled step's costliest kernels by name; a compiled layer's own Triton kernels count as
+    elementwise whatever ops their names list (inductor names a kernel fused around attention's backward after it)."""
+    rep = run(compose("padding=packed", "batch.tokens=2048", "trainer.torch_compile=true", *GPU_QUICK), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    top = rep["top_kernels"]
+    assert 0 < len(top) <= 15 and [k["ms"] for k in top] == sorted((k["ms"] for k in top), reverse=True)
+    inductor = [k for k in top if k["name"].startswith("triton_") and not k["name"].startswith("triton_tem_")]
+    assert inductor and {k["kind"] for k in inductor} == {"elementwise"}
+    assert sum(k["ms"] for k in top) <= rep["step_time_s"]["mean"] * 1e3 * 1.05  # per step, not per profile
+
+
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
 def test_qlora_quantises_random_weights_on_the_gpu_in_seconds(tmp_path):
     import bitsandbytes as bnb
