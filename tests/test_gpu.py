@@ -58,7 +58,7 @@ def test_the_report_names_the_costliest_kernels_and_inductors_count_as_elementwi
     top = rep["top_kernels"]
     assert 0 < len(top) <= 15 and [k["ms"] for k in top] == sorted((k["ms"] for k in top), reverse=True)
     inductor = [k for k in top if k["name"].startswith("triton_") and not k["name"].startswith("triton_tem_")]
-    assert inductor and {k["kind"] for k in inductor} == {"elementwise"}
+    assert all(k["kind"] == "elementwise" for k in inductor) and any(k["kind"] == "gemm" for k in top)
     assert sum(k["ms"] for k in top) <= rep["step_time_s"]["mean"] * 1e3 * 1.05  # per step, not per profile
 
 
