@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from src.machine import ceiling
-from src.measure.timing import attention_family, kernel_kind, kernel_shares, top_kernels
+from src.measure.kernels import attention_family, kernel_kind, kernel_shares, top_kernels
 from src.model import build as models
 from src.model import flops
 from tests.conftest import compose
