@@ -40,6 +40,12 @@ def on_interrupt(signum, frame) -> None:
 
 def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[str] = (), group: str | None = None) -> dict:
     """Train and measure one config; returns what report.json holds."""
+    with contextlib.ExitStack() as this_run_only:  # process-wide settings this run changes, given back however it ends
+        return _run(cfg, out_dir, callbacks, overrides, group, this_run_only)
+
+
+def _run(cfg: DictConfig, out_dir: Path, callbacks: tuple, overrides: list[str], group: str | None,
+         this_run_only: contextlib.ExitStack) -> dict:
     from .report import document
     from .report import files as report_files
 
@@ -60,7 +66,6 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
     rep = document.Report(overrides=list(overrides), config=OmegaConf.to_container(cfg, resolve=True),
                           config_hash=report_files.config_hash(cfg))
     logs = None
-    this_run_only = contextlib.ExitStack()  # process-wide settings this run changes, given back when it ends
     try:
         if (fingerprint := report_files.data_fingerprint(cfg)) is not None:  # data=files: what the rows were
             rep.data_fingerprint = fingerprint
@@ -182,7 +187,6 @@ def run(cfg: DictConfig, out_dir: Path, callbacks: tuple = (), overrides: list[s
             shutil.rmtree(out_dir / "final", ignore_errors=True)
         elif cfg.trainer.save_final:
             keep_result(cfg, rep, trainer, prep.tokenizer, out_dir)
-    this_run_only.close()
     rep.timing_s = rep.get("timing_s") or {}
     rep.timing_s["total"] = time.perf_counter() - t_start
     if logs is not None:

@@ -155,3 +155,29 @@ def test_trainer_inductor_options_hold_for_the_run_and_no_longer(tmp_path, monke
                       "trainer.inductor.max_fusion_size=32"), tmp_path, callbacks=(Peek(),))
     assert rep["status"] == "ok" and set(seen) == {(True, 32)} and len(seen) == 4
     assert (inductor_config.coordinate_descent_tuning, inductor_config.max_fusion_size) == before == (False, 64)
+
+
+def test_code_compiled_under_a_runs_inductor_options_is_not_reused_after_it():
+    """dynamo keeps compiled code across a process's runs without checking inductor's options: the options' context
+    clears its caches as they take hold and as they go, also when the run raises, so the next job compiles anew."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    from src.model import speed
+
+    def double(x):
+        return x * 2
+
+    compiled = torch.compile(double, backend="eager")
+    compiled(torch.ones(2))  # compiled before the run: cleared as the options take hold
+    tr = compose("trainer.torch_compile=true", "trainer.inductor.max_fusion_size=32").trainer
+    with pytest.raises(RuntimeError, match="the run failed"):
+        with speed.inductor_options(tr):
+            assert not _debug_get_cache_entry_list(double.__code__)
+            compiled(torch.ones(2))
+            assert len(_debug_get_cache_entry_list(double.__code__)) == 1
+            raise RuntimeError("the run failed")
+    assert not _debug_get_cache_entry_list(double.__code__)
+    with speed.inductor_options(compose("trainer.torch_compile=true").trainer):  # no options: dynamo left alone
+        compiled(torch.ones(2))
+    assert len(_debug_get_cache_entry_list(double.__code__)) == 1
+    torch._dynamo.reset()

@@ -309,14 +309,22 @@ GROUP_CHECKS = {
         (["trainer.save_steps=-1"], False, "trainer.save_steps=-1: must be >= 0"),
         (["trainer.eval_steps=5"], False, "trainer.eval_steps=5: needs an eval set"),
         (["trainer.inductor.coordinate_descent_tuning=true"], True,
-         "trainer.inductor={'coordinate_descent_tuning': True}: options of inductor's compiles: needs trainer.torch_compile=true"),
+         "trainer.inductor.coordinate_descent_tuning=True: an option of inductor's compiles: needs "
+         "trainer.torch_compile=true and trainer.compile_backend=inductor"),
+        (["trainer.torch_compile=true", "trainer.compile_backend=eager", "trainer.inductor.combo_kernels=true"], True,
+         "trainer.inductor.combo_kernels=True: an option of inductor's compiles: needs trainer.torch_compile=true and "
+         "trainer.compile_backend=inductor"),
+        (["trainer.torch_compile=true", "trainer.inductor.cpu_gpu_bw=fast"], True,
+         "trainer.inductor.cpu_gpu_bw=fast: must be a number, as its default (50.0)"),
+        (["trainer.torch_compile=true", "trainer.inductor.max_autotune_gemm_backends=1"], True,
+         "trainer.inductor.max_autotune_gemm_backends=1: must be a string, as its default ('ATEN,TRITON,CPP')"),
         (["trainer.torch_compile=true", "trainer.inductor.coordinate_descent_tunning=true"], True,
          "trainer.inductor.coordinate_descent_tunning=True: not a torch._inductor.config option; did you mean "
          "trainer.inductor.coordinate_descent_tuning?"),
         (["trainer.torch_compile=true", "trainer.inductor.combo_kernels=1"], True,
-         "trainer.inductor.combo_kernels=1: must be a bool like its default (False)"),
+         "trainer.inductor.combo_kernels=1: must be true or false, as its default (False)"),
         (["trainer.torch_compile=true", "trainer.inductor.max_fusion_size=yes"], True,
-         "trainer.inductor.max_fusion_size=yes: must be a int like its default (64)"),
+         "trainer.inductor.max_fusion_size=yes: must be an integer, as its default (64)"),
         (["trainer.torch_compile=true", "trainer.inductor.triton.no_such=true"], True,
          "trainer.inductor.triton.no_such=True: not a torch._inductor.config option")],
     "MeasureConfig": [
@@ -440,6 +448,21 @@ def test_a_bad_trainer_arg_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[0] == \
         "config error: trainer.args.adam_epsilonn=1e-06: not a TrainingArguments field; did you mean trainer.args.adam_epsilon?"
+
+
+def test_inductor_options_arrive_flat_a_mapping_valued_option_whole():
+    """The command line nests dotted keys; a section's options flatten to torch's dotted names, while an option
+    whose value is a mapping stays one value (flattened, it would be refused as no option, or dropped)."""
+    from src.config.training import flat_inductor_options
+
+    cfg = compose("trainer.torch_compile=true", "trainer.inductor.triton.cudagraph_trees=false",
+                  "trainer.inductor.post_grad_fusion_options.batch_linear_post_grad={}",
+                  "trainer.inductor.cpu_gpu_bw=75", "trainer.inductor.force_disable_caches=true")
+    assert flat_inductor_options(cfg.trainer) == {"triton.cudagraph_trees": False, "cpu_gpu_bw": 75,
+                                                  "post_grad_fusion_options": {"batch_linear_post_grad": {}},
+                                                  "force_disable_caches": True}
+    validate(cfg, cuda_available=True)  # every one a known option of the right type (an int for a float is fine)
+    assert flat_inductor_options(compose().trainer) == {}
 
 
 def test_any_positive_micro_batch_works_not_only_the_sizes_with_a_yaml():

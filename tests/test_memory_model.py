@@ -135,9 +135,10 @@ def test_whole_model_compile_is_traced_on_copies_compiled_by_layer(monkeypatch):
         pred = memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)
         assert pred.get("bound") == bound and pred["parts"]["activations"] > 0
     assert modes and set(modes) == {None}  # every copy, the warm-up's included, compiled by layer, no graphs
-    eager = _setup("padding=packed", "batch.tokens=512")
-    assert not any(layer.__dict__.get("_compiled_call_impl") for layer in speed.decoder_layers(
-        memory_model.build_copy(*eager[:3], layers=1)))  # an uncompiled run's copies stay eager
+    copy = memory_model.build_copy(*_setup(*graphs)[:3], layers=1)
+    assert all(layer._compiled_call_impl is not None for layer in speed.decoder_layers(copy))
+    ids = torch.tensor([[3, 4, 5]])
+    assert not copy.get_input_embeddings()(ids).requires_grad  # as the run's: no input gradient for the first layer
 
 
 def test_checkpointing_every_second_layer_predicts_between_none_and_all():

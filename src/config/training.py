@@ -170,36 +170,61 @@ class TrainerConfig:
 
 def inductor_options_check(tr: DictConfig) -> None:
     """trainer.inductor: each key one of torch._inductor.config's (dotted for its sections, e.g. triton.cudagraphs),
-    its value of that option's type, on a run inductor compiles. Imports torch, so only when the knob is set."""
+    its value of that option's type where the option has one, on a run inductor compiles. Imports torch, so only
+    when the knob is set."""
+    options = flat_inductor_options(tr)
     if not tr.torch_compile or tr.compile_backend != "inductor":
-        raise ConfigError("trainer.inductor", dict(tr.inductor), "options of inductor's compiles: needs trainer.torch_compile=true "
-                          "and trainer.compile_backend=inductor")
-    import torch._inductor.config as inductor_config
-
-    defaults = inductor_config.get_config_copy()
-    for key, value in inductor_options(tr).items():
+        key, value = next(iter(options.items()))
+        raise ConfigError(f"trainer.inductor.{key}", value, "an option of inductor's compiles: needs "
+                          "trainer.torch_compile=true and trainer.compile_backend=inductor")
+    defaults = inductor_defaults()
+    for key, value in options.items():
         if key not in defaults:
             import difflib
 
             near = difflib.get_close_matches(key, list(defaults), n=1)
             raise ConfigError(f"trainer.inductor.{key}", value, "not a torch._inductor.config option"
                               + (f"; did you mean trainer.inductor.{near[0]}?" if near else ""))
-        default = defaults[key]
-        if isinstance(default, bool) and not isinstance(value, bool) or \
-                isinstance(default, int) and not isinstance(default, bool) and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"trainer.inductor.{key}", value, f"must be a {type(default).__name__} like its default ({default!r})")
+        allowed = _INDUCTOR_TYPES.get(type(defaults[key]))
+        if allowed and not (isinstance(value, allowed[0]) and not (isinstance(value, bool) and bool not in allowed[0])):
+            raise ConfigError(f"trainer.inductor.{key}", value, f"must be {allowed[1]}, as its default ({defaults[key]!r})")
 
 
-def inductor_options(tr: DictConfig) -> dict:
-    """trainer.inductor as torch._inductor.config's flat keys: the command line's trainer.inductor.triton.x=1
-    arrives nested, as {"triton": {"x": 1}}."""
-    def flat(tree, prefix=""):
-        for key, value in tree.items():
-            if isinstance(value, (dict, DictConfig)):
+# an option's type, from its default: what values it takes and how the error names them (a default of another kind,
+# None or one torch computes at import, takes any value)
+_INDUCTOR_TYPES = {bool: ((bool,), "true or false"), int: ((int,), "an integer"), float: ((int, float), "a number"),
+                   str: ((str,), "a string"), list: ((list,), "a list"), dict: ((dict,), "a mapping")}
+
+
+def inductor_defaults() -> dict:
+    """Every torch._inductor.config option (get_config_copy leaves some out) with its default."""
+    import torch._inductor.config as inductor_config
+
+    entries = getattr(inductor_config, "_config", None)
+    if isinstance(entries, dict):
+        return {key: getattr(entry, "default", None) for key, entry in entries.items()}
+    return inductor_config.get_config_copy()
+
+
+def flat_inductor_options(tr: DictConfig) -> dict:
+    """trainer.inductor as torch._inductor.config's flat keys and plain values: the command line's
+    trainer.inductor.triton.x=1 arrives nested, as {"triton": {"x": 1}}, while an option whose value is a mapping
+    (post_grad_fusion_options={...}) stays one. Imports torch only when the knob is set."""
+    from omegaconf import OmegaConf
+
+    given = tr.get("inductor") or {}
+    if not given:
+        return {}
+    tree = OmegaConf.to_container(given, resolve=True) if OmegaConf.is_config(given) else dict(given)
+    options = inductor_defaults()
+
+    def flat(node, prefix=""):
+        for key, value in node.items():
+            if isinstance(value, dict) and f"{prefix}{key}" not in options:
                 yield from flat(value, f"{prefix}{key}.")
             else:
                 yield f"{prefix}{key}", value
-    return dict(flat(tr.get("inductor") or {}))
+    return dict(flat(tree))
 
 
 @dataclass

@@ -3,6 +3,8 @@ linear (both swap modules' math in place, before compile), regional compile of i
 Liger kernels that fit the task."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from ..config.errors import ConfigError
@@ -42,20 +44,26 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     return len(layers)
 
 
+@contextlib.contextmanager
 def inductor_options(tr):
-    """trainer.inductor's options patched into torch._inductor.config for one run, as a context: a sweep's jobs
-    share the process (Hydra's basic launcher), so the next job compiles with its own options. Inductor's cache
-    keys include them: a cached kernel is never one compiled under other options."""
-    import contextlib
+    """trainer.inductor's options patched into torch._inductor.config for one run. A sweep's jobs share the process
+    (Hydra's basic launcher), and dynamo keeps compiled code across it without checking inductor's options: its
+    caches are cleared as the options take hold and again as they go, so this run compiles under its options and
+    the next one under its own. Inductor's on-disk caches key on the options."""
+    from ..config.training import flat_inductor_options
 
-    from ..config.training import inductor_options as flat
-
-    options = flat(tr)
+    options = flat_inductor_options(tr)
     if not options:
-        return contextlib.nullcontext()
+        yield
+        return
     import torch._inductor.config as inductor_config
 
-    return inductor_config.patch(options)
+    torch._dynamo.reset()
+    try:
+        with inductor_config.patch(options):
+            yield
+    finally:
+        torch._dynamo.reset()
 
 
 def frozen_input(model: torch.nn.Module) -> bool:
