@@ -201,7 +201,8 @@ def build_copy(cfg, res, conf, layers: int):
         # replayed per layer). At 8k packs the graphs held a little more per token outside the layers, not traced
         by_layer = copy.deepcopy(tr)
         by_layer.compile_mode = None
-        by_layer.compile_one_graph = False  # the run's first layer gets no input gradient: nor does the copies'
+        # (compile_one_graph stays as configured: the copies' first layer then computes an input gradient the
+        # run's does not, a hidden state's worth at most, as calls 2-3 measured them)
         speed.compile_regions(model, by_layer)
     return model
 
