@@ -10,7 +10,9 @@ One decoder layer at Qwen3-4B's width, LoRA r16 on every linear (peft, bf16 adap
    (the runner's own kernel classes, src/measure/timing.py);
 3. inductor: each Triton kernel inductor generated, from a second compile in inductor's profile_bandwidth mode:
    its time alone (inductor's benchmark), the bytes inductor counts it reading and writing, its GB/s. That mode
-   benchmarks each kernel instead of running it, so its step computes nothing usable: it is only read for these;
+   benchmarks each kernel instead of running it, so its step computes nothing usable: it is only read for these.
+   On torch 2.11 (H200, calls 2-3) only the backward graph's kernels showed in inductor's record; why the
+   forward's did not is not traced (section 2's profile has them, by name and time);
 4. lora: LoRA's rank-r GEMMs of the layer at its shapes, each timed alone, beside the least bytes it must move.
 
     python -m benchmarks.layer_bandwidth                 # ~1 minute on an H200, compiles included
