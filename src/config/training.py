@@ -173,6 +173,8 @@ def inductor_options_check(tr: DictConfig) -> None:
     its value of that option's type where the option has one, on a run inductor compiles. Imports torch, so only
     when the knob is set."""
     options = flat_inductor_options(tr)
+    if not options:  # only empty sections ({triton: {}}): nothing to set
+        return
     if not tr.torch_compile or tr.compile_backend != "inductor":
         key, value = next(iter(options.items()))
         raise ConfigError(f"trainer.inductor.{key}", value, "an option of inductor's compiles: needs "
@@ -185,9 +187,9 @@ def inductor_options_check(tr: DictConfig) -> None:
             near = difflib.get_close_matches(key, list(defaults), n=1)
             raise ConfigError(f"trainer.inductor.{key}", value, "not a torch._inductor.config option"
                               + (f"; did you mean trainer.inductor.{near[0]}?" if near else ""))
-        allowed = _INDUCTOR_TYPES.get(type(defaults[key]))
-        if allowed and not (isinstance(value, allowed[0]) and not (isinstance(value, bool) and bool not in allowed[0])):
-            raise ConfigError(f"trainer.inductor.{key}", value, f"must be {allowed[1]}, as its default ({defaults[key]!r})")
+        kinds, words = _INDUCTOR_TYPES.get(type(defaults[key]), ((object,), ""))
+        if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:  # True is an int too
+            raise ConfigError(f"trainer.inductor.{key}", value, f"must be {words}, as its default ({defaults[key]!r})")
 
 
 # an option's type, from its default: what values it takes and how the error names them (a default of another kind,
