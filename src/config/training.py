@@ -187,8 +187,8 @@ def inductor_options_check(tr: DictConfig) -> None:
             near = difflib.get_close_matches(key, list(defaults), n=1)
             raise ConfigError(f"trainer.inductor.{key}", value, "not a torch._inductor.config option"
                               + (f"; did you mean trainer.inductor.{near[0]}?" if near else ""))
-        kinds, words = _INDUCTOR_TYPES.get(type(defaults[key]), ((object,), ""))
-        if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:  # True is an int too
+        kinds, words = _INDUCTOR_TYPES.get(type(defaults[key]), (None, ""))
+        if kinds and (not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds):  # True is an int too
             raise ConfigError(f"trainer.inductor.{key}", value, f"must be {words}, as its default ({defaults[key]!r})")
 
 
