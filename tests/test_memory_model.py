@@ -125,6 +125,7 @@ def test_whole_model_compile_is_traced_on_copies_compiled_by_layer(monkeypatch):
     causal LM's prediction is an upper bound (its whole-model graph can fuse the loss), a classifier's is not."""
     from src.model import speed
 
+    monkeypatch.setattr(memory_model.memory_cache, "remembered", lambda key, trace: (trace(), None))  # trace anew
     modes = []
     real = speed.compile_regions
     monkeypatch.setattr(speed, "compile_regions", lambda model, tr: modes.append(tr.compile_mode) or real(model, tr))
