@@ -12,7 +12,8 @@ One decoder layer at Qwen3-4B's width, LoRA r16 on every linear (peft, bf16 adap
    its time alone (inductor's benchmark), the bytes inductor counts it reading and writing, its GB/s. That mode
    benchmarks each kernel instead of running it, so its step computes nothing usable: it is only read for these.
    On torch 2.11 (H200, calls 2-3) only the backward graph's kernels showed in inductor's record; why the
-   forward's did not is not traced (section 2's profile has them, by name and time);
+   forward's did not is not traced (section 2's profile has them, by name and time). Since then the section
+   compiles with the mode set for the whole section and the caches off, not yet run on a GPU;
 4. lora: LoRA's rank-r GEMMs of the layer at its shapes, each timed alone, beside the least bytes it must move.
 
     python -m benchmarks.layer_bandwidth                 # ~1 minute on an H200, compiles included
@@ -146,13 +147,18 @@ def layer_kernels(sink: Sink, layer, step, reps: int, options: dict) -> dict:
 
 def inductor_kernels(sink: Sink, layer, step, copy_gbps: float, options: dict) -> list[dict]:
     """Each Triton kernel of the compiled layer: inductor's benchmark of it alone, its bytes, its GB/s."""
+    import torch._inductor.config as inductor_config
     from torch._inductor.runtime import triton_heuristics
 
     torch._dynamo.reset()
-    layer.compile(options={**options, "profile_bandwidth": True})
-    step()  # compiles; each kernel is benchmarked at its first call, with the step's own arguments
-    triton_heuristics.collected_calls.clear()
-    step()  # every kernel call of one step, from the cache the first step filled
+    layer.compile(options=options or None)
+    # For the whole section, caches off: calls 2-3 passed profile_bandwidth as a compile option, and only the
+    # backward's kernels showed (a guess, not traced: the forward came from the cache the layer section filled)
+    with inductor_config.patch(profile_bandwidth=True, force_disable_caches=True), \
+            torch.compiler.config.patch(force_disable_caches=True):
+        step()  # compiles; each kernel is benchmarked at its first call, with the step's own arguments
+        triton_heuristics.collected_calls.clear()
+        step()  # every kernel call of one step, from what the first step benchmarked
     rows = []
     for ms, gb, gbps, name in triton_heuristics.collected_calls:
         rows.append(sink.write(section="inductor", name=name, ms=ms, gb=gb, gb_per_s=gbps, of_copy=gbps / copy_gbps))
