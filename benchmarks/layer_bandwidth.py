@@ -7,7 +7,7 @@ One decoder layer at Qwen3-4B's width, LoRA r16 on every linear (peft, bf16 adap
 1. copy: the card's copy bandwidth, a 1 GiB device-to-device copy (bytes read + written per second): what a
    memory-bound kernel can reach on this card;
 2. layer: the step's time (CUDA events) and its kernels under torch.profiler, by kind and the costliest by name
-   (the runner's own kernel classes, src/measure/timing.py);
+   (the runner's own kernel classes, src/measure/kernels.py);
 3. inductor: each Triton kernel inductor generated, from a second compile in inductor's profile_bandwidth mode:
    its time alone (inductor's benchmark), the bytes inductor counts it reading and writing, its GB/s. That mode
    benchmarks each kernel instead of running it, so its step computes nothing usable: it is only read for these.

@@ -1,5 +1,5 @@
 """The card's own GEMM ceiling (src/machine/ceiling.py) and the shapes it is measured at (src/model/flops.py), and
-where a profiled step's GPU time went (src/measure/timing.py's kernel kinds)."""
+where a profiled step's GPU time went (src/measure/kernels.py's kernel kinds)."""
 import pytest
 import torch
 

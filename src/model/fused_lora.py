@@ -25,7 +25,7 @@ disabled or merged, another adapter set active, extra forward arguments such as 
 Through the runner (experiments/speed, one H100, Qwen3-4B LoRA r16, packed 8k, compiled, full depth): alone in bf16
 a tie (25,367 vs 25,477 real tok/s, intervals overlapping); over an FP8 base (src/model/fp8.py) 1.06x (30,326 ->
 32,091), the elementwise share of the step falling 12% -> 8% (by a kernel split that then counted inductor's
-kernels fused around FP8's quantisation as GEMMs: src/measure/timing.py). So it is off by default, on in experiment=fastest.
+kernels fused around FP8's quantisation as GEMMs: src/measure/kernels.py). So it is off by default, on in experiment=fastest.
 Measured (`python -m benchmarks.fused_lora_bench`: H200, torch 2.11, Qwen3-4B's shapes, 8192 tokens, r16, bf16):
 one LoRA linear in eager runs 6-14% less GPU kernel time than peft's (7-17% over an nf4 base) and peaks one
 [tokens, out] temporary lower. A whole decoder layer, its 7 projections fused: eager 15.88 -> 15.48 ms fwd+bwd
