@@ -302,6 +302,8 @@ GROUP_CHECKS = {
         (["trainer.recompile_limit=0"], False, "trainer.recompile_limit=0: must be a positive integer"),
         (["trainer.torch_compile=true", "trainer.compile_mode=reduce-overhead"], False,
          "trainer.compile_mode=reduce-overhead: CUDA graphs need the whole model compiled"),
+        (["trainer.torch_compile=true", "trainer.compile_layers_once=true"], False,
+         "trainer.compile_layers_once=True: for a whole-model compile: add trainer.torch_compile=true trainer.compile_scope=model"),
         (["trainer.use_liger_kernel=true"], False, "trainer.use_liger_kernel=True: Liger's kernels are Triton kernels"),
         (["trainer.logging_steps=0"], False, "trainer.logging_steps=0: must be a positive integer"),
         (["trainer.lr=0"], False, "trainer.lr=0.0: must be > 0"),
@@ -515,3 +517,33 @@ def test_a_group_choice_typo_is_one_line_naming_the_nearest_before_anything_runs
     with pytest.raises(ConfigError, match="model=tinyy: no such model; did you mean tiny"):
         compose("model=tiny,tinyy")  # a sweep's second choice
     assert compose("batch=17").batch.size == 17  # a micro-batch without a YAML is batch.size, not a typo
+
+
+@pytest.mark.parametrize("release, args, refused", [
+    ((2, 11), ["peft.fused=true"], "peft.fused"),
+    ((2, 11), ["precision=fp8", "peft.fused=true"], "peft.fused or precision.fp8"),
+    ((2, 11), [], None),
+    ((2, 13), ["precision=fp8", "peft.fused=true"], None)])
+def test_compile_layers_once_is_refused_where_torch_cant_reuse_a_graph_with_our_autograd_functions(
+        monkeypatch, release, args, refused):
+    """torch 2.11 raised KeyError 'example_value' comparing two layer graphs that hold the fused linear (seen on
+    the CPU): refused before the run on such a release, with the way out named."""
+    from src.config import training
+
+    monkeypatch.setattr(training, "torch_release", lambda: release)
+    cfg = compose("padding=packed", "batch.tokens=2048", "trainer.torch_compile=true", "trainer.compile_scope=model",
+                  "trainer.compile_layers_once=true", *args)
+    if refused is None:
+        validate(cfg, cuda_available=True)
+        return
+    with pytest.raises(ConfigError, match=re.escape(f"can't reuse a layer graph that holds {refused} (needs torch >= 2.13)")):
+        validate(cfg, cuda_available=True)
+
+
+def test_the_torch_release_is_read_without_importing_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from src.config.training import torch_release; r = torch_release(); "
+            "assert 'torch' not in sys.modules and r >= (2, 4), r")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=CONF.parent)

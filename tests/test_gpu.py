@@ -133,6 +133,9 @@ LEVERS = {  # each speed lever on its own, on a 4-layer model of Qwen3-4B's widt
     "max_length_compiled": ["padding=max_length", "trainer.torch_compile=true"],
     "whole_model_cuda_graphs": ["padding=max_length", "trainer.torch_compile=true", "trainer.compile_scope=model",
                                 "trainer.compile_mode=reduce-overhead"],
+    "whole_model_cuda_graphs_layers_once": ["padding=max_length", "trainer.torch_compile=true",
+                                            "trainer.compile_scope=model", "trainer.compile_mode=reduce-overhead",
+                                            "trainer.compile_layers_once=true"],
     "fp32_adapters": ["peft.adapter_dtype=float32"],
     "checkpointing_every_2nd": ["trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2"],
     "liger": ["trainer.use_liger_kernel=true"],
@@ -161,7 +164,8 @@ def test_every_lever_trains_each_task_at_real_width(tmp_path, lever, task):
     # The prediction is there and within goal 5's 15% (at full depth it came within 0.5% on an H100)
     pred, peak = rep["memory_predicted_gb"], rep["memory_gb"]["peak_allocated"]
     assert pred is not None, "no memory prediction"
-    if "trainer.compile_scope=model" in LEVERS[lever]:  # eager copies: the prediction says it is an upper bound
+    if "trainer.compile_scope=model" in LEVERS[lever] and task == "causal_lm":
+        # the copies' loss runs eager over the vocabulary: the prediction says it is an upper bound
         assert pred["bound"] == "upper" and peak <= pred["peak_allocated"] * 1.02, (pred["peak_allocated"], peak)
     else:
         assert abs(pred["peak_allocated"] / peak - 1) < 0.15, (pred["peak_allocated"], peak)

@@ -28,6 +28,9 @@ def test_compile_work_reads_torchs_own_counters():
     torch.compile(lambda x: (x * 2).sin(), backend="eager")(torch.ones(3))
     after = compiled.compile_work_since(before)
     assert after["compile_s"] > 0 and set(after) >= {"fx_graph_cache_hits", "autograd_cache_misses"}
+    # its parts are torch's own timers of the same compile, each inside it
+    assert 0 < after["tracing_s"] <= after["compile_s"] and 0 <= after["backend_s"] <= after["compile_s"]
+    assert 0 <= after["guards_s"] <= after["compile_s"]
 
 
 def test_an_fp8_run_says_its_numerics_changed_in_the_summary():

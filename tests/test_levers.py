@@ -217,7 +217,7 @@ def test_compile_one_graph_compiles_one_layer_graph_and_changes_no_gradient(one_
     from src.model import speed
 
     def grads(compile_one_graph):
-        model, _ = _model("model.arch.num_hidden_layers=3", "precision=fp32")
+        model, _ = _model("model.arch.num_hidden_layers=4", "precision=fp32")
         model.train()
         if compile_one_graph is not None:
             speed.compile_regions(model, SimpleNamespace(compile_backend="aot_eager", compile_mode=None,
@@ -234,3 +234,50 @@ def test_compile_one_graph_compiles_one_layer_graph_and_changes_no_gradient(one_
     assert counters["stats"]["unique_graphs"] == graphs
     assert eager.keys() == compiled.keys()
     assert all(torch.equal(eager[n], compiled[n]) for n in eager)
+
+
+def test_compile_layers_once_compiles_one_layer_graph_for_every_layer_and_changes_no_gradient():
+    """trainer.compile_layers_once: under a whole-model compile every decoder layer calls one subgraph (torch's
+    nested compile region) instead of being inlined apart; the trainable gradients stay bit for bit eager's, and
+    an eager forward (the checks') runs as before."""
+    import torch._dynamo
+
+    from src.model import speed
+
+    batch = {"input_ids": torch.randint(3, 100, (2, 12), generator=torch.Generator().manual_seed(1)),
+             "labels": torch.tensor([0, 1])}
+
+    def grads(model, run):
+        model.zero_grad(set_to_none=True)
+        run(**batch).loss.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    model, _ = _model("model.arch.num_hidden_layers=4", "precision=fp32")
+    model.train()
+    eager = grads(model, model)
+    assert speed.compile_layers_once(model) == 4
+    assert all(torch.equal(a, b) for a, b in zip(eager.values(), grads(model, model).values()))  # eager: a no-op
+    graphs = []
+
+    def backend(gm, example_inputs):  # aot_eager, the graph it gets kept to read
+        from torch._dynamo.backends.debugging import aot_eager
+
+        graphs.append(gm)
+        return aot_eager(gm, example_inputs)
+
+    torch._dynamo.reset()
+    compiled = grads(model, torch.compile(model, backend=backend))
+    calls = [n.args[1] for gm in graphs for n in gm.graph.nodes if n.target is torch.ops.higher_order.invoke_subgraph]
+    # one whole-model graph; every layer after the first calls the same subgraph, compiled once. The first layer's
+    # input needs no grad under LoRA (frozen embeddings), so it is a graph of its own (torch 2.11) or inlined (2.13)
+    assert len(graphs) == 1 and len(calls) in (3, 4) and len(set(calls[-3:])) == 1
+    assert eager.keys() == compiled.keys()
+    assert all(torch.equal(eager[n], compiled[n]) for n in eager)
+
+
+def test_compile_layers_once_is_refused_without_decoder_layers():
+    from src.config.errors import ConfigError
+    from src.model import speed
+
+    with pytest.raises(ConfigError, match="trainer.compile_layers_once=True: no decoder layers found in Linear"):
+        speed.compile_layers_once(torch.nn.Linear(2, 2))

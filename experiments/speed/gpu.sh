@@ -50,6 +50,8 @@
 #   bash experiments/speed/gpu.sh graphs_memory3 # issue 53 G4: call 2's rule at 8k packs, bf16 and FP8, 4 layers
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
+#   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
+#                                           # compile region (trainer.compile_layers_once) or inlined: cold, warm; anchor
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -562,6 +564,17 @@ if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CU
   run graphs_warm1_autograd_cache $A trainer.seed=1
   TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0 run graphs_warm1_autograd_bypass $A trainer.seed=1
   run graphs_warm2_autograd_cache $A trainer.seed=2
+  if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = graphs_once ]; then  # issue 53 G3, graphs call 2: whole-model CUDA graphs at full depth with each
+  # decoder layer one nested compile region (trainer.compile_layers_once) or inlined, each on its own fresh caches,
+  # cold then warm; without the fused linear (torch 2.11 can't reuse a layer graph that holds it); anchor last
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
+  A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=20 measure.profile_steps=0"
+  RUN_TIMEOUT=330
+  for once in true false; do rm -rf /tmp/c_once_$once; caches once_$once; run graphs_cold_once_$once $A trainer.compile_layers_once=$once; done
+  RUN_TIMEOUT=150
+  for once in true false; do caches once_$once; run graphs_warm1_once_$once $A trainer.compile_layers_once=$once trainer.seed=1; done
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
 if [ "$what" = inductor_screen ]; then  # issue 53 G2: inductor's own fusion options (trainer.inductor) on the bf16

@@ -2,6 +2,7 @@
 distributed, diagnostics."""
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -115,6 +116,7 @@ class TrainerConfig:
     recompile_limit: int = 8  # new shapes compiled before torch falls back to eager for that frame
     compile_workers_early: bool = False  # start inductor's compile workers as the run starts: a loss on an H200 (experiments/speed), kept off
     inductor: Dict[str, Any] = field(default_factory=dict)  # torch._inductor.config options for this run's compiles, e.g. coordinate_descent_tuning
+    compile_layers_once: bool = False  # compile_scope=model: each decoder layer a nested compile region, compiled once for all layers
     compile_one_graph: bool = True  # regional under LoRA: one layer graph for all (half the compile); the first layer's unused input grad cost no measurable step time
     use_liger_kernel: bool = False  # Liger's Triton kernels (RMSNorm, SwiGLU, RoPE, fused linear CE); CUDA, needs liger-kernel
     logging_steps: int = 10
@@ -136,6 +138,8 @@ class TrainerConfig:
         if uses_cuda_graphs(tr) and tr.compile_scope == "regional":
             # every layer replays one CUDA graph, overwriting the previous layer's output that backward still needs
             raise ConfigError("trainer.compile_mode", tr.compile_mode, "CUDA graphs need the whole model compiled: add trainer.compile_scope=model")
+        if tr.compile_layers_once:
+            layers_once_check(cfg)
         if tr.inductor:
             inductor_options_check(tr)
         if tr.use_liger_kernel:
@@ -166,6 +170,32 @@ class TrainerConfig:
                 raise ConfigError(f"trainer.{key}", tr[key], "must be >= 0")
         if tr.eval_steps and not (cfg.data.eval_size or cfg.data.eval_file):
             raise ConfigError("trainer.eval_steps", tr.eval_steps, "needs an eval set: data.eval_size > 0 or data.eval_file")
+
+
+def layers_once_check(cfg: DictConfig) -> None:
+    """trainer.compile_layers_once: a whole-model compile's option. Torch 2.11 fails comparing two layers' graphs
+    that hold an autograd.Function (the fused LoRA linear, FP8's matmul): KeyError 'example_value' in dynamo, at
+    the first step; 2.13 compiles them (2.12 was not tried)."""
+    tr = cfg.trainer
+    if not (tr.torch_compile and tr.compile_scope == "model"):
+        raise ConfigError("trainer.compile_layers_once", True, "for a whole-model compile: add trainer.torch_compile=true "
+                          "trainer.compile_scope=model (regional compile already compiles one layer for all)")
+    functions = [k for k, on in (("peft.fused", cfg.peft.fused), ("precision.fp8", cfg.precision.fp8 != "none")) if on]
+    if functions and torch_release() < (2, 13):
+        raise ConfigError("trainer.compile_layers_once", True, f"torch {torch_release_text()} can't reuse a layer graph "
+                          f"that holds {' or '.join(functions)} (needs torch >= 2.13): "
+                          + ", ".join(off for k, off in (("peft.fused", "peft.fused=false"), ("precision.fp8", "precision=bf16"))
+                                      if k in functions) + ", or trainer.compile_layers_once=false")
+
+
+def torch_release() -> tuple:
+    """torch's (major, minor), read from its metadata: no import of torch while a config is checked."""
+    major, minor = torch_release_text().split(".")[:2]
+    return int(major), int(minor)
+
+
+def torch_release_text() -> str:
+    return importlib.metadata.version("torch")
 
 
 def inductor_options_check(tr: DictConfig) -> None:

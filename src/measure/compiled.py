@@ -21,6 +21,11 @@ def compile_work() -> dict:
         return {}
     seconds, counts = dynamo.utils.compilation_time_metrics, dynamo.utils.counters
     return {"compile_s": sum(seconds.get("_compile.compile_inner", ())) + sum(seconds.get("backward._backward_impl", ())),
+            # where compile_s goes: dynamo reading the model's Python (no cache skips it), the backend (AOTAutograd
+            # and inductor, or reading their caches back; a backward compiled at its first call), the guards
+            "tracing_s": sum(seconds.get("bytecode_tracing", ())),
+            "backend_s": sum(seconds.get("OutputGraph.call_user_compiler", ())) + sum(seconds.get("backward._backward_impl", ())),
+            "guards_s": sum(seconds.get("build_guards", ())),
             "fx_graph_cache_hits": counts["inductor"]["fxgraph_cache_hit"],
             "fx_graph_cache_misses": counts["inductor"]["fxgraph_cache_miss"],
             "autograd_cache_hits": counts["aot_autograd"]["autograd_cache_hit"],

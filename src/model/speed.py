@@ -4,6 +4,7 @@ Liger kernels that fit the task."""
 from __future__ import annotations
 
 import contextlib
+import types
 
 import torch
 
@@ -42,6 +43,27 @@ def compile_regions(model: torch.nn.Module, tr) -> int:
     for layer in layers:
         layer.compile(backend=tr.compile_backend, mode=tr.compile_mode)
     return len(layers)
+
+
+def compile_layers_once(model: torch.nn.Module) -> int:
+    """compile_scope=model with trainer.compile_layers_once: every decoder layer becomes one nested compile region
+    (torch.compiler.nested_compile_region), so the whole-model compile compiles a layer's graph once and calls it
+    for each layer, instead of inlining and compiling every layer apart. Eager runs (the checks' forwards) are
+    unchanged. Returns the number of layers marked."""
+    if not hasattr(torch.compiler, "nested_compile_region"):
+        raise ConfigError("trainer.compile_layers_once", True, f"needs torch >= 2.8 (torch.compiler.nested_compile_region); this is {torch.__version__}")
+    layers = decoder_layers(model)
+    if not layers:
+        raise ConfigError("trainer.compile_layers_once", True, f"no decoder layers found in {type(model).__name__}")
+    # one marked function for all layers: torch reuses a region's compiled graph per function it was given
+    region = torch.compiler.nested_compile_region(_layer_forward)
+    for layer in layers:
+        layer.forward = types.MethodType(region, layer)  # the instance's own: the user's class stays as it was
+    return len(layers)
+
+
+def _layer_forward(layer, *args, **kwargs):
+    return type(layer).forward(layer, *args, **kwargs)
 
 
 @contextlib.contextmanager

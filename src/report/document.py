@@ -214,7 +214,8 @@ def _ceiling_share(r: Report) -> str:
 def _path_line(name: str, done: dict) -> str:
     n = done.get("converted", done.get("fused", 0))
     left = ", ".join(f"{why}: {count}" for why, count in (done.get("skipped") or {}).items())
-    what = {"fp8": f"FP8 base matmuls ({done.get('scaling')})", "fused_lora": "fused LoRA"}.get(name, name)
+    what = {"fp8": f"FP8 base matmuls ({done.get('scaling')})", "fused_lora": "fused LoRA",
+            "layers_compiled_once": "one compiled layer graph reused"}.get(name, name)
     return f"{what} in {n} layers" + (f" (left as they were: {left})" if left else "")
 
 
