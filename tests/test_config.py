@@ -455,7 +455,7 @@ def test_a_bad_trainer_arg_on_the_command_line_is_one_line_and_exit_2(tmp_path):
 def test_inductor_options_arrive_flat_a_mapping_valued_option_whole():
     """The command line nests dotted keys; a section's options flatten to torch's dotted names, while an option
     whose value is a mapping stays one value (flattened, it would be refused as no option, or dropped)."""
-    from src.config.training import flat_inductor_options
+    from src.config.compiling import flat_inductor_options
 
     cfg = compose("trainer.torch_compile=true", "trainer.inductor.triton.cudagraph_trees=false",
                   "trainer.inductor.post_grad_fusion_options.batch_linear_post_grad={}",
@@ -528,9 +528,9 @@ def test_compile_layers_once_is_refused_where_torch_cant_reuse_a_graph_with_our_
         monkeypatch, release, args, refused):
     """torch 2.11 raised KeyError 'example_value' comparing two layer graphs that hold the fused linear (seen on
     the CPU): refused before the run on such a release, with the way out named."""
-    from src.config import training
+    from src.config import compiling
 
-    monkeypatch.setattr(training, "torch_release", lambda: release)
+    monkeypatch.setattr(compiling, "torch_release", lambda: release)
     cfg = compose("padding=packed", "batch.tokens=2048", "trainer.torch_compile=true", "trainer.compile_scope=model",
                   "trainer.compile_layers_once=true", *args)
     if refused is None:
@@ -544,6 +544,6 @@ def test_the_torch_release_is_read_without_importing_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from src.config.training import torch_release; r = torch_release(); "
+    code = ("import sys; from src.config.compiling import torch_release; r = torch_release(); "
             "assert 'torch' not in sys.modules and r >= (2, 4), r")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=CONF.parent)

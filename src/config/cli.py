@@ -216,7 +216,7 @@ def rewrite(args: list[str]) -> list[str]:
     - `learning_rate=3e-4` -> `trainer.lr=3e-4`, and the other HF_NAMES;
     - `trainer.args.lr_scheduler_type=cosine` -> `++trainer.args.lr_scheduler_type=cosine` (a new key in a
       dict of pass-through TrainingArguments fields; src/train/trainer.py checks the names), and
-      `trainer.inductor.X=...` likewise (torch._inductor.config options, checked by src/config/training.py);
+      `trainer.inductor.X=...` likewise (torch._inductor.config options, checked by src/config/compiling.py);
     - `batch=12` -> `batch.size=12` where conf/batch has no 12.yaml;
     - `baseline=debug=none` -> `baseline='debug=none'` (an override as the value: Hydra's grammar needs quotes)."""
     out = []

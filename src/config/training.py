@@ -2,7 +2,6 @@
 distributed, diagnostics."""
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any, Dict, List, Optional
 from omegaconf import II, MISSING, DictConfig
 
 from ..base import ranks
+from .compiling import inductor_options_check, layers_once_check
 from .errors import Choice, ConfigError, positive, seed_in_range
 
 
@@ -170,93 +170,6 @@ class TrainerConfig:
                 raise ConfigError(f"trainer.{key}", tr[key], "must be >= 0")
         if tr.eval_steps and not (cfg.data.eval_size or cfg.data.eval_file):
             raise ConfigError("trainer.eval_steps", tr.eval_steps, "needs an eval set: data.eval_size > 0 or data.eval_file")
-
-
-def layers_once_check(cfg: DictConfig) -> None:
-    """trainer.compile_layers_once: a whole-model compile's option. Torch 2.11 fails comparing two layers' graphs
-    that hold an autograd.Function (the fused LoRA linear, FP8's matmul): KeyError 'example_value' in dynamo, at
-    the first step; 2.13 compiles them (2.12 was not tried)."""
-    tr = cfg.trainer
-    if not (tr.torch_compile and tr.compile_scope == "model"):
-        raise ConfigError("trainer.compile_layers_once", True, "for a whole-model compile: add trainer.torch_compile=true "
-                          "trainer.compile_scope=model (regional compile already compiles one layer for all)")
-    functions = [k for k, on in (("peft.fused", cfg.peft.fused), ("precision.fp8", cfg.precision.fp8 != "none")) if on]
-    if functions and torch_release() < (2, 13):
-        raise ConfigError("trainer.compile_layers_once", True, f"torch {torch_release_text()} can't reuse a layer graph "
-                          f"that holds {' or '.join(functions)} (needs torch >= 2.13): "
-                          + ", ".join(off for k, off in (("peft.fused", "peft.fused=false"), ("precision.fp8", "precision=bf16"))
-                                      if k in functions) + ", or trainer.compile_layers_once=false")
-
-
-def torch_release() -> tuple:
-    """torch's (major, minor), read from its metadata: no import of torch while a config is checked."""
-    major, minor = torch_release_text().split(".")[:2]
-    return int(major), int(minor)
-
-
-def torch_release_text() -> str:
-    return importlib.metadata.version("torch")
-
-
-def inductor_options_check(tr: DictConfig) -> None:
-    """trainer.inductor: each key one of torch._inductor.config's (dotted for its sections, e.g. triton.cudagraphs),
-    its value of that option's type where the option has one, on a run inductor compiles. Imports torch, so only
-    when the knob is set."""
-    options = flat_inductor_options(tr)
-    if not options:  # only empty sections ({triton: {}}): nothing to set
-        return
-    if not tr.torch_compile or tr.compile_backend != "inductor":
-        key, value = next(iter(options.items()))
-        raise ConfigError(f"trainer.inductor.{key}", value, "an option of inductor's compiles: needs "
-                          "trainer.torch_compile=true and trainer.compile_backend=inductor")
-    defaults = inductor_defaults()
-    for key, value in options.items():
-        if key not in defaults:
-            import difflib
-
-            near = difflib.get_close_matches(key, list(defaults), n=1)
-            raise ConfigError(f"trainer.inductor.{key}", value, "not a torch._inductor.config option"
-                              + (f"; did you mean trainer.inductor.{near[0]}?" if near else ""))
-        kinds, words = _INDUCTOR_TYPES.get(type(defaults[key]), (None, ""))
-        if kinds and (not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds):  # True is an int too
-            raise ConfigError(f"trainer.inductor.{key}", value, f"must be {words}, as its default ({defaults[key]!r})")
-
-
-# an option's type, from its default: what values it takes and how the error names them (a default of another kind,
-# None or one torch computes at import, takes any value)
-_INDUCTOR_TYPES = {bool: ((bool,), "true or false"), int: ((int,), "an integer"), float: ((int, float), "a number"),
-                   str: ((str,), "a string"), list: ((list,), "a list"), dict: ((dict,), "a mapping")}
-
-
-def inductor_defaults() -> dict:
-    """Every torch._inductor.config option (get_config_copy leaves some out) with its default."""
-    import torch._inductor.config as inductor_config
-
-    entries = getattr(inductor_config, "_config", None)
-    if isinstance(entries, dict):
-        return {key: getattr(entry, "default", None) for key, entry in entries.items()}
-    return inductor_config.get_config_copy()
-
-
-def flat_inductor_options(tr: DictConfig) -> dict:
-    """trainer.inductor as torch._inductor.config's flat keys and plain values: the command line's
-    trainer.inductor.triton.x=1 arrives nested, as {"triton": {"x": 1}}, while an option whose value is a mapping
-    (post_grad_fusion_options={...}) stays one. Imports torch only when the knob is set."""
-    from omegaconf import OmegaConf
-
-    given = tr.get("inductor") or {}
-    if not given:
-        return {}
-    tree = OmegaConf.to_container(given, resolve=True) if OmegaConf.is_config(given) else dict(given)
-    options = inductor_defaults()
-
-    def flat(node, prefix=""):
-        for key, value in node.items():
-            if isinstance(value, dict) and f"{prefix}{key}" not in options:
-                yield from flat(value, f"{prefix}{key}.")
-            else:
-                yield f"{prefix}{key}", value
-    return dict(flat(tree))
 
 
 @dataclass

@@ -72,7 +72,7 @@ def inductor_options(tr):
     (Hydra's basic launcher), and dynamo keeps compiled code across it without checking inductor's options: its
     caches are cleared as the options take hold and again as they go, so this run compiles under its options and
     the next one under its own. Inductor's on-disk caches key on the options."""
-    from ..config.training import flat_inductor_options
+    from ..config.compiling import flat_inductor_options
 
     options = flat_inductor_options(tr)
     if not options:
