@@ -281,3 +281,16 @@ def test_compile_layers_once_is_refused_without_decoder_layers():
 
     with pytest.raises(ConfigError, match="trainer.compile_layers_once=True: no decoder layers found in Linear"):
         speed.compile_layers_once(torch.nn.Linear(2, 2))
+
+
+def test_a_run_with_compile_layers_once_trains_and_says_so(tmp_path):
+    """The runner marks the layers after the memory model's copies (they compile by layer) and before the
+    Trainer compiles the whole model; the report's speed paths say how many layers it marked."""
+    from src.run import run
+    from tests.conftest import QUICK
+
+    rep = run(compose(*QUICK, "trainer.torch_compile=true", "trainer.compile_scope=model",
+                      "trainer.compile_backend=aot_eager", "trainer.compile_layers_once=true"), tmp_path)
+    assert rep["status"] == "ok", rep["error"]
+    assert rep["speed_paths"]["layers_compiled_once"] == {"converted": rep["config"]["model"]["arch"]["num_hidden_layers"]}
+    assert "nested compile regions (compiled once) in 2 layers" in (tmp_path / "report.md").read_text()

@@ -152,7 +152,8 @@ if [ "$what" = sweep ]; then  # call 3: padding x compile as a real multirun, be
   cat "$RUNS/padding_compile/summary.md" 2>/dev/null
 fi
 if [ "$what" = tests ]; then  # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
-  timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+  # K=EXPR: only the tests pytest's -k selects (e.g. K="whole_model or costliest")
+  timeout "${TEST_TIMEOUT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 ${K:+-k "$K"} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
 fi
 if [ "$what" = anchors ]; then
   anchors seed_before,bf16_sdpa_b8,bf16_sdpa_b32_group
