@@ -153,6 +153,26 @@ def speed_first_step_warm_pool() -> str:
                      "of it: model build", "memory trace", "torch compiling s", "real tok/s (95%)"], rows)
 
 
+def speed_graphs_once(name: str) -> str:
+    """Issue 53 G3, graphs call 2 (gpu.sh graphs_once): whole-model CUDA graphs at full depth (2k packs, the fused
+    linear off), each decoder layer one nested compile region (trainer.compile_layers_once) or inlined, each
+    setting on its own fresh caches, cold then warm; compile.work's split of torch's compiling."""
+    rows = []
+    for record in _labels(name):
+        f = Fig(S + name + ".jsonl", record)
+        parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+        once = bool(f.get("config.trainer.compile_layers_once"))
+        rows.append(["each layer one region" if once else "inlined (torch's default)",
+                     "cold" if work["fx_graph_cache_misses"] else "warm",
+                     f"{f.get('timing_s.imports'):.1f}", f"**{f.get('compile.to_first_step_s'):.1f}**",
+                     f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}", f"{work['tracing_s']:.1f}",
+                     f"{work['backend_s']:.1f}", f"{work['guards_s']:.1f}", rate(f),
+                     f"{f.get('memory_predicted_gb.peak_allocated'):.1f} / {f.get('memory_gb.peak_allocated'):.1f}"])
+    return markdown(["layers under the whole-model compile", "compile cache", "imports s", "to first step s",
+                     "of it: memory trace", "torch compiling s", "of it: dynamo tracing", "backend", "guards",
+                     "real tok/s (95%)", "memory GB predicted / peak"], rows)
+
+
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
           "speed/first_step_warm_pool": (HERE / "speed/README.md", speed_first_step_warm_pool),
           "speed/first_step": (HERE / "speed/README.md", speed_first_step),
