@@ -182,3 +182,20 @@ def test_each_predicted_part_is_the_models_own_weights_buffers_state_and_its_for
     assert outside > 0.005 * real
     assert pred["parts"]["activations"] * 2**30 == pytest.approx(real, rel=0.002)
     assert pred["peak_allocated"] == pytest.approx(sum(pred["parts"].values()))
+
+
+def test_layers_compiled_once_are_traced_on_copies_compiled_whole_with_the_same_regions(monkeypatch):
+    """trainer.compile_layers_once: the run's graphs keep more per layer than inlined layers, so its copies are
+    compiled whole with each layer one nested compile region (no CUDA graphs), not by layer."""
+    from src.model import speed
+
+    monkeypatch.setattr(memory_model.memory_cache, "remembered", lambda key, trace: (trace(), None))  # trace anew
+    monkeypatch.setattr(speed, "compile_regions", lambda model, tr: pytest.fail("copies compiled by layer"))
+    once = ("trainer.torch_compile=true", "trainer.compile_scope=model", "trainer.compile_mode=reduce-overhead",
+            "trainer.compile_backend=aot_eager", "trainer.compile_layers_once=true", "padding=packed", "batch.tokens=512")
+    cfg, res, conf, batch = _setup(*once)
+    copy = memory_model.build_copy(cfg, res, conf, layers=2)
+    assert isinstance(copy, torch._dynamo.eval_frame.OptimizedModule)
+    assert all("forward" in vars(layer) for layer in speed.decoder_layers(copy))  # each layer's own marked forward
+    pred = memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)
+    assert pred["parts"]["activations"] > 0 and "bound" not in pred

@@ -52,6 +52,7 @@
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
 #                                           # compile region (trainer.compile_layers_once) or inlined: cold, warm; anchor
+#   bash experiments/speed/gpu.sh graphs_once2 # issue 53 G4: the memory model under compile_layers_once, full depth
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -577,6 +578,14 @@ if [ "$what" = graphs_once ]; then  # issue 53 G3, graphs call 2: whole-model CU
   RUN_TIMEOUT=150
   for once in true false; do caches once_$once; run graphs_warm1_once_$once $A trainer.compile_layers_once=$once trainer.seed=1; done
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = graphs_once2 ]; then  # issue 53 G4, graphs call 3: the memory model under trainer.compile_layers_once
+  # (copies compiled whole with the same nested regions), full depth, cold; then the GPU tests of whole-model graphs
+  # and of the top kernels (K below)
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
+  RUN_TIMEOUT=240
+  rm -rf /tmp/c_once2; caches once2
+  run graphs_cold_once_copies_whole trainer.max_steps=30 measure.warmup_steps=15 measure.profile_steps=0 trainer.compile_layers_once=true
 fi
 if [ "$what" = inductor_screen ]; then  # issue 53 G2: inductor's own fusion options (trainer.inductor) on the bf16
   # reference, 4 layers of real width (per-layer kernel time; state full-depth speeds only from full-depth runs);

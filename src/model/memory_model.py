@@ -193,6 +193,12 @@ def build_copy(cfg, res, conf, layers: int):
             model.enable_input_require_grads()
     if tr.torch_compile and tr.compile_scope == "regional":
         speed.compile_regions(model, tr)
+    elif tr.torch_compile and getattr(tr, "compile_layers_once", False):
+        # each layer one nested compile region: the run's graphs kept 0.2 GB a layer more than inlined layers
+        # (H100, 2k packs; experiments/speed), which copies compiled by layer don't show. These compile whole with
+        # the same regions, without CUDA graphs: the 2-layer copy's second layer is the region the run repeats
+        speed.compile_layers_once(model)
+        model = torch.compile(model, backend=tr.compile_backend)
     elif tr.torch_compile and speed.decoder_layers(model):
         # compile_scope=model: a whole-model compile keeps about what a regional one keeps per layer (an H200's
         # whole-model CUDA graphs at 2k packs peaked 0.35-2.1% over these copies' prediction at 36-4 layers, where
