@@ -53,6 +53,8 @@
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
 #                                           # compile region (trainer.compile_layers_once) or inlined: cold, warm; anchor
 #   bash experiments/speed/gpu.sh graphs_once2 # issue 53 G4: the memory model under compile_layers_once, full depth
+#   bash experiments/speed/gpu.sh graphs_fused # issue 53 G3: small_batch_fastest with and without the fused linear,
+#                                           # full depth, cold and warm; the memory model under compile_layers_once (8 layers)
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
 #                                           # seed's "before", bs 8 levers, causal LM bs 64, checkpointing, QLoRA bs 32
 # Each run appends its report.json, labelled, to $OUT/reports.jsonl as soon as it ends: a cut call keeps its rows.
@@ -586,6 +588,22 @@ if [ "$what" = graphs_once2 ]; then  # issue 53 G4, graphs call 3: the memory mo
   RUN_TIMEOUT=240
   rm -rf /tmp/c_once2; caches once2
   run graphs_cold_once_copies_whole trainer.max_steps=30 measure.warmup_steps=15 measure.profile_steps=0 trainer.compile_layers_once=true
+fi
+if [ "$what" = graphs_fused ]; then  # issue 53 G3, graphs call 4: experiment=small_batch_fastest at full depth with
+  # the fused LoRA linear (the preset) and without, each on its own fresh caches, cold then warm; then the memory
+  # model under trainer.compile_layers_once at 8 layers (graphs_once2's check, shorter) and the anchor, as time allows
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
+  A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=20 measure.profile_steps=0"
+  RUN_TIMEOUT=330
+  for fused in false true; do rm -rf /tmp/c_fused_$fused; caches fused_$fused; run graphs_cold_fused_$fused $A peft.fused=$fused; done
+  RUN_TIMEOUT=120
+  for fused in false true; do caches fused_$fused; run graphs_warm1_fused_$fused $A peft.fused=$fused trainer.seed=1; done
+  if [ $SECONDS -lt ${BUDGET_S:-430} ]; then
+    rm -rf /tmp/c_once8; caches once8
+    run graphs_once_l8 trainer.max_steps=20 measure.warmup_steps=10 measure.profile_steps=0 model.arch.num_hidden_layers=8 \
+      peft.fused=false trainer.compile_layers_once=true
+  else echo "8-layer memory check skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
+  if [ $SECONDS -lt ${ANCHOR_BY_S:-520} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
 if [ "$what" = inductor_screen ]; then  # issue 53 G2: inductor's own fusion options (trainer.inductor) on the bf16
   # reference, 4 layers of real width (per-layer kernel time; state full-depth speeds only from full-depth runs);
