@@ -98,6 +98,6 @@ def quoted(path: str, *texts: str) -> list[Claim]:
     return [Claim(t, lambda t=t: quote(path, t)) for t in texts]
 
 
-from experiments.claims import batches, loops, others, planner, saturation, seed, speed, speed53, speedup  # noqa: E402  (they use the helpers above)
+from experiments.claims import batches, graphs53, loops, others, planner, saturation, seed, speed, speed53, speedup  # noqa: E402  (they use the helpers above)
 
-CLAIMS: list[Claim] = [*speed.CLAIMS, *speed53.CLAIMS, *planner.CLAIMS, *saturation.CLAIMS, *loops.CLAIMS, *seed.CLAIMS, *speedup.CLAIMS, *others.CLAIMS, *batches.CLAIMS]
+CLAIMS: list[Claim] = [*speed.CLAIMS, *speed53.CLAIMS, *graphs53.CLAIMS, *planner.CLAIMS, *saturation.CLAIMS, *loops.CLAIMS, *seed.CLAIMS, *speedup.CLAIMS, *others.CLAIMS, *batches.CLAIMS]

@@ -178,4 +178,5 @@ TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step
           "speed/first_step": (HERE / "speed/README.md", speed_first_step),
           "speed/bytecode_imports": (HERE / "speed/README.md", speed_bytecode_imports),
           "speed/first_step_one_graph": (HERE / "speed/README.md", speed_first_step_one_graph),
-          "speed/one_graph_step": (HERE / "speed/README.md", speed_one_graph_step)}
+          "speed/one_graph_step": (HERE / "speed/README.md", speed_one_graph_step),
+          "speed/graphs_once": (HERE / "speed/README.md", lambda: speed_graphs_once("h100_graphs_once_call1"))}
