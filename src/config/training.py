@@ -116,7 +116,7 @@ class TrainerConfig:
     recompile_limit: int = 8  # new shapes compiled before torch falls back to eager for that frame
     compile_workers_early: bool = False  # start inductor's compile workers as the run starts: a loss on an H200 (experiments/speed), kept off
     inductor: Dict[str, Any] = field(default_factory=dict)  # torch._inductor.config options for this run's compiles, e.g. coordinate_descent_tuning
-    compile_layers_once: bool = False  # compile_scope=model: each decoder layer a nested compile region, compiled once for all layers
+    compile_layers_once: bool = False  # compile_scope=model: each decoder layer a nested compile region, compiled once (cold compile shorter; step and memory lose: experiments/speed)
     compile_one_graph: bool = True  # regional under LoRA: one layer graph for all (half the compile); the first layer's unused input grad cost no measurable step time
     use_liger_kernel: bool = False  # Liger's Triton kernels (RMSNorm, SwiGLU, RoPE, fused linear CE); CUDA, needs liger-kernel
     logging_steps: int = 10
