@@ -52,7 +52,7 @@
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
 #                                           # compile region (trainer.compile_layers_once) or inlined: cold, warm; anchor
-#   bash experiments/speed/gpu.sh graphs_once2 # issue 53 G4: the memory model under compile_layers_once, full depth
+#   bash experiments/speed/gpu.sh graphs_once2 # issue 53 G4: the memory model under compile_layers_once (LAYERS=36)
 #   bash experiments/speed/gpu.sh graphs_fused # issue 53 G3: small_batch_fastest with and without the fused linear,
 #                                           # full depth, cold and warm; the memory model under compile_layers_once (8 layers)
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -581,13 +581,14 @@ if [ "$what" = graphs_once ]; then  # issue 53 G3, graphs call 2: whole-model CU
   for once in true false; do caches once_$once; run graphs_warm1_once_$once $A trainer.compile_layers_once=$once trainer.seed=1; done
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
-if [ "$what" = graphs_once2 ]; then  # issue 53 G4, graphs call 3: the memory model under trainer.compile_layers_once
-  # (copies compiled whole with the same nested regions), full depth, cold; then the GPU tests of whole-model graphs
-  # and of the top kernels (K below)
+if [ "$what" = graphs_once2 ]; then  # issue 53 G4, graphs call 2: the memory model under trainer.compile_layers_once
+  # (copies compiled whole with the same nested regions), cold, at LAYERS layers (36: full depth); the GPU tests
+  # of whole-model graphs and of the top kernels follow in the same call (gpu.sh tests with K=...)
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
   RUN_TIMEOUT=240
   rm -rf /tmp/c_once2; caches once2
-  run graphs_cold_once_copies_whole trainer.max_steps=30 measure.warmup_steps=15 measure.profile_steps=0 trainer.compile_layers_once=true
+  run graphs_cold_once_copies_whole_l${LAYERS:-36} trainer.max_steps=30 measure.warmup_steps=15 measure.profile_steps=0 \
+    trainer.compile_layers_once=true model.arch.num_hidden_layers=${LAYERS:-36}
 fi
 if [ "$what" = graphs_fused ]; then  # issue 53 G3, graphs call 4: experiment=small_batch_fastest at full depth with
   # the fused LoRA linear (the preset) and without, each on its own fresh caches, cold then warm; then the memory
