@@ -1,6 +1,7 @@
 """Every option of every config group composes and validates; bad values are one clear line and exit 2."""
 import copy
 import dataclasses
+import importlib.util
 import json
 import pickle
 import re
@@ -520,24 +521,39 @@ def test_a_group_choice_typo_is_one_line_naming_the_nearest_before_anything_runs
 
 
 @pytest.mark.parametrize("release, args, refused", [
-    ((2, 11), ["peft.fused=true"], "peft.fused"),
-    ((2, 11), ["precision=fp8", "peft.fused=true"], "peft.fused or precision.fp8"),
+    ((2, 11), ["peft.fused=true"], "peft.fused=false, or this off"),
+    ((2, 11), ["precision=fp8", "peft.fused=true"], "peft.fused=false, precision=bf16, or this off"),
+    ((2, 11), ["peft=qlora"], "peft=lora, or this off"),
+    ((2, 11), ["trainer.use_liger_kernel=true"], "trainer.use_liger_kernel=false, or this off"),
     ((2, 11), [], None),
-    ((2, 13), ["precision=fp8", "peft.fused=true"], None)])
-def test_compile_layers_once_is_refused_where_torch_cant_reuse_a_graph_with_our_autograd_functions(
+    ((2, 13), ["precision=fp8", "peft.fused=true"], None),
+    ((2, 13), ["trainer.gradient_checkpointing=true"], "checkpointing wraps each layer's call")])
+def test_compile_layers_once_is_refused_where_torch_would_not_use_the_regions_or_fails_on_them(
         monkeypatch, release, args, refused):
-    """torch 2.11 raised KeyError 'example_value' comparing two layer graphs that hold the fused linear (seen on
-    the CPU): refused before the run on such a release, with the way out named."""
+    """torch 2.11 raised KeyError 'example_value' comparing two layer graphs that hold an autograd Function (the fused
+    linear, bitsandbytes' 4-bit layers; seen on the CPU): refused before the run on such a release, with the ways out
+    named. Under checkpointing torch inlines the layers whatever the release."""
     from src.config import compiling
 
     monkeypatch.setattr(compiling, "torch_release", lambda: release)
+    real = importlib.util.find_spec  # liger-kernel: present for its own check
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "liger_kernel" else real(name, *a))
     cfg = compose("padding=packed", "batch.tokens=2048", "trainer.torch_compile=true", "trainer.compile_scope=model",
                   "trainer.compile_layers_once=true", *args)
     if refused is None:
         validate(cfg, cuda_available=True)
         return
-    with pytest.raises(ConfigError, match=re.escape(f"can't reuse a layer graph that holds {refused} (needs torch >= 2.13)")):
+    with pytest.raises(ConfigError, match=re.escape(refused)):
         validate(cfg, cuda_available=True)
+
+
+@pytest.mark.parametrize("text, release", [("2.11.0+cu130", (2, 11)), ("2.13.0a0+git1234", (2, 13)), ("2.12.0rc1", (2, 12)),
+                                           ("2.13rc1", (2, 13)), ("nightly", (0, 0))])
+def test_the_torch_release_reads_local_and_pre_release_versions(monkeypatch, text, release):
+    from src.config import compiling
+
+    monkeypatch.setattr(compiling, "torch_release_text", lambda: text)
+    assert compiling.torch_release() == release
 
 
 def test_the_torch_release_is_read_without_importing_torch():

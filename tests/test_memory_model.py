@@ -185,8 +185,8 @@ def test_each_predicted_part_is_the_models_own_weights_buffers_state_and_its_for
 
 
 def test_layers_compiled_once_are_traced_on_copies_compiled_whole_with_the_same_regions(monkeypatch):
-    """trainer.compile_layers_once: the run's graphs keep more per layer than inlined layers, so its copies are
-    compiled whole with each layer one nested compile region (no CUDA graphs), not by layer."""
+    """trainer.compile_layers_once: the run's graphs keep more than inlined layers, so its copies are compiled whole
+    with each layer one nested compile region (no CUDA graphs), not by layer."""
     from src.model import speed
 
     monkeypatch.setattr(memory_model.memory_cache, "remembered", lambda key, trace: (trace(), None))  # trace anew
@@ -197,5 +197,13 @@ def test_layers_compiled_once_are_traced_on_copies_compiled_whole_with_the_same_
     copy = memory_model.build_copy(cfg, res, conf, layers=2)
     assert isinstance(copy, torch._dynamo.eval_frame.OptimizedModule)
     assert all("forward" in vars(layer) for layer in speed.decoder_layers(copy))  # each layer's own marked forward
-    pred = memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)
+    model = models.build_model(cfg, res, conf)
+    pred = memory_model.predict(cfg, res, conf, model, batch)
     assert pred["parts"]["activations"] > 0 and "bound" not in pred
+    # the copies' compiled code sat on the run's own forward: gone, so it spends none of the run's recompile limit
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    assert not _debug_get_cache_entry_list(type(model).forward.__code__)
+    # a causal LM's copies compile their head and loss too, as the run does: an estimate, not an upper bound
+    cfg, res, conf, batch = _setup(*once, "task=causal_lm")
+    assert "bound" not in memory_model.predict(cfg, res, conf, models.build_model(cfg, res, conf), batch)

@@ -10,25 +10,36 @@ from .errors import ConfigError
 
 
 def layers_once_check(cfg: DictConfig) -> None:
-    """trainer.compile_layers_once: a whole-model compile's option. Torch 2.11 fails comparing two layers' graphs
-    that hold an autograd.Function (the fused LoRA linear, FP8's matmul): KeyError 'example_value' in dynamo, at
-    the first step; 2.13 compiles them (2.12 was not tried)."""
+    """trainer.compile_layers_once: a whole-model compile's option, refused where torch would not use the regions or
+    would fail on them. Gradient checkpointing wraps each layer's call, and torch then inlines the layers (no region
+    was seen on torch 2.11 or 2.13). Torch 2.11 fails comparing two layers' graphs that hold an autograd.Function
+    (KeyError 'example_value' in dynamo, at the first step: seen with the fused LoRA linear, bitsandbytes' 4-bit
+    layers and a plain Function); 2.13 compiles them (2.12 was not tried)."""
     tr = cfg.trainer
     if not (tr.torch_compile and tr.compile_scope == "model"):
         raise ConfigError("trainer.compile_layers_once", True, "for a whole-model compile: add trainer.torch_compile=true "
                           "trainer.compile_scope=model (regional compile already compiles one layer for all)")
-    functions = [k for k, on in (("peft.fused", cfg.peft.fused), ("precision.fp8", cfg.precision.fp8 != "none")) if on]
+    if tr.gradient_checkpointing:
+        raise ConfigError("trainer.compile_layers_once", True, "checkpointing wraps each layer's call and torch then "
+                          "inlines the layers: set trainer.gradient_checkpointing=false, or this off")
+    functions = [way_out for on, way_out in ((cfg.peft.fused, "peft.fused=false"),
+                                             (cfg.precision.fp8 != "none", "precision=bf16"),
+                                             (cfg.peft.method == "qlora", "peft=lora"),
+                                             (tr.use_liger_kernel, "trainer.use_liger_kernel=false")) if on]
     if functions and torch_release() < (2, 13):
         raise ConfigError("trainer.compile_layers_once", True, f"torch {torch_release_text()} can't reuse a layer graph "
-                          f"that holds {' or '.join(functions)} (needs torch >= 2.13): "
-                          + ", ".join(off for k, off in (("peft.fused", "peft.fused=false"), ("precision.fp8", "precision=bf16"))
-                                      if k in functions) + ", or trainer.compile_layers_once=false")
+                          f"that holds an autograd Function (needs torch >= 2.13): {', '.join(functions)}, or this off")
 
 
 def torch_release() -> tuple:
-    """torch's (major, minor), read from its metadata: no import of torch while a config is checked."""
-    major, minor = torch_release_text().split(".")[:2]
-    return int(major), int(minor)
+    """torch's (major, minor), read from its metadata: no import of torch while a config is checked. A version it
+    can't read counts as (0, 0), the oldest."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(torch_release_text()).release[:2]
+    except InvalidVersion:
+        return 0, 0
 
 
 def torch_release_text() -> str:

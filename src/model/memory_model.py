@@ -193,8 +193,8 @@ def build_copy(cfg, res, conf, layers: int):
             model.enable_input_require_grads()
     if tr.torch_compile and tr.compile_scope == "regional":
         speed.compile_regions(model, tr)
-    elif tr.torch_compile and getattr(tr, "compile_layers_once", False):
-        # each layer one nested compile region: the run's graphs kept 0.2 GB a layer more than inlined layers
+    elif copies_compiled_whole(tr):
+        # each layer one nested compile region: the run's graphs peaked 7.3 GB over inlined layers' at 36 layers
         # (H100, 2k packs; experiments/speed), which copies compiled by layer don't show. These compile whole with
         # the same regions, without CUDA graphs: the 2-layer copy's second layer is the region the run repeats
         speed.compile_layers_once(model)
@@ -212,6 +212,11 @@ def build_copy(cfg, res, conf, layers: int):
         # run's does not, a hidden state's worth at most, as calls 2-3 measured them)
         speed.compile_regions(model, by_layer)
     return model
+
+
+def copies_compiled_whole(tr) -> bool:
+    """Whether the copies compile whole (trainer.compile_layers_once), head and loss included, as the run does."""
+    return bool(tr.torch_compile and getattr(tr, "compile_layers_once", False))
 
 
 def activation_bytes(cfg, res, model, batch: dict) -> dict:
@@ -259,6 +264,10 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
     # warm-up: cuBLAS workspaces and compiled graphs are not activations
     workspace = first_step_workspace(res.device, lambda: probe_copy(cfg, res, conf, batch, 1))
     one, two = (probe_copy(cfg, res, conf, batch, layers) for layers in (1, 2))
+    if copies_compiled_whole(cfg.trainer):
+        # their compiled code sits on the run's own top frame (the model's forward) and would count against its
+        # recompile limit; nothing of the run is compiled yet
+        torch._dynamo.reset()
     layers = getattr(conf, layers_key(conf))
     per_layer, outside = at_depth(one, two, layers)
     return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
@@ -384,7 +393,8 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         out["warning"] = warning
     if reused is not None:  # the copies were not built: an earlier run of these shapes traced them
         out["trace_from"] = str(reused)
-    if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model" and cfg.task.name != "classification":
+    if (cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model" and cfg.task.name != "classification"
+            and not copies_compiled_whole(cfg.trainer)):
         # the copies' head and loss run eager: a whole-model graph can fuse the loss over the vocabulary and never
         # hold the fp32 logits (a 4-layer causal LM at 2,560 tokens peaked 16% under this figure on an H100), so
         # this is an upper bound there; a classifier's head is a few KB a row
