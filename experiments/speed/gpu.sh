@@ -570,18 +570,23 @@ if [ "$what" = graphs_warm ]; then  # issue 53 G3, graphs call 1: whole-model CU
   run graphs_warm2_autograd_cache $A trainer.seed=2
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
+cold_then_warm() {  # KEY NAME VALUES...: full-depth graphs runs ($A), each value of KEY on its own fresh caches
+  # /tmp/c_NAME_VALUE: every value cold, then every value warm (another seed)
+  local key=$1 name=$2 v; shift 2
+  RUN_TIMEOUT=330
+  for v in "$@"; do rm -rf /tmp/c_${name}_$v; caches ${name}_$v; run graphs_cold_${name}_$v $A $key=$v; done
+  RUN_TIMEOUT=150
+  for v in "$@"; do caches ${name}_$v; run graphs_warm1_${name}_$v $A $key=$v trainer.seed=1; done
+}
 if [ "$what" = graphs_once ]; then  # issue 53 G3, graphs call 2: whole-model CUDA graphs at full depth with each
   # decoder layer one nested compile region (trainer.compile_layers_once) or inlined, each on its own fresh caches,
   # cold then warm; without the fused linear (torch 2.11 can't reuse a layer graph that holds it); anchor last
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
   A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=20 measure.profile_steps=0"
-  RUN_TIMEOUT=330
-  for once in true false; do rm -rf /tmp/c_once_$once; caches once_$once; run graphs_cold_once_$once $A trainer.compile_layers_once=$once; done
-  RUN_TIMEOUT=150
-  for once in true false; do caches once_$once; run graphs_warm1_once_$once $A trainer.compile_layers_once=$once trainer.seed=1; done
+  cold_then_warm trainer.compile_layers_once once true false
   if [ $SECONDS -lt ${BUDGET_S:-480} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
-if [ "$what" = graphs_once2 ]; then  # issue 53 G4, graphs call 2: the memory model under trainer.compile_layers_once
+if [ "$what" = graphs_once2 ]; then  # issue 53 G4, not yet run (no device time left): the memory model under trainer.compile_layers_once
   # (copies compiled whole with the same nested regions), cold, at LAYERS layers (36: full depth); the GPU tests
   # of whole-model graphs and of the top kernels follow in the same call (gpu.sh tests with K=...)
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
@@ -590,15 +595,12 @@ if [ "$what" = graphs_once2 ]; then  # issue 53 G4, graphs call 2: the memory mo
   run graphs_cold_once_copies_whole_l${LAYERS:-36} trainer.max_steps=30 measure.warmup_steps=15 measure.profile_steps=0 \
     trainer.compile_layers_once=true model.arch.num_hidden_layers=${LAYERS:-36}
 fi
-if [ "$what" = graphs_fused ]; then  # issue 53 G3, graphs call 4: experiment=small_batch_fastest at full depth with
+if [ "$what" = graphs_fused ]; then  # issue 53 G3, not yet run (no device time left): experiment=small_batch_fastest at full depth with
   # the fused LoRA linear (the preset) and without, each on its own fresh caches, cold then warm; then the memory
   # model under trainer.compile_layers_once at 8 layers (graphs_once2's check, shorter) and the anchor, as time allows
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
   A="trainer.max_steps=${STEPS:-40} measure.warmup_steps=20 measure.profile_steps=0"
-  RUN_TIMEOUT=330
-  for fused in false true; do rm -rf /tmp/c_fused_$fused; caches fused_$fused; run graphs_cold_fused_$fused $A peft.fused=$fused; done
-  RUN_TIMEOUT=120
-  for fused in false true; do caches fused_$fused; run graphs_warm1_fused_$fused $A peft.fused=$fused trainer.seed=1; done
+  cold_then_warm peft.fused fused false true
   if [ $SECONDS -lt ${BUDGET_S:-430} ]; then
     rm -rf /tmp/c_once8; caches once8
     run graphs_once_l8 trainer.max_steps=20 measure.warmup_steps=10 measure.profile_steps=0 model.arch.num_hidden_layers=8 \
