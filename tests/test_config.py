@@ -527,7 +527,8 @@ def test_a_group_choice_typo_is_one_line_naming_the_nearest_before_anything_runs
     ((2, 11), ["trainer.use_liger_kernel=true"], "trainer.use_liger_kernel=false, or this off"),
     ((2, 11), [], None),
     ((2, 13), ["precision=fp8", "peft.fused=true"], None),
-    ((2, 13), ["trainer.gradient_checkpointing=true"], "checkpointing wraps each layer's call")])
+    ((2, 13), ["trainer.gradient_checkpointing=true"], "checkpointing wraps each layer's call"),
+    ((2, 7), [], "needs torch >= 2.8 (torch.compiler.nested_compile_region)")])
 def test_compile_layers_once_is_refused_where_torch_would_not_use_the_regions_or_fails_on_them(
         monkeypatch, release, args, refused):
     """torch 2.11 raised KeyError 'example_value' comparing two layer graphs that hold an autograd Function (the fused

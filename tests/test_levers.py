@@ -217,7 +217,7 @@ def test_compile_one_graph_compiles_one_layer_graph_and_changes_no_gradient(one_
     from src.model import speed
 
     def grads(compile_one_graph):
-        model, _ = _model("model.arch.num_hidden_layers=4", "precision=fp32")
+        model, _ = _model("model.arch.num_hidden_layers=3", "precision=fp32")
         model.train()
         if compile_one_graph is not None:
             speed.compile_regions(model, SimpleNamespace(compile_backend="aot_eager", compile_mode=None,

@@ -19,6 +19,9 @@ def layers_once_check(cfg: DictConfig) -> None:
     if not (tr.torch_compile and tr.compile_scope == "model"):
         raise ConfigError("trainer.compile_layers_once", True, "for a whole-model compile: add trainer.torch_compile=true "
                           "trainer.compile_scope=model (regional compile already compiles one layer for all)")
+    if torch_release() < (2, 8):
+        raise ConfigError("trainer.compile_layers_once", True, f"needs torch >= 2.8 (torch.compiler.nested_compile_region); "
+                          f"this is {torch_release_text()}")
     if tr.gradient_checkpointing:
         raise ConfigError("trainer.compile_layers_once", True, "checkpointing wraps each layer's call and torch then "
                           "inlines the layers: set trainer.gradient_checkpointing=false, or this off")

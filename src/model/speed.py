@@ -49,9 +49,7 @@ def compile_layers_once(model: torch.nn.Module) -> int:
     """compile_scope=model with trainer.compile_layers_once: every decoder layer becomes one nested compile region
     (torch.compiler.nested_compile_region), so the whole-model compile compiles a layer's graph once and calls it
     for each layer, instead of inlining and compiling every layer apart. Eager runs (the checks' forwards) are
-    unchanged. Returns the number of layers marked."""
-    if not hasattr(torch.compiler, "nested_compile_region"):
-        raise ConfigError("trainer.compile_layers_once", True, f"needs torch >= 2.8 (torch.compiler.nested_compile_region); this is {torch.__version__}")
+    unchanged. Needs torch >= 2.8 (checked at startup: src/config/compiling.py). Returns the number of layers marked."""
     layers = decoder_layers(model)
     if not layers:
         raise ConfigError("trainer.compile_layers_once", True, f"no decoder layers found in {type(model).__name__}")
