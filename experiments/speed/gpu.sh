@@ -53,6 +53,7 @@
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
 #                                           # compile region (trainer.compile_layers_once) or inlined: cold, warm; anchor
 #   bash experiments/speed/gpu.sh graphs_once2 # issue 53 G4: the memory model under compile_layers_once (LAYERS=36)
+#   bash experiments/speed/gpu.sh once_memory # issue 53 G4: compile_layers_once's memory with CUDA graphs and without
 #   bash experiments/speed/gpu.sh graphs_fused # issue 53 G3: small_batch_fastest with and without the fused linear,
 #                                           # full depth, cold and warm; the memory model under compile_layers_once (8 layers)
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -607,6 +608,26 @@ if [ "$what" = graphs_fused ]; then  # issue 53 G3, not yet run (no device time 
       peft.fused=false trainer.compile_layers_once=true
   else echo "8-layer memory check skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
   if [ $SECONDS -lt ${ANCHOR_BY_S:-520} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = once_memory ]; then  # issue 53 G4: where the memory under trainer.compile_layers_once goes (at 8
+  # layers its peak came 29% over the copies compiled whole): 4 and 8 layers of real width, 2k packs, the layers
+  # one region or inlined, with CUDA graphs or without, each prediction beside its peak; then the GPU tests of
+  # whole-model graphs and of the top kernels, as time allows
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
+  A="trainer.max_steps=16 measure.warmup_steps=6 measure.profile_steps=0"
+  RUN_TIMEOUT=150
+  rm -rf /tmp/c_once_memory; caches once_memory
+  for n in 4 8; do  # inlined at 8 layers only as time allows
+    run m${n}_once_graphs $A model.arch.num_hidden_layers=$n trainer.compile_layers_once=true
+    run m${n}_once_no_graphs $A model.arch.num_hidden_layers=$n trainer.compile_layers_once=true trainer.compile_mode=null
+    if [ $n = 8 ] && [ $SECONDS -gt ${INLINED8_BY_S:-260} ]; then continue; fi
+    run m${n}_inlined_graphs $A model.arch.num_hidden_layers=$n
+    run m${n}_inlined_no_graphs $A model.arch.num_hidden_layers=$n trainer.compile_mode=null
+  done
+  if [ $SECONDS -lt ${TESTS_BY_S:-380} ]; then
+    timeout $((570 - SECONDS)) python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py --durations=5 \
+      -k "whole_model or costliest" 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+  else echo "GPU tests skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = inductor_screen ]; then  # issue 53 G2: inductor's own fusion options (trainer.inductor) on the bf16
   # reference, 4 layers of real width (per-layer kernel time; state full-depth speeds only from full-depth runs);
