@@ -173,6 +173,46 @@ def speed_graphs_once(name: str) -> str:
                      "real tok/s (95%)", "memory GB predicted / peak"], rows)
 
 
+def speed_graphs_fused(name: str) -> str:
+    """Issue 53 G3, graphs call 3 (gpu.sh graphs_fused): experiment=small_batch_fastest at full depth (whole-model
+    CUDA graphs, 2k packs) with its fused LoRA linear and without, each on its own fresh caches, cold then warm;
+    the plain-Trainer anchor of the same call beside each rate. The 8-layer run under compile_layers_once is the
+    once-memory table's."""
+    anchor = Fig(S + name + "_anchors.jsonl", "bf16_sdpa_b8")
+    rows = []
+    for record in _labels(name):
+        f = Fig(S + name + ".jsonl", record)
+        if f.get("config.trainer.compile_layers_once"):
+            continue
+        parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+        rows.append(["fused (the preset)" if f.get("config.peft.fused") else "peft's own",
+                     "cold" if work["fx_graph_cache_misses"] else "warm",
+                     f"{f.get('timing_s.imports'):.1f}", f"**{f.get('compile.to_first_step_s'):.1f}**",
+                     f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}", f"{work['tracing_s']:.1f}",
+                     f"{work['backend_s']:.1f}", rate(f), ratio(f, anchor),
+                     f"{f.get('memory_predicted_gb.peak_allocated'):.2f} / {f.get('memory_gb.peak_allocated'):.2f}"])
+    return markdown(["LoRA linear", "compile cache", "imports s", "to first step s", "of it: memory trace",
+                     "torch compiling s", "of it: dynamo tracing", "backend", "real tok/s (95%)", "x plain bs 8",
+                     "memory GB predicted / peak"], rows)
+
+
+def speed_once_memory(name: str) -> str:
+    """Issue 53 G4 (gpu.sh once_memory): the memory model's prediction beside the measured peak under a whole-model
+    compile (2k packs, the fused linear off) at 4 and 8 layers, each decoder layer one nested compile region
+    (trainer.compile_layers_once) or inlined, with whole-model CUDA graphs (the preset's reduce-overhead) or
+    without (compile_mode=null)."""
+    rows = []
+    for record in _labels(name):
+        f = Fig(S + name + ".jsonl", record)
+        pred, peak = f.get("memory_predicted_gb.peak_allocated"), f.get("memory_gb.peak_allocated")
+        rows.append([str(f.get("config.model.arch.num_hidden_layers")),
+                     "each layer one region" if f.get("config.trainer.compile_layers_once") else "inlined",
+                     "yes" if f.get("config.trainer.compile_mode") == "reduce-overhead" else "no",
+                     f"{pred:.2f}", f"{peak:.2f}", f"{pred / peak - 1:+.1%}", rate(f)])
+    return markdown(["layers", "layers under the compile", "CUDA graphs", "predicted GB", "peak GB",
+                     "predicted vs peak", "real tok/s (95%)"], rows)
+
+
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
           "speed/first_step_warm_pool": (HERE / "speed/README.md", speed_first_step_warm_pool),
           "speed/first_step": (HERE / "speed/README.md", speed_first_step),
