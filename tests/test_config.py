@@ -279,6 +279,8 @@ GROUP_CHECKS = {
     "PeftConfig": [
         (["peft.r=0"], False, "peft.r=0: must be a positive integer"),
         (["peft=none", "peft.fused=true"], False, "peft.fused=True: fuses LoRA adapters: needs peft=lora or peft=qlora"),
+        (["peft=none", "peft.adapters_on_device=true"], False,
+         "peft.adapters_on_device=True: places LoRA adapters: needs peft=lora or peft=qlora"),
         (["peft=qlora"], False, "peft=qlora: 4-bit QLoRA (bitsandbytes) needs a CUDA GPU")],
     "AttentionConfig": [
         (["attention=varlen"], False, "attention=varlen: varlen is PyTorch's flash kernel for CUDA GPUs"),

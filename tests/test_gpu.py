@@ -140,6 +140,7 @@ LEVERS = {  # each speed lever on its own, on a 4-layer model of Qwen3-4B's widt
     "checkpointing_every_2nd": ["trainer.gradient_checkpointing=true", "trainer.checkpoint_every=2"],
     "liger": ["trainer.use_liger_kernel=true"],
     "qlora": ["peft=qlora"],
+    "adapters_on_device": ["peft.adapters_on_device=true"],
 }
 
 

@@ -258,3 +258,23 @@ def test_an_eval_set_is_evaluated_at_the_end_without_eval_steps_and_epochs_set_t
         from src.train.trainer import check_args
 
         check_args(compose("trainer.args.num_train_epochs=3"))
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_adapters_are_created_where_the_base_sits_only_when_asked(on, monkeypatch):
+    """peft.adapters_on_device: peft builds each adapter on the CPU and copies it to its base layer; asked, they are
+    created on the base's device (here "meta", standing in for a GPU) and the report's speed paths say so, since
+    LoRA's A then comes from that device's random stream. Off, or with the base on the CPU, peft's own way."""
+    cfg = compose(*QUICK, f"peft.adapters_on_device={str(on).lower()}")
+    base, _ = _rebuilt_base()
+    created_on = []
+    real_init = torch.nn.Linear.reset_parameters
+    monkeypatch.setattr(torch.nn.Linear, "reset_parameters",
+                        lambda self: created_on.append(self.weight.device.type) or real_init(self))
+    model = models.add_adapters(cfg, env.resolve(cfg), base.to("meta"))
+    lora_a = [m.lora_A["default"].weight for m in model.modules() if hasattr(m, "lora_A")]
+    assert lora_a and all(w.device.type == "meta" for w in lora_a)
+    assert set(created_on) == ({"meta"} if on else {"cpu"})
+    assert getattr(model, "trainsweep_adapters_on", None) == ("meta" if on else None)
+    cpu = models.add_adapters(cfg, env.resolve(cfg), _rebuilt_base()[0])  # a base on the CPU: nothing to save
+    assert getattr(cpu, "trainsweep_adapters_on", None) is None

@@ -53,6 +53,7 @@
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
 #                                           # compile region (trainer.compile_layers_once) or inlined: cold, warm; anchor
 #   bash experiments/speed/gpu.sh graphs_once2 # issue 53 G4: the memory model under compile_layers_once (LAYERS=36)
+#   bash experiments/speed/gpu.sh adapters    # issue 53 G3: adapters created on the GPU, warm, alternating; compile_layers_once's memory
 #   bash experiments/speed/gpu.sh once_memory # issue 53 G4: compile_layers_once's memory with CUDA graphs and without
 #   bash experiments/speed/gpu.sh graphs_fused # issue 53 G3: small_batch_fastest with and without the fused linear,
 #                                           # full depth, cold and warm; the memory model under compile_layers_once (8 layers)
@@ -607,6 +608,28 @@ if [ "$what" = graphs_fused ]; then  # issue 53 G3, not yet run (no device time 
     run graphs_once_l8 trainer.max_steps=20 measure.warmup_steps=10 measure.profile_steps=0 model.arch.num_hidden_layers=8 \
       peft.fused=false trainer.compile_layers_once=true
   else echo "8-layer memory check skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
+  if [ $SECONDS -lt ${ANCHOR_BY_S:-520} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
+fi
+if [ "$what" = adapters ]; then  # issue 53 G3: peft.adapters_on_device (adapters created on the GPU, not copied
+  # there one by one) on the bf16 reference at full depth: one cold run fills the caches, then warm runs alternate
+  # off and on (the model build is timing_s.build_parts.model); then the memory under compile_layers_once at
+  # 4 and 8 layers (once_memory's first rows) and the anchor, as time allows
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=${STEPS:-30} measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=150
+  rm -rf /tmp/c_adapters; caches adapters
+  run adapters_cold_off $A
+  for again in 1 2; do
+    run adapters_warm${again}_off $A trainer.seed=$again
+    run adapters_warm${again}_on $A trainer.seed=$again peft.adapters_on_device=true
+  done
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest peft.fused=false"
+  A="trainer.max_steps=16 measure.warmup_steps=6 measure.profile_steps=0"
+  rm -rf /tmp/c_once_memory; caches once_memory
+  for n in ${ONCE_LAYERS:-8 4}; do
+    if [ $SECONDS -gt ${ONCE_BY_S:-400} ]; then echo "once_memory l$n skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; continue; fi
+    run m${n}_once_graphs $A model.arch.num_hidden_layers=$n trainer.compile_layers_once=true
+  done
   if [ $SECONDS -lt ${ANCHOR_BY_S:-520} ]; then anchors bf16_sdpa_b8; else echo "anchor skipped: ${SECONDS}s into the call"; fi
 fi
 if [ "$what" = once_memory ]; then  # issue 53 G4: where the memory under trainer.compile_layers_once goes (at 8

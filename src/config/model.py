@@ -171,6 +171,7 @@ class PeftConfig:
     compute_dtype: str = "bfloat16"
     adapter_dtype: AdapterDtype = AdapterDtype.auto  # auto: the weights' dtype (bf16: no casts) | float32 (peft's default: a cast around every adapter matmul)
     fused: bool = False  # one autograd function per LoRA linear (src/model/fused_lora.py) instead of peft's module calls
+    adapters_on_device: bool = False  # create the adapters on the base's GPU, not on the CPU and then copied: a shorter build; A drawn from the GPU's random stream
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:
@@ -181,6 +182,8 @@ class PeftConfig:
                 raise ConfigError("peft.dropout", pe.dropout, "must be from 0 up to (not including) 1")
         elif pe.fused:
             raise ConfigError("peft.fused", True, "fuses LoRA adapters: needs peft=lora or peft=qlora")
+        elif pe.adapters_on_device:
+            raise ConfigError("peft.adapters_on_device", True, "places LoRA adapters: needs peft=lora or peft=qlora")
         if pe.method == "qlora":
             if not on_gpu:
                 raise ConfigError("peft", "qlora", "4-bit QLoRA (bitsandbytes) needs a CUDA GPU; on the CPU use peft=lora")

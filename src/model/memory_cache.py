@@ -30,6 +30,7 @@ NOT_MEMORY = {
                 "save_total_limit", "save_final", "seed"),
     "model": ("lr", "allow_large_on_cpu", "init"),
     "data": ("seed", "size", "eval_size", "max_train_samples", "max_eval_samples", "num_proc"),
+    "peft": ("adapters_on_device",),  # where the adapters are created, not what they keep
 }
 NOT_MEMORY_GROUPS = ("logger", "measure", "gpu", "diagnostics", "mode", "rerun", "resume", "repeat", "baseline", "sweep")
 

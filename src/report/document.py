@@ -215,7 +215,8 @@ def _path_line(name: str, done: dict) -> str:
     n = done.get("converted", done.get("fused", 0))
     left = ", ".join(f"{why}: {count}" for why, count in (done.get("skipped") or {}).items())
     what = {"fp8": f"FP8 base matmuls ({done.get('scaling')})", "fused_lora": "fused LoRA",
-            "layers_compiled_once": "nested compile regions marked"}.get(name, name)
+            "layers_compiled_once": "nested compile regions marked",
+            "adapters_on_device": "LoRA adapters created on the GPU (A's values from its random stream)"}.get(name, name)
     return f"{what} in {n} layers" + (f" (left as they were: {left})" if left else "")
 
 
