@@ -179,7 +179,7 @@ def build_copy(cfg, res, conf, layers: int):
     if hasattr(c, "decoder_layers"):  # encoder-decoder: both stacks
         c.encoder_layers = c.decoder_layers = layers
     if getattr(c, "layer_types", None):
-        c.layer_types = c.layer_types[:layers]
+        c.layer_types = [c.layer_types[i % len(c.layer_types)] for i in range(layers)]  # deeper than a 1-layer model too
     model = build.build_model(small, res, c)
     model.train()
     tr = cfg.trainer
