@@ -45,3 +45,14 @@ CLAIMS += [Claim("0.95x (0.92-0.97) warm and 0.95x (0.92-0.98) cold", _once_step
            Claim("a warm job saved 1.2 s", _once_warm_saved),
            Claim("it saved 26.3 s of a cold compile, once, and costs every step its\n  0.0048 s more (warm: 5.6% of the "
                  "step), so it breaks even after about 5,500 steps", _once_break_even)]
+
+REGION = "speed/results/cpu_region_saved_bytes.jsonl"  # experiments/speed/region_saved_bytes.py, on the CPU
+
+
+def _region_third_layer() -> str:
+    """What the region's second call (the third layer) keeps beyond every later call's share, once."""
+    saved = [Fig(REGION, f"once_l{n}").get("saved_mb") for n in (2, 3, 4)]
+    return f"with {(saved[1] - saved[0]) - (saved[2] - saved[1]):.2f} MB more once"
+
+
+CLAIMS += [Claim("with 1.06 MB more once", _region_third_layer)]
