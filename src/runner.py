@@ -138,7 +138,7 @@ def _run(cfg: DictConfig, out_dir: Path, callbacks: tuple, overrides: list[str],
         logs = loggers.Loggers(cfg, out_dir, list(overrides), group, meter if me.enabled else None, enabled=writer)
         if cfg.trainer.torch_compile and cfg.trainer.compile_scope == "regional" and not auto_budget:
             rep.compiled_layers = speed.compile_regions(model, cfg.trainer)
-        if cfg.trainer.compile_layers_once:  # after the memory model: it marks its own copies
+        if cfg.trainer.compile_layers_once:  # the run's model only: its copies compile by layer
             rep.speed_paths["layers_compiled_once"] = {"converted": speed.compile_layers_once(model)}
         trainer = train.trainer_class(cfg.task.name, packed=cfg.padding.strategy == "packed",
                                       cuda_graphs=uses_cuda_graphs(cfg.trainer))(

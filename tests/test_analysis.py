@@ -337,3 +337,10 @@ def test_a_failed_launcher_lookup_under_torchrun_is_said(monkeypatch):
     why = ranks.NOT_MEASURED["distributed.run_stamp"]
     assert why.startswith("could not check: the launcher's start time (AccessDenied") and "each rank stamped its own" in why
     assert _analysed(monkeypatch, 2).not_measured == {"distributed.run_stamp": why}
+
+
+def test_the_memory_line_says_which_way_a_bounded_prediction_can_be_off():
+    mem = GpuMemory(peak_allocated=5.76, peak_reserved=6.0, capacity=80.0)
+    assert mem.line({"peak_allocated": 4.2, "bound": "lower"}).endswith("predicted at least 4.20 (-27.1% vs measured)")
+    assert "predicted at most 4.20" in mem.line({"peak_allocated": 4.2, "bound": "upper"})
+    assert "predicted 4.20" in mem.line({"peak_allocated": 4.2})

@@ -165,7 +165,11 @@ def test_every_lever_trains_each_task_at_real_width(tmp_path, lever, task):
     # The prediction is there and within goal 5's 15% (at full depth it came within 0.5% on an H100)
     pred, peak = rep["memory_predicted_gb"], rep["memory_gb"]["peak_allocated"]
     assert pred is not None, "no memory prediction"
-    if "trainer.compile_scope=model" in LEVERS[lever] and task == "causal_lm":
+    if "trainer.compile_layers_once=true" in LEVERS[lever]:
+        # the layers' nested region keeps more than the copies show: a classifier's figure is a lower bound
+        assert pred.get("bound") == ("lower" if task == "classification" else None), pred
+        assert task != "classification" or peak >= pred["peak_allocated"] * 0.98, (pred["peak_allocated"], peak)
+    elif "trainer.compile_scope=model" in LEVERS[lever] and task == "causal_lm":
         # the copies' loss runs eager over the vocabulary: the prediction says it is an upper bound
         assert pred["bound"] == "upper" and peak <= pred["peak_allocated"] * 1.02, (pred["peak_allocated"], peak)
     else:

@@ -185,7 +185,7 @@ def test_fused_lora_trains_as_peft_does_and_the_report_counts_its_layers(tmp_pat
 def test_the_small_batch_preset_is_whole_model_cuda_graphs_on_2k_packs():
     cfg = compose("experiment=small_batch_fastest")
     assert (cfg.padding.strategy, cfg.batch.tokens, cfg.trainer.compile_scope, cfg.trainer.compile_mode, cfg.peft.fused) == \
-        ("packed", 2048, "model", "reduce-overhead", True)
+        ("packed", 2048, "model", "reduce-overhead", False)  # the fused linear tied on the step, started later
     assert uses_cuda_graphs(cfg.trainer)
     validate(cfg, cuda_available=True)
     validate(cfg, cuda_available=False)  # torch skips the graphs on a CPU and says so; the run still trains

@@ -56,3 +56,63 @@ def _region_third_layer() -> str:
 
 
 CLAIMS += [Claim("with 1.06 MB more once", _region_third_layer)]
+
+FUSED = "speed/results/h100_graphs_fused_call1.jsonl"  # gpu.sh graphs_fused, on an H100
+ONCE_MEMORY = "speed/results/h100_once_memory_call1.jsonl"  # the regions' memory without CUDA graphs, on an H100
+ADAPTERS = "speed/results/h100_adapters_call1.jsonl"  # gpu.sh adapters, on an H100
+
+
+def _fused(state: str, fused: bool) -> Fig:
+    return Fig(FUSED, f"graphs_{state}_fused_{str(fused).lower()}")
+
+
+def _first(f: Fig) -> float:
+    return f.get("compile.to_first_step_s")
+
+
+def _fused_step() -> str:
+    return (f"{times(_fused('cold', True), _fused('cold', False))} cold and "
+            f"{times(_fused('warm1', True), _fused('warm1', False))} warm").replace(": a tie", "")
+
+
+def _fused_later() -> str:
+    return (f"cold by {_first(_fused('cold', True)) - _first(_fused('cold', False)):.1f} s and warm by "
+            f"{_first(_fused('warm1', True)) - _first(_fused('warm1', False)):.1f} s")
+
+
+def _fused_memory() -> str:
+    off = [f.get("memory_predicted_gb.peak_allocated") / f.get("memory_gb.peak_allocated") - 1
+           for f in (_fused("cold", True), _fused("cold", False))]
+    return f"{-off[0]:.1%} and {-off[1]:.1%} under the peak"
+
+
+def _fused_docs(state: str) -> str:
+    return f"({_first(_fused(state, False)):.1f} s against {_first(_fused(state, True)):.1f})"
+
+
+def _regions_without_graphs() -> str:
+    return times(Fig(ONCE_MEMORY, "m8_once_no_graphs"), Fig(ONCE_MEMORY, "m8_inlined_no_graphs"))
+
+
+def _adapter_builds() -> str:
+    on = [Fig(ADAPTERS, f"adapters_warm{i}_on").get("timing_s.build_parts")["model"] for i in (1, 2)]
+    off = [Fig(ADAPTERS, f"adapters_warm{i}_off").get("timing_s.build_parts")["model"] for i in (1, 2)]
+    saved = sorted(b - a for a, b in zip(on, off))
+    return f"by {saved[0]:.2f}-{saved[1]:.2f} s"
+
+
+def _adapter_steps() -> str:
+    return " and ".join(times(Fig(ADAPTERS, f"adapters_warm{i}_on"), Fig(ADAPTERS, f"adapters_warm{i}_off"))
+                        for i in (1, 2)).replace(": a tie", "")
+
+
+CLAIMS += [Claim("0.98x (0.94-1.03) cold and 0.99x (0.94-1.04) warm", _fused_step),
+           Claim("cold by 19.2 s and warm by 17.7 s", _fused_later),
+           Claim("0.3% and 0.4% under the peak", _fused_memory),
+           Claim("(113.9 s against 133.1)", lambda: _fused_docs("cold")),
+           Claim("(26.1 s against 43.8)", lambda: _fused_docs("warm1")),
+           Claim("0.60x (0.47-0.78)", _regions_without_graphs),
+           Claim("by 0.11-0.20 s", _adapter_builds),
+           Claim("1.00x (0.99-1.01) and 1.00x (0.99-1.02)", _adapter_steps)]
+CLAIMS += [Claim("113.9 s cold and 26.1 s warm", lambda: f"{_first(_fused('cold', False)):.1f} s cold and "
+                                                         f"{_first(_fused('warm1', False)):.1f} s warm")]

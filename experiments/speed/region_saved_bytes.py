@@ -1,7 +1,8 @@
 """What a whole-model compile keeps per decoder layer with each layer one nested compile region
-(trainer.compile_layers_once) or inlined: the bytes autograd saves in one forward of the default small model at 1-6 layers
-(the memory model's CPU probe; backend aot_eager: inductor's, tried once, came within 0.03 MB), and what the memory model predicts at each depth from its copies. CPU only: it
-shows where the region's keeping departs from an inlined layer's, which a line through two copies must straddle.
+(trainer.compile_layers_once) or inlined: the bytes autograd saves in one forward of the default small model at
+1-6 layers (the memory model's CPU probe; backend aot_eager: inductor's, tried once, came within 0.03 MB). CPU
+only: it shows where the region's keeping departs from an inlined layer's (the GPU's peak under the region
+departs further: experiments/speed).
 
     python experiments/speed/region_saved_bytes.py experiments/speed/results/cpu_region_saved_bytes.jsonl
 """
@@ -28,7 +29,6 @@ def row(once: bool, layers: int) -> dict:
     res, conf = env.resolve(cfg), models.hf_config(cfg)
     lengths = {"max": 100, "min": 40}
     batch = memory_model.widest_batch(cfg, conf, collate.collator_for(cfg, conf, lengths), lengths, "cpu")
-    acts = memory_model.trace_activations(cfg, res, conf, batch)
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = models.build_model(cfg, res, conf).train()
@@ -37,8 +37,7 @@ def row(once: bool, layers: int) -> dict:
     saved = memory_model._saved_bytes(torch.compile(model, backend="aot_eager"), batch, res.amp, "cpu")["peak"]
     torch._dynamo.reset()
     return {"label": f"{'once' if once else 'inlined'}_l{layers}", "layers": layers, "once": once,
-            "saved_mb": saved / 2**20, "predicted_mb": (acts["per_layer"] * layers + acts["outside"]) / 2**20,
-            "copies": list(memory_model.probe_depths(cfg.trainer, layers)), "torch": torch.__version__}
+            "saved_mb": saved / 2**20, "torch": torch.__version__}
 
 
 if __name__ == "__main__":

@@ -196,21 +196,45 @@ def speed_graphs_fused(name: str) -> str:
                      "memory GB predicted / peak"], rows)
 
 
-def speed_once_memory(name: str) -> str:
-    """Issue 53 G4 (gpu.sh once_memory): the memory model's prediction beside the measured peak under a whole-model
-    compile (2k packs, the fused linear off) at 4 and 8 layers, each decoder layer one nested compile region
-    (trainer.compile_layers_once) or inlined, with whole-model CUDA graphs (the preset's reduce-overhead) or
-    without (compile_mode=null)."""
+ONCE_MEMORY = [("h100_graphs_fused_call1", "graphs_once_l8"), ("h100_once_memory_call1", "m8_once_no_graphs"),
+               ("h100_once_memory_call1", "m8_inlined_no_graphs")]
+
+
+def speed_once_memory() -> str:
+    """Issue 53 G4: the memory model's prediction beside the peak under a whole-model compile at 8 layers (2k packs,
+    the fused linear off), each decoder layer one nested compile region (trainer.compile_layers_once) or inlined,
+    with whole-model CUDA graphs (the preset's reduce-overhead) or without (compile_mode=null). These ran commit
+    24dfdee, whose copies under the option compiled whole with the same regions, 3 and 4 layers deep (since
+    reverted: copies compiled by layer, and the figure marked low); inlined layers' copies compile by layer."""
+    rows = []
+    for name, record in ONCE_MEMORY:
+        f = Fig(S + name + ".jsonl", record)
+        once = f.get("config.trainer.compile_layers_once")
+        pred, peak = f.get("memory_predicted_gb.peak_allocated"), f.get("memory_gb.peak_allocated")
+        rows.append([name.removeprefix("h100_").replace("_", " "), str(f.get("config.model.arch.num_hidden_layers")),
+                     "each layer one region" if once else "inlined",
+                     "yes" if f.get("config.trainer.compile_mode") == "reduce-overhead" else "no",
+                     "compiled whole, 3 and 4 layers" if once else "compiled by layer, 1 and 2 layers",
+                     f"{pred:.2f}", f"{peak:.2f}", f"{pred / peak - 1:+.1%}", f"{f.get('timing_s.build_parts')['memory_model']:.1f}",
+                     rate(f)])
+    return markdown(["call (H100)", "layers", "layers under the compile", "CUDA graphs", "the memory model's copies",
+                     "predicted GB", "peak GB", "predicted vs peak", "memory trace s", "real tok/s (95%)"], rows)
+
+
+def speed_adapters(name: str) -> str:
+    """Issue 53 G3 (gpu.sh adapters): peft.adapters_on_device on the bf16 reference (packed 8k, regional compile)
+    at full depth, one cold run, then warm runs alternating off and on; the anchor of the same call beside each."""
+    anchor = Fig(S + name + "_anchors.jsonl", "bf16_sdpa_b8")
     rows = []
     for record in _labels(name):
         f = Fig(S + name + ".jsonl", record)
-        pred, peak = f.get("memory_predicted_gb.peak_allocated"), f.get("memory_gb.peak_allocated")
-        rows.append([str(f.get("config.model.arch.num_hidden_layers")),
-                     "each layer one region" if f.get("config.trainer.compile_layers_once") else "inlined",
-                     "yes" if f.get("config.trainer.compile_mode") == "reduce-overhead" else "no",
-                     f"{pred:.2f}", f"{peak:.2f}", f"{pred / peak - 1:+.1%}", rate(f)])
-    return markdown(["layers", "layers under the compile", "CUDA graphs", "predicted GB", "peak GB",
-                     "predicted vs peak", "real tok/s (95%)"], rows)
+        parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+        rows.append(["on the GPU" if f.get("config.peft.adapters_on_device") else "CPU, then copied (peft's)",
+                     "cold" if work["fx_graph_cache_misses"] else "warm", f"{f.get('timing_s.imports'):.1f}",
+                     f"**{f.get('compile.to_first_step_s'):.1f}**", f"{parts['model']:.2f}", f"{parts['memory_model']:.1f}",
+                     f"{work['compile_s']:.1f}", rate(f), ratio(f, anchor)])
+    return markdown(["adapters created", "compile cache", "imports s", "to first step s", "of it: model build s",
+                     "memory trace", "torch compiling s", "real tok/s (95%)", "x plain bs 8"], rows)
 
 
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
@@ -219,4 +243,7 @@ TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step
           "speed/bytecode_imports": (HERE / "speed/README.md", speed_bytecode_imports),
           "speed/first_step_one_graph": (HERE / "speed/README.md", speed_first_step_one_graph),
           "speed/one_graph_step": (HERE / "speed/README.md", speed_one_graph_step),
-          "speed/graphs_once": (HERE / "speed/README.md", lambda: speed_graphs_once("h100_graphs_once_call1"))}
+          "speed/graphs_once": (HERE / "speed/README.md", lambda: speed_graphs_once("h100_graphs_once_call1")),
+          "speed/graphs_fused": (HERE / "speed/README.md", lambda: speed_graphs_fused("h100_graphs_fused_call1")),
+          "speed/once_memory": (HERE / "speed/README.md", speed_once_memory),
+          "speed/adapters": (HERE / "speed/README.md", lambda: speed_adapters("h100_adapters_call1"))}

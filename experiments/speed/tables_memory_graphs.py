@@ -41,20 +41,17 @@ def speed_memory_graphs() -> str:
 
 def speed_region_saved_bytes() -> str:
     """CPU (experiments/speed/region_saved_bytes.py): the bytes autograd saves in one forward of the default small
-    model compiled whole, its layers inlined or each one nested compile region, at 1-6 layers, beside the memory
-    model's prediction from its copies (their depths in the row)."""
+    model compiled whole, its layers inlined or each one nested compile region, at 1-6 layers."""
     rows = []
     for once in (False, True):
         last = None
         for layers in range(1, 7):
             f = Fig(S + "cpu_region_saved_bytes.jsonl", f"{'once' if once else 'inlined'}_l{layers}")
-            saved, pred = f.get("saved_mb"), f.get("predicted_mb")
+            saved = f.get("saved_mb")
             rows.append(["each layer one region" if once else "inlined", str(layers), f"{saved:.2f}",
-                         f"{saved - last:.2f}" if last is not None else "", f"{pred:.2f}",
-                         " and ".join(map(str, f.get("copies"))), pct(pred / saved - 1)])
+                         f"{saved - last:.2f}" if last is not None else ""])
             last = saved
-    return markdown(["layers under the whole-model compile", "layers", "saved MB", "this layer's MB",
-                     "predicted MB", "copies' layers", "predicted vs saved"], rows)
+    return markdown(["layers under the whole-model compile", "layers", "saved MB", "this layer's MB"], rows)
 
 
 TABLES = {"speed/memory_graphs": (HERE / "speed/README.md", speed_memory_graphs),

@@ -184,6 +184,9 @@ class Compile(Section):
                 f"{self.graphs_in_window} compiled inside the timed window")
 
 
+BOUND_WORDS = {"upper": "at most ", "lower": "at least "}  # memory_model.predict's mark on its figure
+
+
 @dataclass
 class GpuMemory(Section):
     wandb: ClassVar[str] = "mem"
@@ -200,7 +203,7 @@ class GpuMemory(Section):
     def line(self, predicted: dict | None) -> str:
         return (f"peak {self.peak_allocated:.2f} GB allocated, {self.peak_reserved:.2f} reserved of "
                 f"{self.capacity:.1f}; {self.alloc_retries} alloc retries"
-                + (f"; predicted {'at most ' if predicted.get('bound') == 'upper' else ''}{predicted['peak_allocated']:.2f} "
+                + (f"; predicted {BOUND_WORDS.get(predicted.get('bound'), '')}{predicted['peak_allocated']:.2f} "
                    f"({predicted['peak_allocated'] / self.peak_allocated - 1:+.1%} vs measured)" if predicted else ""))
 
 
