@@ -385,7 +385,7 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         # same (experiments/speed). Not traced further: a classifier's figure is a lower bound, a causal LM's
         # (whose copies also hold the fp32 logits a whole graph may not) neither bound
         log.warning("trainer.compile_layers_once: the memory model's copies miss what the layers' nested compile "
-                    "region keeps; read the predicted peak as low (27%% under the peak at 8 layers on an H100)")
+                    "region keeps; read the predicted peak as low (27% under the peak at 8 layers on an H100)")
         if cfg.task.name == "classification":
             out["bound"] = "lower"
     elif cfg.trainer.torch_compile and cfg.trainer.compile_scope == "model" and cfg.task.name != "classification":

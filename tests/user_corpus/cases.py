@@ -112,5 +112,26 @@ CASES = [
           "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
          "causal_lm", "TRL's installed scripts/sft.py unmodified, --dataset_name a local folder of messages rows, "
          "grad accum 2, saves the model"),
+    Case("own_optimizer_scheduler", "own_optimizer_scheduler.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "Trainer(optimizers=(AdamW with weight-decay groups, cosine warmup schedule)) built by "
+         "the script, decoder classifier, DataCollatorWithPadding, grad accum 2"),
+    Case("flattening_clm", "flattening_clm.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "transformers' DataCollatorWithFlattening: one row a batch, position_ids restarting at 0, "
+         "-100 at each boundary, labels made by the collator"),
+    Case("label_smoothing_grouped", "label_smoothing_grouped.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "label_smoothing_factor=0.1 (the Trainer's LabelSmoother on popped labels), "
+         "train_sampling_strategy='group_by_length' with a length column, the default collator"),
+    Case("compute_loss_func_clm", "compute_loss_func_clm.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "Trainer(compute_loss_func=...): a summed token CE plus a z-loss term divided by "
+         "num_items_in_batch, grad accum 2"),
+    Case("resume_from_checkpoint", "resume_from_checkpoint.py", ("{llama_nopad}", "{data}/text.txt", "{out}"),
+         "causal_lm", "a 4-step run saving checkpoints, then a second Trainer with train(resume_from_checkpoint="
+         "True) to 8 steps on the same output_dir; pad = eos"),
+    Case("seq2seq_generate_metrics", "seq2seq_generate_metrics.py", ("{seq2seq}", "{data}/sum.jsonl", "{out}"),
+         "seq2seq", "Seq2SeqTrainer with predict_with_generate=True, beams 2, eval every 3 steps and a "
+         "compute_metrics decoding the generations"),
+    Case("lora_gradient_checkpointing", "lora_gradient_checkpointing.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
+         "causal_lm", "get_peft_model LoRA and TrainingArguments(gradient_checkpointing=True, use_reentrant=False), "
+         "chat-template rows, DataCollatorForLanguageModeling"),
 ]
 BY_NAME = {case.name: case for case in CASES}
