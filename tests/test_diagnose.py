@@ -131,6 +131,17 @@ def test_the_default_random_model_starts_at_ln_k_and_its_gradient_scale_is_shown
     assert all(p.grad is None for p in model.parameters())  # the preflight leaves no gradients behind
 
 
+def test_a_batch_the_model_computes_no_loss_on_is_said_and_leaves_no_hook_behind():
+    """TRL's KTO and DPO collate batches without labels (their trainers compute the loss): the model returns no loss.
+    The check says why it can't run, and the forward hook it put on the head comes off (it kept every forward's
+    input alive for the whole run of a user's training)."""
+    cfg, res, conf, ds, model, collator, batch = _build()
+    head = check_model._head(model, conf.num_labels)
+    with pytest.raises(check_model.NoLoss, match="no loss"):
+        check_model.model_checks(cfg, res, model, {k: v for k, v in batch.items() if k != "labels"}, conf)
+    assert not head._forward_hooks
+
+
 def test_grad_norm_is_judged_on_a_deliberately_set_scale():
     # the tiny model's hidden states at the norm they have anyway (sqrt(64)), set on purpose: the check judges it
     cfg, res, conf, ds, model, collator, batch = _build("model.init.hidden_norm=8", "trainer.max_grad_norm=100")

@@ -26,6 +26,10 @@ def _autocast(res):
     return torch.autocast(res.device, dtype=dtype) if dtype else contextlib.nullcontext()
 
 
+class NoLoss(RuntimeError):
+    """The model returns no loss on the batch: nothing here to check against a uniform guess."""
+
+
 CLASSIFIERS = ("classification", "regression", "multi_label")  # one pooled output per row
 LABEL_HEADS = CLASSIFIERS + ("token_classification",)  # a head as wide as num_labels (a regression's: 1)
 
@@ -54,16 +58,20 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     # As the Trainer will, so the backward below meets the same graph; a model the Trainer has already set up
     # (trainsweep.attach checks at train begin) keeps its own settings, layers skipped included.
     toggle = checkpointing and not any(getattr(m, "gradient_checkpointing", False) is True for m in model.modules())
-    if toggle:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
-    with _autocast(res):
-        outputs = model(**batch)
-    loss = outputs.loss
-    loss.float().backward()
-    if toggle:
-        model.gradient_checkpointing_disable()
-    if hook:
-        hook.remove()
+    try:  # the hook and the checkpointing go whatever happens: the model is the user's (trainsweep.attach)
+        if toggle:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": cfg.trainer.checkpoint_reentrant})
+        with _autocast(res):
+            outputs = model(**batch)
+        loss = outputs.loss
+        if loss is None:  # a batch without labels (TRL's KTO, DPO): the trainer computes the loss, not the model
+            raise NoLoss("the model computes no loss on this batch (no labels): its trainer's own loss is not checked here")
+        loss.float().backward()
+    finally:
+        if toggle:
+            model.gradient_checkpointing_disable()
+        if hook:
+            hook.remove()
     logits = outputs.logits.detach().float()
 
     if task in CLASSIFIERS and head is not None:

@@ -131,6 +131,11 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         owner = next(c for c in type(trainer).__mro__ if method in vars(c))
         if not owner.__module__.startswith(KNOWN_TRAINERS):
             return None, f"{owner.__name__}.{method} is your own: it may read the padded batch, so batches stay as they are"
+    if getattr(trainer, "model_init", None) is not None:
+        # train() builds a new model from model_init, without this one's per-sequence pooling, varlen attention
+        # or compiled layers: a classifier then met packed batches it can't read (a user's script crashed)
+        return None, ("Trainer(model_init=...) builds the model again when training starts, without what speedup "
+                      "would change on this one: batches stay as they are")
     return task, None
 
 

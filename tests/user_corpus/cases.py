@@ -133,5 +133,9 @@ CASES = [
     Case("lora_gradient_checkpointing", "lora_gradient_checkpointing.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
          "causal_lm", "get_peft_model LoRA and TrainingArguments(gradient_checkpointing=True, use_reentrant=False), "
          "chat-template rows, DataCollatorForLanguageModeling"),
+    Case("model_init_no_model", "model_init_no_model.py", ("{qwen3}", "{data}/cls_train.csv", "{data}/cls_dev.csv",
+                                                           "{out}"),
+         "classification", "Trainer(model=None, model_init=...) building a decoder classifier, DataCollatorWithPadding "
+         "(speedup packed the Trainer's first model, and train() built another: it crashed on packed batches)"),
 ]
 BY_NAME = {case.name: case for case in CASES}
