@@ -221,7 +221,8 @@ class TrainsweepCallback(TrainerCallback):
             # no rows to read ahead (an IterableDataset): attention counted at the window's mean attended
             # length, as the token-weighted mean needs each row's length
             rep.flops = self._flops(model, tokens["real"] / tokens["samples"])
-        analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=state), self.res.device)
+        analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=state,
+                         own_objective=own_objective(getattr(self, "trainer", None))), self.res.device)
 
     def _write(self, state) -> None:
         rep = self.report
@@ -235,6 +236,14 @@ class TrainsweepCallback(TrainerCallback):
         if state.is_world_process_zero:  # under torchrun every rank measures; rank 0 writes
             print(f"\ntrainsweep report: {self.out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
             report_files.write(self.out_dir, rep)
+
+
+def own_objective(trainer) -> bool:
+    """Whether the trainer trains on its own objective rather than the model's cross-entropy: TRL's preference and
+    RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), whose loss starts at ln 2, 0.5 or near 0,
+    never at a uniform guess over the vocabulary. The first TRL class in its MRO decides (a user's subclass too)."""
+    first = next((c for c in type(trainer).__mro__ if c.__module__.startswith("trl.")), None)
+    return first is not None and first.__name__ != "SFTTrainer"
 
 
 def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:

@@ -21,7 +21,7 @@ STALL_TIMES, STALL_MIN_S = 10, 3.0  # 3 s: a loaded CI host's hiccups stay ranke
 def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Throughput:
     """Per second = per step / seconds per step. Tokens come from every step of the window, times from the
     steps that were timed (a step with an evaluation inside is not), so a dropped step biases neither."""
-    if not tokens or not steps or not step_s:
+    if not tokens or not tokens.get("samples") or not steps or not step_s:  # no rows counted: rates unknown, not 0
         return Throughput()
     rate = lambda key: tokens[key] / steps / step_s  # noqa: E731
     return Throughput(samples_per_s=rate("samples"), tokens_per_s=rate("all"), real_tokens_per_s=rate("real"),
@@ -205,7 +205,9 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     rep.memory_gb = memory_section(mem)
     rep.eval = {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
                 "history": evals} if evals else None
-    rep.loss = loss_summary(trainer.state.log_history, expected_initial_loss(cfg.task.name, cfg.task.num_labels or trainer.model.config.num_labels, vocab))
+    expected = None if getattr(trainer, "own_objective", False) else \
+        expected_initial_loss(cfg.task.name, cfg.task.num_labels or trainer.model.config.num_labels, vocab)
+    rep.loss = loss_summary(trainer.state.log_history, expected)
     if world > 1:
         rep.distributed = {"world_size": world, "strategy": rep.resolved.get("distributed"), **ranks}
     if not cfg.measure.enabled:
@@ -220,12 +222,13 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     th = throughput(m["tokens"], m["window_steps"], step.mean)
     th.world_size = world  # tokens and samples above are summed over every rank: the job's throughput
     th.real_tokens_per_s_per_gpu = th.real_tokens_per_s / world if th.real_tokens_per_s else None
-    fl = rep.flops
-    fl.peak_tflops = peak_tflops(rep.env["device_name"], rep.resolved["amp"], cfg.measure.peak_tflops,
-                                 tf32=bool(rep.env.get("tf32_matmul")))
-    fl.mfu, fl.hfu = mfu(fl, th.real_tokens_per_s_per_gpu)  # per GPU: each one's share against its own peak
-    if fl.ceiling_tokens_per_s and th.real_tokens_per_s_per_gpu:
-        fl.of_ceiling = th.real_tokens_per_s_per_gpu / fl.ceiling_tokens_per_s
+    fl = rep.get("flops")
+    if fl is not None:  # none where no row or batch shows its tokens (TRL's GRPO: prompts, generated completions)
+        fl.peak_tflops = peak_tflops(rep.env["device_name"], rep.resolved["amp"], cfg.measure.peak_tflops,
+                                     tf32=bool(rep.env.get("tf32_matmul")))
+        fl.mfu, fl.hfu = mfu(fl, th.real_tokens_per_s_per_gpu)  # per GPU: each one's share against its own peak
+        if fl.ceiling_tokens_per_s and th.real_tokens_per_s_per_gpu:
+            fl.of_ceiling = th.real_tokens_per_s_per_gpu / fl.ceiling_tokens_per_s
     bd, busy = Breakdown.from_dict(m["breakdown_s"]), m["gpu_busy_fraction"]
     # The GPU's idle time that the data wait doesn't explain: it waited for Python to launch kernels.
     # Overlaps compute/other (it happens inside them), so it is not part of their sum.
@@ -239,8 +242,8 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         Compile.from_dict(m["compile"])
     rep.timing_s.update({k: v for k, v in m["phases_s"].items() if v is not None})
     rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
-    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl.mfu, fl.of_ceiling,
-                          amp=rep.resolved.get("amp"))
+    rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl and fl.mfu,
+                          fl and fl.of_ceiling, amp=rep.resolved.get("amp"))
     with_interval(step, th)
     rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
                       m["stopped_when_stable"], busy, shapes_matter=device == "cuda" or bool(cfg.trainer.torch_compile))

@@ -154,7 +154,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
             rows.append(("numerics", FP8_NUMERICS))
     st = r.get("step_time_s")
     if st and st.mean is not None:
-        rows += [("step time", st.line()), ("throughput", r.throughput.line()), ("flops", r.flops.line()),
+        rows += [("step time", st.line()), ("throughput", r.throughput.line()),
+                 *([("flops", r.flops.line())] if r.get("flops") is not None else []),
                  ("breakdown", r.breakdown_s.line(st.mean, r.get("gpu_busy_fraction")))]
     kinds = r.get("gpu_kernels")
     if kinds:

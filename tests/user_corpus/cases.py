@@ -12,17 +12,17 @@ from pathlib import Path
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
-def _trl_sft_cli() -> Path:
-    """TRL's own scripts/sft.py, as installed (found without importing trl)."""
+def _trl_script(name: str) -> Path:
+    """One of TRL's own scripts (scripts/sft.py, dpo.py, ...), as installed (found without importing trl)."""
     import importlib.util
 
-    return Path(importlib.util.find_spec("trl").submodule_search_locations[0]) / "scripts" / "sft.py"
+    return Path(importlib.util.find_spec("trl").submodule_search_locations[0]) / "scripts" / f"{name}.py"
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    script: str  # a file in scripts/, or "trl:sft" for TRL's installed scripts/sft.py
+    script: str  # a file in scripts/, or "trl:NAME" for TRL's installed scripts/NAME.py
     args: tuple[str, ...]
     task: str  # classification, regression, causal_lm, token_classification, seq2seq
     note: str
@@ -30,7 +30,7 @@ class Case:
 
     @property
     def path(self) -> Path:
-        return _trl_sft_cli() if self.script == "trl:sft" else SCRIPTS / self.script
+        return _trl_script(self.script[4:]) if self.script.startswith("trl:") else SCRIPTS / self.script
 
     def argv(self, fixtures: dict[str, str], out: Path) -> list[str]:
         return [a.format(**fixtures, out=out) for a in self.args]
@@ -137,5 +137,24 @@ CASES = [
                                                            "{out}"),
          "classification", "Trainer(model=None, model_init=...) building a decoder classifier, DataCollatorWithPadding "
          "(speedup packed the Trainer's first model, and train() built another: it crashed on packed batches)"),
+    Case("trl_dpo_cli", "trl:dpo",
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref", "--max_steps", "6",
+          "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3",
+          "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
+         "causal_lm", "TRL's installed scripts/dpo.py unmodified: prompt/chosen/rejected rows, the preference "
+         "collator (no labels: the trainer computes the loss), grad accum 2"),
+    Case("trl_kto_cli", "trl:kto",
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/kto", "--max_steps", "6",
+          "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3",
+          "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
+         "causal_lm", "TRL's installed scripts/kto.py unmodified: prompt/completion/label rows (the model check "
+         "met a batch without labels and left its hook on the head)"),
+    Case("trl_grpo_cli", "trl:grpo",
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref_conv", "--reward_model_name_or_path",
+          "{qwen3}", "--max_steps", "6", "--per_device_train_batch_size", "4", "--num_generations", "4",
+          "--max_completion_length", "8", "--learning_rate", "1e-3", "--eval_strategy", "no", "--bf16", "False",
+          *_HF_RUN),
+         "causal_lm", "TRL's installed scripts/grpo.py unmodified: conversational prompts, completions generated "
+         "each step, a reward model (rows and batches without input_ids: measuring turned itself off)"),
 ]
 BY_NAME = {case.name: case for case in CASES}

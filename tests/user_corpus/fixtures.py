@@ -207,7 +207,32 @@ def _data(root: Path) -> tuple[str, str]:
     (data / "alpaca.json").write_text(json.dumps(alpaca, indent=1))
     (data / "text.txt").write_text("".join(" ".join(_sentence(rng, rng.choice(names), 5, 80)) + "\n"
                                            for _ in range(160)))
+    _preferences(data, names)
     return str(data), str(sft)
+
+
+def _preferences(data: Path, names: list[str]) -> None:
+    """Folders TRL's scripts take as --dataset_name: prompt/chosen/rejected rows as text (pref/, DPO and reward
+    modelling) and as messages (pref_conv/, GRPO's prompts), prompt/completion/label rows (kto/)."""
+    rng = random.Random(7)  # its own stream: the other files stay as they were
+
+    def pair():
+        topic = rng.choice(names)
+        other = rng.choice([n for n in names if n != topic])
+        return (" ".join(_sentence(rng, topic, 3, 16)), " ".join(_sentence(rng, topic, 2, 20)),
+                " ".join(_sentence(rng, other, 2, 20)))
+
+    for split, n in (("train", 64), ("test", 16)):
+        pairs = [pair() for _ in range(n)]
+        for name, rows in (
+                ("pref", [{"prompt": p, "chosen": " " + c, "rejected": " " + r} for p, c, r in pairs]),
+                ("pref_conv", [{"prompt": [{"role": "user", "content": p}],
+                                "chosen": [{"role": "assistant", "content": c}],
+                                "rejected": [{"role": "assistant", "content": r}]} for p, c, r in pairs]),
+                ("kto", [{"prompt": p, "completion": " " + (c if i % 2 else r), "label": bool(i % 2)}
+                         for i, (p, c, r) in enumerate(pairs)])):
+            (data / name).mkdir(exist_ok=True)
+            _write_jsonl(data / name / f"{split}.jsonl", rows)
 
 
 def make_fixtures(root: Path) -> dict[str, str]:

@@ -1,0 +1,55 @@
+"""The drop-in on TRL's preference and RL trainers, as a probe of TRL's own scripts met it (tests/user_corpus holds
+those scripts, run unmodified, in `make test-all`): GRPO's rows and batches hold no input_ids, so nothing counted
+its tokens and measuring turned itself off at the end; its loss, like DPO's and KTO's, is not a cross-entropy
+over the vocabulary, so no uniform guess applies to it."""
+import pytest
+from datasets import Dataset
+from transformers import Trainer
+
+from src import attach
+from src.dropin.callback import own_objective
+from src.report.analysis import throughput
+from src.report.sections import Loss
+from tests.test_dropin_defects import TEXTS, _config, _report, _tokenizer
+
+trl = pytest.importorskip("trl")
+
+
+def test_a_trainer_with_its_own_objective_is_told_from_one_training_on_the_models_cross_entropy():
+    class MySFT(trl.SFTTrainer):
+        pass
+
+    class MyDPO(trl.DPOTrainer):
+        pass
+
+    def of(cls):
+        return own_objective(cls.__new__(cls))
+
+    assert [of(c) for c in (trl.DPOTrainer, trl.KTOTrainer, trl.GRPOTrainer, trl.RewardTrainer, MyDPO)] == [True] * 5
+    assert [of(c) for c in (trl.SFTTrainer, MySFT, Trainer)] == [False] * 3
+
+
+def test_rates_no_row_was_counted_for_are_unknown_and_a_loss_without_a_guess_says_none():
+    assert throughput({"samples": 0, "all": 0, "real": 0, "loss": 0}, 5, 0.5).real_tokens_per_s is None
+    assert Loss(initial=0.693, final=0.654, curve=[(1, 0.693), (2, 0.654)]).line() == "0.693 -> 0.654"
+    assert Loss(initial=4.6, final=4.1, expected_initial=4.543, curve=[(1, 4.6), (2, 4.1)]).line().endswith(
+        "(uniform guess: 4.543)")
+
+
+def test_grpo_is_measured_to_the_end_without_figures_it_cannot_count(tmp_path):
+    from transformers import Qwen3ForCausalLM
+
+    tokenizer = _tokenizer()
+    model = Qwen3ForCausalLM(_config(eos_token_id=2))
+    prompts = Dataset.from_dict({"prompt": TEXTS[:16]})
+    args = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=7, per_device_train_batch_size=4, num_generations=4,
+                          max_completion_length=4, logging_steps=1, report_to=[], save_strategy="no", use_cpu=True,
+                          bf16=False, seed=0)
+    trainer = trl.GRPOTrainer(model=model, reward_funcs=[lambda completions, **kw: [float(len(c)) for c in completions]],
+                              args=args, train_dataset=prompts, processing_class=tokenizer)
+    attach(trainer)
+    trainer.train()
+    rep = _report(tmp_path)
+    assert rep["status"] == "ok" and "turned_off" not in rep, rep.get("turned_off")
+    assert rep["step_time_s"]["mean"] > 0 and rep["throughput"]["real_tokens_per_s"] is None
+    assert rep["loss"]["expected_initial"] is None and "flops" not in rep
