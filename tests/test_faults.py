@@ -414,6 +414,11 @@ def test_the_drop_ins_hints_speak_the_scripts_words():
     assert "--max_seq_length; now 128" in hints[1] and "data.max_length" not in hints[1]
     assert hints[2].endswith("shorten warmup_steps (or warmup_ratio)")
     assert "--pad_to_max_length" not in in_script_words(checks, padded_at_map_time=False)[0]["hint"]
+    # TRL's KTO refuses any sampling but sequential: it is not told to group rows by length, and its collator is named
+    dynamic = [{**checks[0], "value": {**checks[0]["value"], "chosen": "dynamic", "packed": 0.05}}]
+    kto = in_script_words(dynamic, False, "DataCollatorForUnpairedPreference", order_is_the_trainers=True)[0]["hint"]
+    assert "group_by_length" not in kto and kto.startswith("now the collator padding each batch (DataCollatorForUnpairedPreference)")
+    assert "group_by_length" in in_script_words(dynamic, False, "DataCollatorWithPadding")[0]["hint"]
 
 
 def test_exit_now_keeps_the_exit_code_printed_output_and_logged_lines(tmp_path):

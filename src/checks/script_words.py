@@ -23,16 +23,19 @@ SCRIPT_WORDS = (
 PADDING_WORDS = {  # the padding check's strategies, as a script sets them
     "max_length": "rows padded to one length (a script's --pad_to_max_length)",
     "longest": "rows padded when tokenising (padding='longest' in map)",
-    "dynamic": "the collator padding each batch (DataCollatorWithPadding)",
+    "dynamic": "the collator padding each batch ({collator})",
     "grouped": "the collator padding each batch, rows of similar length together "
                "(train_sampling_strategy='group_by_length')",
     "packed": "no padding at all (DataCollatorWithFlattening, or TRL's padding_free=True)",
 }
 
 
-def in_script_words(checks: list[dict], padded_at_map_time: bool) -> list[dict]:
+def in_script_words(checks: list[dict], padded_at_map_time: bool, collator: str = "DataCollatorWithPadding",
+                    order_is_the_trainers: bool = False) -> list[dict]:
     """The checks' hints and expectations in a Trainer script's words rather than trainsweep's keys; the padding
-    check says what the script's data already is, and that padding done at map time must be undone there first."""
+    check says what the script's data already is (naming its collator), and that padding done at map time must be
+    undone there first. order_is_the_trainers: a trainer that orders or pairs its rows itself (TRL's KTO refuses
+    any sampling but sequential) is not told to group them by length."""
     def words(text):
         if not isinstance(text, str):
             return text
@@ -49,11 +52,13 @@ def in_script_words(checks: list[dict], padded_at_map_time: bool) -> list[dict]:
             check = {**check, "status": "pass", "value": {**check["value"], "packed": 0.0}, "hint": ""}
         elif check["check"] == "data.padding_waste" and check["status"] != "pass":
             waste = check["value"]
-            best = min((k for k in waste if k != "chosen"), key=waste.get)
+            best = min((k for k in waste if k != "chosen" and not (k == "grouped" and order_is_the_trainers)),
+                       key=waste.get)
             undo = (" The rows are padded already when tokenised: turn that off first (run_glue: "
                     "--pad_to_max_length False), then let the collator pad." if padded_at_map_time else "")
-            check["hint"] = (f"now {PADDING_WORDS.get(waste['chosen'], waste['chosen'])}: {waste[waste['chosen']]:.0%} of "
-                             f"the positions are padding; {PADDING_WORDS.get(best, best)}: {waste[best]:.0%}.{undo} "
+            said = {k: v.format(collator=collator) for k, v in PADDING_WORDS.items()}
+            check["hint"] = (f"now {said.get(waste['chosen'], waste['chosen'])}: {waste[waste['chosen']]:.0%} of "
+                             f"the positions are padding; {said.get(best, best)}: {waste[best]:.0%}.{undo} "
                              "Fewer pad tokens is not always faster: a host-bound step can gain more from fixed shapes")
         out.append(check)
     return out
