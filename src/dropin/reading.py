@@ -49,7 +49,9 @@ class Rows:
         rows = [_alone(collator, x) for x in items]
         if all(r is not None and tokens(r) is not None for r in rows):
             return cls(rows, items), None
-        return None, f"rows of type {type(items[0]).__name__}: neither they nor the collator's batches hold input_ids"
+        # TRL's preference collators hold input_ids, but a row's chosen and rejected sequences side by side
+        return None, (f"rows of type {type(items[0]).__name__} without input_ids, and the collator's batch of one row "
+                      "is not one sequence of input_ids")
 
     def __len__(self) -> int:
         return len(self.rows)
