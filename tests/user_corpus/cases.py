@@ -37,6 +37,8 @@ class Case:
 
 
 _HF_RUN = ("--logging_steps", "1", "--report_to", "none", "--save_strategy", "no", "--output_dir", "{out}")
+_TRL_RUN = ("--max_steps", "6", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
+            "--learning_rate", "1e-3", "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN)
 
 CASES = [
     Case("run_glue_style", "run_glue_style.py",
@@ -107,9 +109,7 @@ CASES = [
     Case("collate_tokenize", "collate_tokenize.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
          "classification", "raw text rows, remove_unused_columns=False, the collate_fn tokenizes each batch"),
     Case("trl_sft_cli", "trl:sft",
-         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{sft}", "--max_steps", "6",
-          "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3",
-          "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{sft}", *_TRL_RUN),
          "causal_lm", "TRL's installed scripts/sft.py unmodified, --dataset_name a local folder of messages rows, "
          "grad accum 2, saves the model"),
     Case("own_optimizer_scheduler", "own_optimizer_scheduler.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
@@ -138,15 +138,11 @@ CASES = [
          "classification", "Trainer(model=None, model_init=...) building a decoder classifier, DataCollatorWithPadding "
          "(speedup packed the Trainer's first model, and train() built another: it crashed on packed batches)"),
     Case("trl_dpo_cli", "trl:dpo",
-         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref", "--max_steps", "6",
-          "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3",
-          "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref", *_TRL_RUN),
          "causal_lm", "TRL's installed scripts/dpo.py unmodified: prompt/chosen/rejected rows, the preference "
          "collator (no labels: the trainer computes the loss), grad accum 2"),
     Case("trl_kto_cli", "trl:kto",
-         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/kto", "--max_steps", "6",
-          "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3",
-          "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN),
+         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/kto", *_TRL_RUN),
          "causal_lm", "TRL's installed scripts/kto.py unmodified: prompt/completion/label rows (the model check "
          "met a batch without labels and left its hook on the head)"),
     Case("trl_grpo_cli", "trl:grpo",
