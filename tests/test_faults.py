@@ -363,6 +363,11 @@ def test_the_drop_in_judges_truncation_against_the_length_the_rows_were_cut_to()
     assert max_length_of(uncut, {"strategy": "dynamic"}, Tok(), None) == 512
     even = Rows([{"input_ids": [5] * (4 + i % 13)} for i in range(96)])  # lengths 4..16, each as common: no cut
     assert max_length_of(even, {"strategy": "dynamic"}, Tok(), None) == 512
+    # a TRL config's max_length (a script's --max_length 96) is the cut its trainer makes, whatever the rows show
+    from types import SimpleNamespace
+
+    assert max_length_of(uncut, {"strategy": "dynamic"}, Tok(), None, SimpleNamespace(max_length=96)) == 96
+    assert max_length_of(uncut, {"strategy": "dynamic"}, Tok(), None, SimpleNamespace(max_length=None)) == 512
 
 
 def test_an_evaluation_after_training_reaches_the_drop_ins_report(tmp_path):

@@ -214,13 +214,17 @@ def checkpointing_of(args) -> tuple[bool, bool | None]:
     return bool(getattr(args, f"{prefix}_checkpointing")), kwargs.get("use_reentrant")
 
 
-def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf) -> int | None:
+def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) -> int | None:
     """The truncation length the data checks compare rows with: the rows' own width when they were padded to
-    one; the length the rows were cut to when tokenising (a script's --max_seq_length 128, under the tokenizer's
-    512): the longest row length when rows pile up there (at least three times as many as at each length just
-    under it, which uncut text doesn't do); else the longest the tokenizer or the model takes."""
+    one; the one a TRL config cuts rows to (SFTConfig's, DPOConfig's, KTOConfig's max_length: a script's
+    --max_length); the length the rows were cut to when tokenising (a script's --max_seq_length 128, under the
+    tokenizer's 512): the longest row length when rows pile up there (at least three times as many as at each
+    length just under it, which uncut text doesn't do); else the longest the tokenizer or the model takes."""
     if rows and padding["strategy"] == "max_length":
         return len(tokens(rows.rows[0]))
+    trl_cut = getattr(args, "max_length", None)  # transformers' own TrainingArguments has no such field
+    if isinstance(trl_cut, int) and not isinstance(trl_cut, bool) and trl_cut > 0:
+        return trl_cut
     limit = getattr(tokenizer, "model_max_length", None)
     limit = limit if limit and limit < 10**6 else getattr(conf, "max_position_embeddings", None)
     if rows:
@@ -251,7 +255,8 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
                   "tokens": None},
         "padding": padding,
         # blocks: the block width, which no row was cut to
-        "data": {"max_length": len(tokens(rows.rows[0])) if layout else max_length_of(rows, padding, tokenizer, conf),
+        "data": {"max_length": len(tokens(rows.rows[0])) if layout
+                 else max_length_of(rows, padding, tokenizer, conf, args),
                  "layout": layout},
         "peft": peft_of(model),
         "trainer": {"max_steps": state.max_steps, "lr": args.learning_rate,
