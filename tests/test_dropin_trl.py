@@ -53,3 +53,15 @@ def test_grpo_is_measured_to_the_end_without_figures_it_cannot_count(tmp_path):
     assert rep["status"] == "ok" and "turned_off" not in rep, rep.get("turned_off")
     assert rep["step_time_s"]["mean"] > 0 and rep["throughput"]["real_tokens_per_s"] is None
     assert rep["loss"]["expected_initial"] is None and "flops" not in rep
+
+
+def test_two_trainers_on_one_output_dir_keep_both_reports(tmp_path):
+    """A script that trains, then resumes in a second Trainer on the same output_dir: the second report went over
+    the first. Each callback keeps its own folder; the same callback training again keeps its own."""
+    from src.dropin.callback import own_folder
+
+    first, second = object(), object()
+    folder = tmp_path / "trainsweep"
+    assert own_folder(folder, first) == folder and own_folder(folder, first) == folder
+    assert own_folder(folder, second) == tmp_path / "trainsweep-2"
+    assert own_folder(tmp_path / "trainsweep-2", second) == tmp_path / "trainsweep-2"

@@ -38,6 +38,18 @@ from .guard import Guard
 from .reading import TASKS, Rows, config_from_trainer, resolved_of, tokenizer_of, trainer_of
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
+_FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
+
+
+def own_folder(path: Path, owner) -> Path:
+    """`path`, or path-2, path-3, ... where another callback of this process reports there already: a script that
+    trains two Trainers on one output_dir (a run, then a resumed one) keeps both reports. A rerun of the script
+    writes over its own earlier reports, as the Trainer writes over its output_dir."""
+    n, out = 1, Path(path)
+    while _FOLDERS.setdefault(out.resolve(), id(owner)) != id(owner):
+        n += 1
+        out = Path(path).with_name(f"{Path(path).name}-{n}")
+    return out
 
 
 def _to_meter(hook: str):
@@ -74,7 +86,7 @@ class TrainsweepCallback(TrainerCallback):
             self._detach()
 
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
-        self.out_dir = self.out_dir or Path(args.output_dir) / "trainsweep"
+        self.out_dir = own_folder(self.out_dir or Path(args.output_dir) / "trainsweep", self)
         speedup = getattr(self.trainer, "trainsweep_speedup", None)
         dataset, collator = self._script_data(train_dataloader, speedup)
         with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
