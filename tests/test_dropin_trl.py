@@ -65,3 +65,25 @@ def test_two_trainers_on_one_output_dir_keep_both_reports(tmp_path):
     assert own_folder(folder, first) == folder and own_folder(folder, first) == folder
     assert own_folder(folder, second) == tmp_path / "trainsweep-2"
     assert own_folder(tmp_path / "trainsweep-2", second) == tmp_path / "trainsweep-2"
+
+
+def test_a_resumed_run_reports_the_steps_it_ran_not_its_checkpoints(tmp_path):
+    from transformers import DataCollatorWithPadding, Qwen3ForSequenceClassification, set_seed
+
+    from tests.test_dropin_defects import _args, _classified
+
+    tokenizer = _tokenizer()
+    data = _classified(tokenizer)
+
+    def trainer(steps):
+        set_seed(0)
+        model = Qwen3ForSequenceClassification(_config(num_labels=3))
+        return Trainer(model=model, args=_args(tmp_path, max_steps=steps, save_strategy="steps", save_steps=4),
+                       train_dataset=data, data_collator=DataCollatorWithPadding(tokenizer))
+
+    trainer(4).train()
+    resumed = trainer(8)
+    attach(resumed)
+    resumed.train(resume_from_checkpoint=True)
+    curve = _report(tmp_path)["loss"]["curve"]
+    assert [step for step, _ in curve] == [5, 6, 7, 8]

@@ -86,6 +86,7 @@ class TrainsweepCallback(TrainerCallback):
             self._detach()
 
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
+        self.first_step = state.global_step  # a resumed run starts past its checkpoint's steps, which it did not run
         self.out_dir = own_folder(self.out_dir or Path(args.output_dir) / "trainsweep", self)
         speedup = getattr(self.trainer, "trainsweep_speedup", None)
         dataset, collator = self._script_data(train_dataloader, speedup)
@@ -234,7 +235,8 @@ class TrainsweepCallback(TrainerCallback):
             # no rows to read ahead (an IterableDataset): attention counted at the window's mean attended
             # length, as the token-weighted mean needs each row's length
             rep.flops = self._flops(model, tokens["real"] / tokens["samples"])
-        analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=state,
+        ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
+        analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
                          own_objective=own_objective(getattr(self, "trainer", None))), self.res.device)
 
     def _write(self, state) -> None:
