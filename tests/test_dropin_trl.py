@@ -31,6 +31,7 @@ def test_a_trainer_with_its_own_objective_is_told_from_one_training_on_the_model
 
 def test_rates_no_row_was_counted_for_are_unknown_and_a_loss_without_a_guess_says_none():
     assert throughput({"samples": 0, "all": 0, "real": 0, "loss": 0}, 5, 0.5).real_tokens_per_s is None
+    assert throughput({"samples": 8, "all": 80, "real": 60, "loss": 0}, 1, 0.5).loss_tokens_per_s is None
     assert Loss(initial=0.693, final=0.654, curve=[(1, 0.693), (2, 0.654)]).line() == "0.693 -> 0.654"
     assert Loss(initial=4.6, final=4.1, expected_initial=4.543, curve=[(1, 4.6), (2, 4.1)]).line().endswith(
         "(uniform guess: 4.543)")

@@ -25,7 +25,8 @@ def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Through
         return Throughput()
     rate = lambda key: tokens[key] / steps / step_s  # noqa: E731
     return Throughput(samples_per_s=rate("samples"), tokens_per_s=rate("all"), real_tokens_per_s=rate("real"),
-                      loss_tokens_per_s=rate("loss"),
+                      # none counted: batches without labels (TRL's DPO, KTO: the trainer picks what it scores)
+                      loss_tokens_per_s=rate("loss") if tokens["loss"] else None,
                       pad_fraction=1 - tokens["real"] / tokens["all"] if tokens["all"] else None)
 
 
