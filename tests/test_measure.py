@@ -37,6 +37,16 @@ def test_causal_lm_loss_tokens_skip_the_unpredicted_first_position():
     assert window_tokens(start, counter.snapshot())["loss"] == (3 - 1) + (2 - 1)
 
 
+def test_a_batch_without_labels_scores_its_completion_tokens():
+    """TRL's DPO and KTO collators send no labels but a completion_mask: their loss scores those tokens."""
+    counter = TokenCounter("causal_lm")
+    batch = _padded_batch()
+    batch["completion_mask"] = torch.tensor([[0, 1, 1, 0], [0, 0, 1, 0]])
+    start = counter.snapshot()
+    counter.add(batch)
+    assert window_tokens(start, counter.snapshot())["loss"] == 3
+
+
 def test_packed_batches_are_counted_from_the_collators_pack_stats():
     """A packed row has no attention_mask: samples, real and loss tokens come from what the collator packed."""
     from src.data import collate

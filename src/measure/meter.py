@@ -34,7 +34,8 @@ __all__ = ["PHASES", "Measure", "TokenCounter", "compiled_graphs", "memory", "wi
 class TokenCounter:
     """Samples and tokens of every micro-batch: what the host knows from shapes is counted on the host,
     the rest is summed on the device (no sync) and read once at the end.
-    all = padded positions, real = attention_mask 1, loss = positions whose label is scored."""
+    all = padded positions, real = attention_mask 1, loss = positions whose label is scored (without labels: the
+    completion_mask's tokens, TRL's)."""
 
     KEYS = ("samples", "all", "real", "loss")
 
@@ -70,6 +71,12 @@ class TokenCounter:
         else:
             self.host["samples"] += ids.shape[0]
         labels = inputs.get("labels")
+        completion = inputs.get("completion_mask")
+        if labels is None and hasattr(completion, "sum"):
+            # TRL's preference and completion batches (DPO, KTO) hold no labels: the completion tokens are what
+            # their loss scores
+            self._on_device("loss", completion.sum())
+            return
         if labels is None or not hasattr(labels, "dim"):
             return
         if labels.dim() == 1 or labels.is_floating_point():  # one class, value or label set per row
