@@ -237,7 +237,7 @@ class TrainsweepCallback(TrainerCallback):
             rep.flops = self._flops(model, tokens["real"] / tokens["samples"])
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
-                         own_objective=own_objective(getattr(self, "trainer", None))), self.res.device)
+                         own_objective=own_objective(self.trainer)), self.res.device)
 
     def _write(self, state) -> None:
         rep = self.report

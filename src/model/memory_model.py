@@ -1,4 +1,6 @@
-"""Peak GPU memory of a training step, predicted before the first step.
+"""Peak GPU memory of a training step, predicted before the first step. One concern, kept whole at ~400 lines:
+the copies' build, their probe and the sum are read together, and the planner (src/plan/predict.py) and the
+tests patch its functions by this module's name.
 
     peak = weights + AdamW's two moments + activations and grads as they overlap (peak_parts) + a workspace
 

@@ -1,5 +1,6 @@
-"""A sweep's cells predicted before any of them runs (sweep.plan=predict): each cell's peak memory and its step
-time and real tokens/s, from copies of its model with fewer layers: memory from 1- and 2-layer copies
+"""A sweep's cells predicted before any of them runs (sweep.plan=predict; one concern at ~370 lines: memory and
+speed are read off the same copies in one loop): each cell's peak memory and its step time and real tokens/s,
+from copies of its model with fewer layers: memory from 1- and 2-layer copies
 (src/model/memory_model.py), speed from 2- and 4-layer ones (src/plan/speed_model.py). One process for the
 whole grid, and cells that differ only in their batch settings (a family) share their copies: a grid costs
 three small builds per family plus a few steps per cell. A cell predicted over the capacity is not timed.

@@ -232,15 +232,16 @@ class Loss(Section):
 
     def line(self) -> str:
         # none where the trainer's objective is its own (TRL's DPO, GRPO, ...): no uniform guess to start from
-        guess = f"uniform guess: {_fmt(self.expected_initial, '.3f')}" if self.expected_initial is not None else ""
+        guess = "" if self.expected_initial is None else f"uniform guess: {self.expected_initial:.3f}"
         if self.initial is None:
             return (f"mean over the run {_fmt(self.mean_over_run, '.3f')} (no step's loss logged: logging_steps is past "
                     f"the run's end{'; ' + guess if guess else ''})")
+        said = f" ({guess})" if guess else ""
         if self.mean_over_run is not None and len(self.curve) == 1:  # a short run: step 1 is the only step logged
             return (f"{_fmt(self.initial, '.3f', 'nan')} at step 1, the only step logged (trainer.logging_steps is past "
-                    f"the run's end); mean over the run {_fmt(self.mean_over_run, '.3f')}" + (f" ({guess})" if guess else ""))
+                    f"the run's end); mean over the run {_fmt(self.mean_over_run, '.3f')}{said}")
         # a report read back holds None where the loss was nan (report.json is strict JSON)
-        return f"{_fmt(self.initial, '.3f', 'nan')} -> {_fmt(self.final, '.3f', 'nan')}" + (f" ({guess})" if guess else "")
+        return f"{_fmt(self.initial, '.3f', 'nan')} -> {_fmt(self.final, '.3f', 'nan')}{said}"
 
 
 @dataclass
