@@ -88,3 +88,46 @@ def test_a_resumed_run_reports_the_steps_it_ran_not_its_checkpoints(tmp_path):
     resumed.train(resume_from_checkpoint=True)
     curve = _report(tmp_path)["loss"]["curve"]
     assert [step for step, _ in curve] == [5, 6, 7, 8]
+
+
+def test_preference_collators_make_two_sequences_of_a_row_and_plain_ones_one():
+    from transformers import DataCollatorWithPadding
+
+    from src.dropin.reading import sequences_per_row
+    from trl.trainer.dpo_trainer import DataCollatorForPreference as DPOPairs
+    from trl.trainer.reward_trainer import DataCollatorForPreference as RewardPairs
+
+    dpo = [{"prompt_ids": [5, 6], "chosen_ids": [7], "rejected_ids": [8, 9]}]
+    reward = [{"chosen_ids": [5, 6, 7], "rejected_ids": [5, 8]}]
+    assert sequences_per_row(dpo, DPOPairs(pad_token_id=0)) == 2
+    assert sequences_per_row(reward, RewardPairs(pad_token_id=0)) == 2
+    assert sequences_per_row([{"input_ids": [5, 6, 7]}], DataCollatorWithPadding(_tokenizer())) == 1
+    assert sequences_per_row(reward, DataCollatorWithPadding(_tokenizer())) == 1  # it fails on these rows: taken at 1
+
+
+def test_a_reward_model_is_a_reward_task_and_its_samples_are_the_pairs_it_trained_on(tmp_path):
+    """TRL's reward.py: a one-logit classifier on chosen/rejected pairs was reported as a regression, and its
+    samples/s counted each pair's two sequences (twice the rows the batch size and "per step" count)."""
+    from transformers import Qwen3ForSequenceClassification
+
+    from src.report.document import Report, format_summary
+
+    tokenizer = _tokenizer()
+    model = Qwen3ForSequenceClassification(_config(num_labels=1))
+    pairs = Dataset.from_dict({"prompt": TEXTS[:32], "chosen": TEXTS[32:64], "rejected": TEXTS[64:96]})
+    args = trl.RewardConfig(output_dir=str(tmp_path), max_steps=14, per_device_train_batch_size=4,
+                            gradient_accumulation_steps=2, logging_steps=1, report_to=[], save_strategy="no",
+                            use_cpu=True, bf16=False, seed=0, max_length=64)
+    trainer = trl.RewardTrainer(model=model, args=args, train_dataset=pairs, processing_class=tokenizer)
+    attach(trainer, warmup_steps=2)
+    trainer.train()
+    rep = _report(tmp_path)
+    assert rep["status"] == "ok" and rep["config"]["task"]["name"] == "reward"
+    assert rep["data"]["sequences_per_sample"] == 2
+    rows_per_step = rep["throughput"]["samples_per_s"] * rep["step_time_s"]["mean"]
+    assert rows_per_step == pytest.approx(4 * 2, rel=1e-6)
+    unchecked = [c for c in rep["diagnostics"] if c["status"] == "not_run"]
+    assert unchecked and all("2 sequences side by side" in c["value"] for c in unchecked)
+    summary = format_summary(Report.from_dict(rep))
+    assert "= 8 (rows of 2 sequences: samples count rows) per step" in summary and " reward," in summary
+    assert summary.count("2 sequences side by side") == 1  # one line for the groups that share a reason

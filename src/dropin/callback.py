@@ -35,7 +35,8 @@ from ..report import files as report_files
 from ..report.sections import Flops
 from . import judging
 from .guard import Guard
-from .reading import TASKS, Rows, config_from_trainer, resolved_of, tokenizer_of, trainer_of
+from .reading import (TASKS, Rows, config_from_trainer, resolved_of, sequences_per_row, tokenizer_of, trainer_of,
+                      trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
 _FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
@@ -92,8 +93,13 @@ class TrainsweepCallback(TrainerCallback):
         dataset, collator = self._script_data(train_dataloader, speedup)
         with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
             rows, why = Rows.head(dataset, collator) if dataset is not None else (None, "no train dataset")
+            per_row = sequences_per_row(dataset, collator) if rows is None and collator is not None else 1
+        if per_row > 1:
+            why = (f"each row is {per_row} sequences side by side (a preference pair's chosen and rejected), and the "
+                   "checks read one sequence a row")
         tokenizer = tokenizer_of(processing_class, collator)
-        cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings)
+        trl = trl_trainer(self.trainer) if self.trainer is not None else None
+        cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings, trl)
         if speedup is not None and speedup.on("padding-free batches"):  # the script's own batches, for the checks
             OmegaConf.update(cfg, "batch", {"size": args.per_device_train_batch_size,
                                             "grad_accum": speedup.packing["grad_accum_before"]}, merge=True)
@@ -119,7 +125,9 @@ class TrainsweepCallback(TrainerCallback):
                                             "grad_accum": speedup.packing["grad_accum"]}, merge=True)
             cfg.padding.strategy = "packed"
             rep.config = OmegaConf.to_container(cfg)
-        counter = meter.TokenCounter(cfg.task.name)
+        counter = meter.TokenCounter(cfg.task.name, per_row)
+        if per_row > 1:  # the summary's samples and "per step" are the script's rows, each a pair of sequences
+            rep.data = {**(rep.get("data") or {}), "sequences_per_sample": per_row}
         self.meter = meter.Measure.from_config(counter, res.device, cfg)
         self._count_with(counter, model)
         self.meter.on_train_begin(args, state, control, **kw)
@@ -231,10 +239,11 @@ class TrainsweepCallback(TrainerCallback):
         rep = self.report
         rep.timing_s["train"] = time.perf_counter() - self.train_begin
         tokens = self.meter.results()["tokens"]
+        per_sample = (rep.get("data") or {}).get("sequences_per_sample", 1)
         if rep.get("flops") is None and tokens and tokens["samples"]:
-            # no rows to read ahead (an IterableDataset): attention counted at the window's mean attended
-            # length, as the token-weighted mean needs each row's length
-            rep.flops = self._flops(model, tokens["real"] / tokens["samples"])
+            # no rows to read ahead (an IterableDataset, a preference pair): attention counted at the window's
+            # mean attended length a sequence, as the token-weighted mean needs each sequence's length
+            rep.flops = self._flops(model, tokens["real"] / (tokens["samples"] * per_sample))
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
                          own_objective=own_objective(self.trainer)), self.res.device)
@@ -257,8 +266,7 @@ def own_objective(trainer) -> bool:
     """Whether the trainer trains on its own objective rather than the model's cross-entropy: TRL's preference and
     RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), whose loss starts at ln 2, 0.5 or near 0,
     never at a uniform guess over the vocabulary. The first TRL class in its MRO decides (a user's subclass too)."""
-    first = next((c for c in type(trainer).__mro__ if c.__module__.startswith("trl.")), None)
-    return first is not None and first.__name__ != "SFTTrainer"
+    return trl_trainer(trainer) not in (None, "SFTTrainer")
 
 
 def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:

@@ -136,11 +136,32 @@ def tokenizer_of(processing_class, collator):
     return None
 
 
-def task_of(model, rows: Rows | None = None) -> str:
+def trl_trainer(trainer) -> str | None:
+    """The name of the first TRL class in the trainer's class hierarchy (a user's subclass of DPOTrainer reads
+    "DPOTrainer"), or None for a trainer of transformers' own."""
+    first = next((c for c in type(trainer).__mro__ if c.__module__.startswith("trl.")), None)
+    return first.__name__ if first is not None else None
+
+
+def sequences_per_row(dataset, collator) -> int:
+    """How many sequences the script's collator makes of one row: 2 for TRL's preference collators (DPO, reward
+    modelling), which stack each row's chosen and rejected sequences; else 1. The Trainer's batch size counts
+    rows, so the report's samples do too. Reads one row; a collator that fails on it is taken at 1."""
+    try:
+        ids = collator([dataset[0]])["input_ids"]
+        return int(ids.shape[0]) if ids.dim() == 2 and ids.shape[0] > 1 else 1
+    except Exception:
+        return 1
+
+
+def task_of(model, rows: Rows | None = None, trl: str | None = None) -> str:
     """The task the checks judge: classification | regression | multi_label | token_classification | causal_lm |
-    seq2seq, from the model's class and config (and float labels: a regression), else the class name."""
+    seq2seq, from the model's class and config (and float labels: a regression), else the class name; "reward"
+    for TRL's RewardTrainer (`trl`: trl_trainer's name), whose one-logit classifier scores pairs, no regression."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     name, conf = type(base).__name__, base.config
+    if trl == "RewardTrainer":
+        return "reward"
     if name.endswith("ForSequenceClassification"):
         kind = getattr(conf, "problem_type", None)
         if kind == "regression" or (kind is None and getattr(conf, "num_labels", 2) == 1):
@@ -238,13 +259,15 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) 
     return limit
 
 
-def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict):
+def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict,
+                        trl: str | None = None):
     """The keys of trainsweep's config that measuring, the analysis, the checks and the summary read, from
-    the Trainer's arguments, its model, tokenizer and collator, and the first rows of its train dataset."""
+    the Trainer's arguments, its model, tokenizer and collator, and the first rows of its train dataset (`trl`:
+    the TRL trainer's name, trl_trainer's)."""
     conf = model.config
     padding = padding_of(rows, args, collator)
     checkpointing, reentrant = checkpointing_of(args)
-    task = task_of(model, rows)
+    task = task_of(model, rows, trl)
     layout = layout_of(rows, task, padding)
     return OmegaConf.create({
         # name_or_path is empty for a model built from a config: it has random weights

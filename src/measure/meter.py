@@ -39,8 +39,10 @@ class TokenCounter:
 
     KEYS = ("samples", "all", "real", "loss")
 
-    def __init__(self, task: str):
+    def __init__(self, task: str, sequences_per_sample: int = 1):
         self.task = task
+        # TRL's preference collators stack each row's chosen and rejected sequences: a sample is the row, 2 of them
+        self.sequences_per_sample = sequences_per_sample
         self.host = dict.fromkeys(self.KEYS, 0)
         self.device: dict[str, torch.Tensor] = {}
         self.shapes: list[tuple] = []  # (optimizer step, shape) of every micro-batch
@@ -69,7 +71,7 @@ class TokenCounter:
             # sequence restarts its positions at 0
             self._on_device("samples", (positions == 0).sum())
         else:
-            self.host["samples"] += ids.shape[0]
+            self.host["samples"] += ids.shape[0] // self.sequences_per_sample
         labels = inputs.get("labels")
         completion = inputs.get("completion_mask")
         if labels is None and hasattr(completion, "sum"):

@@ -134,6 +134,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     ranks = f" x {world} ranks ({res['distributed']}{hosts})" if world > 1 else ""
     micro = f"{b['tokens']} tokens (padding-free)" if b.get("tokens") else b["size"]
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
+    pairs = (r.get("data") or {}).get("sequences_per_sample", 1)  # TRL's preference rows: chosen and rejected
+    per_step = f"{per_step} (rows of {pairs} sequences: samples count rows)" if pairs > 1 else per_step
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
                  f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
     if chosen and chosen.get("line"):
@@ -196,7 +198,12 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if checks:
         rows.append(("diagnostics", checks_summary(checks)))
         rows += [(f"  {ch['status']}", f"{ch['check']}: {ch['value']} (expected {ch['expected']})"
-                  + (f". {ch['hint']}" if ch["hint"] else "")) for ch in checks if ch["status"] != "pass"]
+                  + (f". {ch['hint']}" if ch["hint"] else "")) for ch in checks if ch["status"] not in ("pass", "not_run")]
+        unchecked: dict[str, list[str]] = {}  # one line a reason: the drop-in's groups often share theirs
+        for ch in checks:
+            if ch["status"] == "not_run":
+                unchecked.setdefault(str(ch["value"]), []).append(ch["check"])
+        rows += [("  not_run", f"{', '.join(names)}: {why}") for why, names in unchecked.items()]
     timing = r.get("timing_s") or {}
     rows.append(("wall time", ", ".join(f"{k} {v:.1f}s" for k, v in timing.items() if not isinstance(v, dict))))
     if timing.get("build_parts"):  # most of the time to step 1 on a warm compile cache

@@ -213,7 +213,8 @@ def _data(root: Path) -> tuple[str, str]:
 
 def _preferences(data: Path, names: list[str]) -> None:
     """Folders TRL's scripts take as --dataset_name: prompt/chosen/rejected rows as text (pref/, DPO and reward
-    modelling) and as messages (pref_conv/, GRPO's prompts), prompt/completion/label rows (kto/)."""
+    modelling) and as messages (pref_conv/, GRPO's prompts), prompt/completion/label rows (kto/), prompt/completion
+    rows (pc/, distillation)."""
     rng = random.Random(7)  # its own stream: the other files stay as they were
 
     def pair():
@@ -230,7 +231,8 @@ def _preferences(data: Path, names: list[str]) -> None:
                                 "chosen": [{"role": "assistant", "content": c}],
                                 "rejected": [{"role": "assistant", "content": r}]} for p, c, r in pairs]),
                 ("kto", [{"prompt": p, "completion": " " + (c if i % 2 else r), "label": bool(i % 2)}
-                         for i, (p, c, r) in enumerate(pairs)])):
+                         for i, (p, c, r) in enumerate(pairs)]),
+                ("pc", [{"prompt": p, "completion": " " + c} for p, c, _ in pairs])):
             (data / name).mkdir(exist_ok=True)
             _write_jsonl(data / name / f"{split}.jsonl", rows)
 
