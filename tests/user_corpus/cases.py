@@ -39,6 +39,11 @@ class Case:
 _HF_RUN = ("--logging_steps", "1", "--report_to", "none", "--save_strategy", "no", "--output_dir", "{out}")
 _TRL_RUN = ("--max_steps", "6", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
             "--learning_rate", "1e-3", "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN)
+# GRPO and RLOO: conversational prompts, four completions generated for each, scored by a reward model
+_GENERATING_RUN = ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref_conv",
+                   "--reward_model_name_or_path", "{qwen3}", "--max_steps", "6", "--per_device_train_batch_size", "4", "--num_generations", "4",
+                   "--max_completion_length", "8", "--learning_rate", "1e-3", "--eval_strategy", "no", "--bf16",
+                   "False", *_HF_RUN)
 
 CASES = [
     Case("run_glue_style", "run_glue_style.py",
@@ -146,10 +151,7 @@ CASES = [
          "causal_lm", "TRL's installed scripts/kto.py unmodified: prompt/completion/label rows (the model check "
          "met a batch without labels and left its hook on the head)"),
     Case("trl_grpo_cli", "trl:grpo",
-         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref_conv", "--reward_model_name_or_path",
-          "{qwen3}", "--max_steps", "6", "--per_device_train_batch_size", "4", "--num_generations", "4",
-          "--max_completion_length", "8", "--learning_rate", "1e-3", "--eval_strategy", "no", "--bf16", "False",
-          *_HF_RUN),
+         _GENERATING_RUN,
          "causal_lm", "TRL's installed scripts/grpo.py unmodified: conversational prompts, completions generated "
          "each step, a reward model (rows and batches without input_ids: measuring turned itself off)"),
     Case("trl_reward_cli", "trl:reward",
@@ -157,10 +159,7 @@ CASES = [
          "classification", "TRL's installed scripts/reward.py unmodified: a one-logit sequence classifier trained "
          "on chosen/rejected pairs (the report called it a regression)"),
     Case("trl_rloo_cli", "trl:rloo",
-         ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref_conv", "--reward_model_name_or_path",
-          "{qwen3}", "--max_steps", "6", "--per_device_train_batch_size", "4", "--num_generations", "4",
-          "--max_completion_length", "8", "--learning_rate", "1e-3", "--eval_strategy", "no", "--bf16", "False",
-          *_HF_RUN),
+         _GENERATING_RUN,
          "causal_lm", "TRL's installed scripts/rloo.py unmodified: prompts, four generations each, a reward model, "
          "leave-one-out baselines"),
     Case("trl_distillation_cli", "trl:distillation",
