@@ -41,9 +41,9 @@ _TRL_RUN = ("--max_steps", "6", "--per_device_train_batch_size", "4", "--gradien
             "--learning_rate", "1e-3", "--max_length", "96", "--eval_strategy", "no", "--bf16", "False", *_HF_RUN)
 # GRPO and RLOO: conversational prompts, four completions generated for each, scored by a reward model
 _GENERATING_RUN = ("--model_name_or_path", "{qwen3}", "--dataset_name", "{data}/pref_conv",
-                   "--reward_model_name_or_path", "{qwen3}", "--max_steps", "6", "--per_device_train_batch_size", "4", "--num_generations", "4",
-                   "--max_completion_length", "8", "--learning_rate", "1e-3", "--eval_strategy", "no", "--bf16",
-                   "False", *_HF_RUN)
+                   "--reward_model_name_or_path", "{qwen3}", "--max_steps", "6", "--per_device_train_batch_size", "4",
+                   "--num_generations", "4", "--max_completion_length", "8", "--learning_rate", "1e-3",
+                   "--eval_strategy", "no", "--bf16", "False", *_HF_RUN)
 
 CASES = [
     Case("run_glue_style", "run_glue_style.py",
