@@ -59,6 +59,7 @@
 #                                           # full depth, cold and warm; the memory model under compile_layers_once (8 layers)
 #   bash experiments/speed/gpu.sh warm_again # issue 53 G3: FP8 + fused at 8k cold, then three warm starts; the graphs
 #                                           # preset cold, then two warm starts; the bs-8 anchor first
+#   bash experiments/speed/gpu.sh g3g4      # issue 53: warm_again's FP8 rows, then graphs8k, in one call (device time short)
 #   bash experiments/speed/gpu.sh graphs8k  # issue 53 G4: the memory model under whole-model graphs at 8k packs, 8 layers
 #                                           # (bf16, FP8) and full depth (bf16); the bs-8 anchor first
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -697,6 +698,23 @@ if [ "$what" = fp8_build_profile ]; then  # issue 53 G3: the FP8 + fused build u
   LAUNCH="python3 scripts/profile_start.py $OUT/fp8_profile.prof" \
     run fp8_profiled trainer.max_steps=3 measure.warmup_steps=1 measure.profile_steps=0
   python3 -c "import pstats; s = pstats.Stats('$OUT/fp8_profile.prof'); s.sort_stats('cumulative').print_callees('build_model|apply_paths|to_fp8|fuse_lora|FrozenFp8Linear|add_adapters|apply_init'); s.sort_stats('cumulative').print_stats('build.py|fp8.py|fused_lora.py', 40)" > "$OUT/fp8_profile.txt" 2>&1
+fi
+if [ "$what" = g3g4 ]; then  # warm_again's FP8 rows, then graphs8k's, as time allows: one anchor for both
+  anchors bf16_sdpa_b8
+  COMMON="model=qwen3 logger=none trainer.save_final=false +lever=packed_8k"
+  A="trainer.max_steps=30 measure.warmup_steps=10 measure.profile_steps=0"
+  RUN_TIMEOUT=150
+  rm -rf /tmp/c_fp8; caches fp8; run fp8_cold $A precision=fp8 peft.fused=true
+  for again in 1 2 3; do run fp8_warm$again $A precision=fp8 peft.fused=true trainer.seed=$again; done
+  COMMON="model=qwen3 logger=none trainer.save_final=false batch.tokens=8192"
+  A="trainer.max_steps=16 measure.warmup_steps=6 measure.profile_steps=0 diagnostics.enabled=false"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead"
+  rm -rf /tmp/c_g8k; caches g8k
+  run graphs8k_l8 $A experiment=small_batch_fastest model.arch.num_hidden_layers=8
+  if [ $SECONDS -lt 330 ]; then run graphs8k_fp8_l8 $A experiment=fastest $G model.arch.num_hidden_layers=8; fi
+  RUN_TIMEOUT=$(( 585 - SECONDS ))
+  if [ $RUN_TIMEOUT -gt 150 ]; then run graphs8k_full $A experiment=small_batch_fastest
+  else echo "full depth skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = warm_again ]; then  # issue 53 G3: are FP8's warm starts inside 8 s on this card, and the graphs preset's
   # inside 60 s more than once? Each on its own fresh caches, the first run cold (it fills the bytecode cache too)
