@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from ..model.build import random_weights
+from ..model.build import loss_regulariser, random_weights
 from .results import result
 
 
@@ -92,7 +92,11 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     head_std = float(head.weight.detach().float().std()) if head is not None else None
     stats = {"loss": round(value, 4), "logits_mean": round(float(logits.mean()), 4), "logits_std": round(float(logits.std()), 4),
              "head_weight_std": head_std, "hidden_norm_at_head": hidden}
-    if pretrained_lm and abs(value / expected - 1) <= 0.1:  # the uniform guess: random weights, by design or not
+    regulariser = loss_regulariser(model)
+    if regulariser:  # AdaLoRA adds its orthogonal regularisation to every loss the model computes
+        status, want = "info", (f"the model's loss holds AdaLoRA's orthogonal regularisation (orth_reg_weight "
+                                f"{regulariser:g}) on top of the task's loss: not judged against {written}")
+    elif pretrained_lm and abs(value / expected - 1) <= 0.1:  # the uniform guess: random weights, by design or not
         status, want = "info", (f"< {written} for pretrained weights; ~{written} for a model trained "
                                 "from scratch (random weights), as this one starts: if you loaded weights, they did not load")
     elif pretrained_lm:  # a pretrained LM starts well below a uniform guess; above it, its weights are not an LM's

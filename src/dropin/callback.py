@@ -14,6 +14,7 @@ from the Trainer (reading.py); the measuring itself is src/measure/meter.py's.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,8 +36,8 @@ from ..report import files as report_files
 from ..report.sections import Flops
 from . import judging
 from .guard import Guard
-from .reading import (TASKS, Rows, config_from_trainer, resolved_of, sequences_per_row, tokenizer_of, trainer_of,
-                      trl_trainer)
+from .reading import (TASKS, Rows, config_from_trainer, config_of, resolved_of, sequences_per_row, tokenizer_of,
+                      trainer_of, trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
 _FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
@@ -161,8 +162,8 @@ class TrainsweepCallback(TrainerCallback):
                     out += preflight.each([("train.grad_accum_loss",
                                             lambda: [judging.grad_accum_loss(self.trainer)])])
                 if rows and collator is not None and cfg.task.name in TASKS:
-                    return out + preflight.preflight(cfg, res, model, None, collator, rows, tokenizer, model.config,
-                                                     expensive=False)
+                    return out + preflight.preflight(cfg, res, model, None, collator, rows, tokenizer,
+                                                     config_of(model), expensive=False)
                 missing = why or f"{cfg.task.name}: a task the data and model checks don't know"
                 return out + judging.not_run(("tokenizer", "data", "model"), missing) + preflight.each(
                     [("train.schedule", lambda: [schedule_check(cfg)]),
@@ -176,7 +177,8 @@ class TrainsweepCallback(TrainerCallback):
         """Count every training micro-batch where the Trainer fetches it; without a Trainer to tap (transformers
         without get_batch_samples), where the model receives it."""
         def count(batch, pack_stats):
-            if self.meter is not None and "input_ids" in batch:
+            # a batch without input_ids (pixel_values, input_values) counts its samples; its tokens are unknown
+            if self.meter is not None and isinstance(batch, Mapping):
                 self.guard.run(MEASURING, counter.add, {**batch, **({meter.PACK_STATS: pack_stats} if pack_stats else {})})
 
         taps = tap(self.trainer) if self.trainer is not None else None
@@ -201,7 +203,9 @@ class TrainsweepCallback(TrainerCallback):
             self.guard.run("detaching", self._detachers.pop())
         self.meter = None
 
-    def _flops(self, model, seq: float) -> Flops:
+    def _flops(self, model, seq: float) -> Flops | None:
+        if getattr(model, "config", None) is None:  # a model of the script's own: no layer count to read
+            return None
         return Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
 
     # -- the Trainer's step hooks, handed to the meter -------------------------------------------------
@@ -240,7 +244,7 @@ class TrainsweepCallback(TrainerCallback):
         rep.timing_s["train"] = time.perf_counter() - self.train_begin
         tokens = self.meter.results()["tokens"]
         per_sample = (rep.get("data") or {}).get("sequences_per_sample", 1)
-        if rep.get("flops") is None and tokens and tokens["samples"]:
+        if rep.get("flops") is None and tokens and tokens["samples"] and tokens["real"]:
             # no rows to read ahead (an IterableDataset, a preference pair): attention counted at the window's
             # mean attended length a sequence, as the token-weighted mean needs each sequence's length
             rep.flops = self._flops(model, tokens["real"] / (tokens["samples"] * per_sample))

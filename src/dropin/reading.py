@@ -8,6 +8,7 @@ tensors that only the script's own collator understands) are read as that collat
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 from omegaconf import OmegaConf
 
@@ -49,6 +50,9 @@ class Rows:
         rows = [_alone(collator, x) for x in items]
         if all(r is not None and tokens(r) is not None for r in rows):
             return cls(rows, items), None
+        if _nested_ids(as_row(items[0])):  # it has input_ids: saying "without input_ids" would be untrue
+            return None, (f"each row's input_ids are {len(as_row(items[0])['input_ids'])} sequences (a multiple-choice "
+                          "row's choices), and the checks read one sequence a row")
         # TRL's preference collators hold input_ids, but a row's chosen and rejected sequences side by side
         return None, (f"rows of type {type(items[0]).__name__} without input_ids, and the collator's batch of one row "
                       "is not one sequence of input_ids")
@@ -93,6 +97,11 @@ class Rows:
         return row[key]
 
 
+def _nested_ids(row: dict | None) -> bool:
+    ids = (row or {}).get("input_ids")
+    return isinstance(ids, list) and bool(ids) and isinstance(ids[0], list)
+
+
 def _alone(collator, item) -> dict | None:
     """One row as the script's collator makes it: its batch of one, the batch dimension taken off."""
     try:
@@ -107,6 +116,13 @@ def _alone(collator, item) -> dict | None:
 def _flat(values) -> list:
     values = plain(values) if values is not None else []
     return values[0] if values and isinstance(values[0], list) else values
+
+
+def config_of(model):
+    """The model's config, or a stand-in for a model of the script's own (an nn.Module that is no PreTrainedModel
+    has none): no name, type or label count, rather than a PretrainedConfig's defaults (num_labels=2)."""
+    conf = getattr(model, "config", None)
+    return conf if conf is not None else SimpleNamespace(name_or_path="", model_type=None)
 
 
 def trainer_of(callback_depth: int = 12):
@@ -159,7 +175,7 @@ def task_of(model, rows: Rows | None = None, trl: str | None = None) -> str:
     seq2seq, from the model's class and config (and float labels: a regression), else the class name; "reward"
     for TRL's RewardTrainer (`trl`: trl_trainer's name), whose one-logit classifier scores pairs, no regression."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    name, conf = type(base).__name__, base.config
+    name, conf = type(base).__name__, config_of(base)
     if trl == "RewardTrainer":
         return "reward"
     if name.endswith("ForSequenceClassification"):
@@ -193,12 +209,20 @@ def peft_of(model) -> dict:
     adapters = getattr(model, "peft_config", None) or {}
     if not adapters:
         return {"method": "none", "r": None, "compute_dtype": None}
-    conf = next(iter(adapters.values()))
-    quant = getattr(model.config, "quantization_config", None)
+    # the adapter training uses: a script's set_adapter("second") makes it the one that trains, not the first added
+    active = getattr(model, "active_adapter", None)
+    conf = adapters.get(active) if isinstance(active, str) else None
+    conf = conf if conf is not None else next(iter(adapters.values()))
+    quant = getattr(config_of(model), "quantization_config", None)
     four_bit = getattr(quant, "load_in_4bit", False)
     dtype = getattr(quant, "bnb_4bit_compute_dtype", None) if four_bit else None
-    return {"method": "qlora" if four_bit else str(getattr(conf.peft_type, "value", conf.peft_type)).lower(),
-            "r": getattr(conf, "r", None), "compute_dtype": str(dtype).replace("torch.", "") if dtype else None}
+    method = str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
+    if method == "lora" and getattr(conf, "use_dora", False):
+        method = "dora"  # LoRA's type in PEFT, with a magnitude vector and a normalised weight in every forward
+    # AdaLoRA inherits LoRA's r and ignores it: its adapters start at init_r and are pruned towards target_r
+    r = getattr(conf, "init_r", None) if method == "adalora" else getattr(conf, "r", None)
+    return {"method": "qlora" if four_bit else method, "r": r,
+            "compute_dtype": str(dtype).replace("torch.", "") if dtype else None}
 
 
 def padding_of(rows: Rows | None, args, collator) -> dict:
@@ -223,7 +247,9 @@ def resolved_of(args, model) -> env.Resolved:
     amp = "bf16" if args.bf16 else "fp16" if args.fp16 else "none"
     world = args.world_size
     strategy = "none" if world == 1 else "fsdp" if args.fsdp else "ddp"
-    attention = getattr(model.config, "_attn_implementation", None) or "eager"
+    # a model of the script's own (no config) attends as the first transformers model inside it does
+    inner = next((m for m in model.modules() if getattr(m, "config", None) is not None), model)
+    attention = getattr(config_of(inner), "_attn_implementation", None) or "eager"
     return env.Resolved("cuda" if args.device.type == "cuda" else "cpu", next(model.parameters()).dtype, amp,
                         attention, strategy, world)
 
@@ -264,15 +290,16 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
     """The keys of trainsweep's config that measuring, the analysis, the checks and the summary read, from
     the Trainer's arguments, its model, tokenizer and collator, and the first rows of its train dataset (`trl`:
     the TRL trainer's name, trl_trainer's)."""
-    conf = model.config
+    conf = config_of(model)
     padding = padding_of(rows, args, collator)
     checkpointing, reentrant = checkpointing_of(args)
     task = task_of(model, rows, trl)
     layout = layout_of(rows, task, padding)
     return OmegaConf.create({
         # name_or_path is empty for a model built from a config: it has random weights
-        "model": {"name": conf.name_or_path or conf.model_type, "model_type": conf.model_type,
-                  "pretrained": bool(conf.name_or_path), "init": {"hidden_norm": None, "head_init": "default"}},
+        "model": {"name": conf.name_or_path or conf.model_type or type(model).__name__,
+                  "model_type": conf.model_type, "pretrained": bool(conf.name_or_path),
+                  "init": {"hidden_norm": None, "head_init": "default"}},
         "task": {"name": task, "num_labels": getattr(conf, "num_labels", 0)},
         "batch": {"size": args.per_device_train_batch_size, "grad_accum": args.gradient_accumulation_steps,
                   "tokens": None},

@@ -63,9 +63,7 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     try:
         task, why = _fits(trainer, model)
         if why is None:
-            pad_id = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None)
-            pad_id = pad_id if pad_id is not None else getattr(_base(model).config, "pad_token_id", None)
-            rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, pad_id)
+            rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, _pad_id(trainer, model))
         if why is None:
             packing.apply(trainer, model, rows, task, tokens, fix_loss_scale, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
@@ -114,6 +112,9 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
     whose loss reads the batch the way transformers' and TRL's do."""
     if trainer.args.world_size > 1:
         return None, "several processes (DDP/FSDP): speedup packs for one process for now"
+    why = _adapter_misfit(model)
+    if why is not None:
+        return None, why
     base = _base(model)
     name = type(base).__name__
     task = next((t for suffix, t in TASKS.items() if name.endswith(suffix)), None)
@@ -137,6 +138,43 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         return None, ("Trainer(model_init=...) builds the model again when training starts, without what speedup "
                       "would change on this one: batches stay as they are")
     return task, None
+
+
+def _pad_id(trainer, model) -> int | None:
+    """The pad id the script's collator pads with, and transformers' LM collator unscores: the collator's own
+    tokenizer's first (a script sets pad = eos on it without telling the Trainer or the model's config, and its
+    rows' eos tokens then go unscored), then the Trainer's tokenizer, then the model's config."""
+    collator = getattr(trainer.data_collator, "data_collator", trainer.data_collator)  # the column-removing wrapper
+    holders = (getattr(collator, "tokenizer", None), getattr(collator, "processing_class", None), collator,
+               getattr(trainer, "processing_class", None))
+    for holder in holders:
+        pad = getattr(getattr(holder, "tokenizer", holder), "pad_token_id", None)  # a processor holds a tokenizer
+        if isinstance(pad, int):
+            return pad
+    return getattr(_base(model).config, "pad_token_id", None)
+
+
+def _adapter_misfit(model) -> str | None:
+    """Why the active PEFT adapter can't read packed rows, or None. Prompt learning (prompt/prefix tuning, p-tuning,
+    CPT) adds its virtual tokens once per batch row, as embeddings or past_key_values: a packed row's sequences would
+    share one prompt, and PEFT drops position_ids (prompt tuning, p-tuning) or shifts them (prefix tuning), which is
+    what keeps packed sequences apart on sdpa and eager. aLoRA looks for its invocation tokens' last occurrence in
+    each batch row and adapts only from there: in a pack, only the last sequence would be adapted."""
+    try:
+        conf = model.active_peft_config if hasattr(model, "peft_config") else None
+    except Exception:  # a PeftMixedModel or several active adapters: their configs, not one
+        conf = next(iter(getattr(model, "peft_config", {}).values()), None)
+    if conf is None:
+        return None
+    method = str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
+    if getattr(conf, "is_prompt_learning", False):
+        return (f"PEFT {method} adds its virtual tokens once per batch row: the sequences of a packed row would "
+                "share one prompt, and PEFT drops or shifts the position_ids that keep them apart; batches stay as "
+                "they are")
+    if getattr(conf, "alora_invocation_tokens", None):
+        return ("PEFT aLoRA adapts each batch row from the last place its invocation tokens occur: in a packed row, "
+                "only the last sequence would be adapted; batches stay as they are")
+    return None
 
 
 def _varlen(trainer, model, cuda: bool, longest: int, out: Speedup) -> None:

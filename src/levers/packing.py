@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from ..data.packing import PackCollator, PackedDataset, first_fit, max_sequences
+from ..model.build import loss_regulariser
 from . import loss_scale
 from .outcome import Speedup
 from .rows import TrainRows
@@ -125,6 +126,11 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
     plan = plan_budget(rows.lengths, args.per_device_train_batch_size, args.gradient_accumulation_steps, tokens, seed)
     if plan["refused"]:
         raise Refused(plan["refused"])
+    weight = loss_regulariser(model)
+    if weight and plan["grad_accum"] != plan["grad_accum_before"]:
+        raise Refused(f"PEFT AdaLoRA adds its orthogonal regularisation (orth_reg_weight {weight}) to every "
+                      f"micro-batch's loss: {plan['grad_accum']} micro-batches a step in place of your "
+                      f"{plan['grad_accum_before']} would weigh it {plan['grad_accum'] / plan['grad_accum_before']:.2f}x")
     scale = loss_scale.probe(trainer, loss_scale.first_batch(trainer)) if task == "classification" else None
     factor = 1 if scale is None or fix_loss_scale else scale.factor
     longest, shortest = int(rows.lengths.max()), max(1, int(rows.lengths.min()))

@@ -52,7 +52,9 @@ class TokenCounter:
         self.device[key] = value if key not in self.device else self.device[key] + value
 
     def add(self, inputs: dict) -> None:
-        ids = inputs["input_ids"]
+        ids = inputs.get("input_ids")
+        if ids is None:
+            return self._add_untokenised(inputs)
         self.host["all"] += ids.numel()
         self.shapes.append((self.step, tuple(ids.shape)))
         packed = inputs.get(PACK_STATS)
@@ -86,6 +88,15 @@ class TokenCounter:
         else:  # a causal LM predicts each token from the ones before: the first label is never scored
             scored = labels[..., 1:] if self.task == "causal_lm" else labels
             self._on_device("loss", (scored != -100).sum())
+
+    def _add_untokenised(self, inputs: dict) -> None:
+        """A batch of pixel_values, input_values or input_features: its rows are counted, and no token, since it
+        has none (the report reads its token rates as unknown, not 0)."""
+        rows = next((v for k in ("pixel_values", "input_values", "input_features", "inputs_embeds", "labels")
+                     if hasattr(v := inputs.get(k), "shape") and len(v.shape)), None)
+        if rows is not None:
+            self.shapes.append((self.step, tuple(rows.shape)))
+            self.host["samples"] += rows.shape[0] // self.sequences_per_sample
 
     def snapshot(self) -> dict:
         """Counts so far; device values are cloned (async) and read later."""

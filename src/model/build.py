@@ -217,6 +217,17 @@ def _final_norm(model) -> torch.nn.Module:
     return norm
 
 
+def loss_regulariser(model) -> float:
+    """The weight of a term the active PEFT adapter adds to each forward's loss whatever the batch holds (AdaLoRA's
+    orthogonal regularisation): the step's gradient holds it once per micro-batch. 0 where none."""
+    try:
+        conf = model.active_peft_config
+    except Exception:  # not a PeftModel, or several active adapters
+        return 0.0
+    kind = str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
+    return float(getattr(conf, "orth_reg_weight", 0) or 0) if kind == "adalora" else 0.0
+
+
 def random_weights(cfg) -> bool:
     """Random-init weights at the init's own scale: no pretrained weights and no deliberately set hidden-state
     scale (model.init.hidden_norm, which the loss-69 experiments set to a pretrained LM's)."""

@@ -23,11 +23,20 @@ def throughput(tokens: dict | None, steps: int, step_s: float | None) -> Through
     steps that were timed (a step with an evaluation inside is not), so a dropped step biases neither."""
     if not tokens or not tokens.get("samples") or not steps or not step_s:  # no rows counted: rates unknown, not 0
         return Throughput()
-    rate = lambda key: tokens[key] / steps / step_s  # noqa: E731
+    rate = lambda key: tokens[key] / steps / step_s if tokens[key] else None  # noqa: E731
+    # none counted: batches without input_ids (pixel_values, input_values) have no tokens; batches without labels
+    # (TRL's DPO, KTO: the trainer picks what it scores) none scored that we can see
     return Throughput(samples_per_s=rate("samples"), tokens_per_s=rate("all"), real_tokens_per_s=rate("real"),
-                      # none counted: batches without labels (TRL's DPO, KTO: the trainer picks what it scores)
-                      loss_tokens_per_s=rate("loss") if tokens["loss"] else None,
+                      loss_tokens_per_s=rate("loss"),
                       pad_fraction=1 - tokens["real"] / tokens["all"] if tokens["all"] else None)
+
+
+def tokens_section(tokens: dict | None) -> Tokens | None:
+    """The window's counts; batches whose rows hold no input_ids (images, audio) have samples and no tokens to
+    count: unknown, not 0."""
+    if tokens and tokens.get("samples") and not tokens.get("all"):
+        tokens = {**tokens, "all": None, "real": None, "loss": None}
+    return Tokens.from_dict(tokens)
 
 
 def with_interval(step: StepTime, th: Throughput) -> None:
@@ -125,7 +134,9 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
         bottleneck = "memory"
     elif data_share is not None and data_share > DATA_BOUND_SHARE:
         bottleneck = "data"
-        reasons.append("more dataloader workers, pinned memory and pre-tokenised data help")
+        # "pre-tokenised" alone tells an image or audio script nothing: its per-batch work is a transform
+        reasons.append("more dataloader workers, pinned memory and data prepared ahead (tokenised, transformed once, "
+                       "not per batch) help")
     elif gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
         bottleneck = "host"
         reasons.append("the GPU waits for Python to launch kernels: a larger micro-batch, fixed shapes, "
@@ -155,9 +166,19 @@ def loss_summary(log_history: list[dict], expected_initial: float | None) -> Los
     return Loss(initial=losses[0], final=losses[-1], expected_initial=expected_initial, curve=curve, mean_over_run=mean)
 
 
-def expected_initial_loss(task: str, num_labels: int, vocab: int) -> float:
-    """Cross-entropy of a uniform guess: where a well-initialised model starts."""
-    return math.log(num_labels if task == "classification" else vocab)
+def expected_initial_loss(task: str, num_labels: int | None, vocab: int | None) -> float | None:
+    """Cross-entropy of a uniform guess: where a well-initialised model starts; None where the loss is no
+    cross-entropy over a width the config names (a regression's MSE, CTC, multiple choice over the batch's
+    choices, a span's start and end over the row's length, a model class the report doesn't know)."""
+    if task in ("classification", "token_classification"):
+        width = num_labels
+    elif task == "multi_label":
+        width = 2  # each label's own 50/50 guess
+    elif task in ("causal_lm", "seq2seq") or task.endswith("ForMaskedLM"):
+        width = vocab
+    else:
+        width = None
+    return math.log(width) if width and width > 1 else None
 
 
 def worst_memory(per_rank: list[dict]) -> dict:
@@ -185,7 +206,7 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     from ..measure.meter import memory
     from ..model.flops import peak_tflops
 
-    vocab = getattr(trainer.model.config, "vocab_size", 2)
+    conf = getattr(trainer.model, "config", None)  # a model of the script's own (an nn.Module) has none
     evals = [e for e in trainer.state.log_history if any(k.startswith("eval_") for k in e)]
     mem = memory(device, cfg.gpu.memory_cap_gb)
     pred = rep.get("memory_predicted_gb") or {}
@@ -207,7 +228,8 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     rep.eval = {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
                 "history": evals} if evals else None
     expected = None if getattr(trainer, "own_objective", False) else \
-        expected_initial_loss(cfg.task.name, cfg.task.num_labels or trainer.model.config.num_labels, vocab)
+        expected_initial_loss(cfg.task.name, cfg.task.num_labels or getattr(conf, "num_labels", None),
+                              getattr(conf, "vocab_size", None))
     rep.loss = loss_summary(trainer.state.log_history, expected)
     if world > 1:
         rep.distributed = {"world_size": world, "strategy": rep.resolved.get("distributed"), **ranks}
@@ -235,7 +257,7 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     # Overlaps compute/other (it happens inside them), so it is not part of their sum.
     bd.host = max(0.0, step.mean * (1 - busy) - (bd.data or 0.0)) if busy is not None and step.mean else None
     rep.throughput, rep.step_time_s, rep.breakdown_s, rep.host_s = th, step, bd, HostTime.from_dict(m["host_s"])
-    rep.gpu_busy_fraction, rep.gpu_kernels, rep.tokens = busy, m.get("gpu_kernels"), Tokens.from_dict(m["tokens"])
+    rep.gpu_busy_fraction, rep.gpu_kernels, rep.tokens = busy, m.get("gpu_kernels"), tokens_section(m["tokens"])
     rep.attention_kernels, rep.top_kernels = m.get("attention_kernels"), m.get("top_kernels")
     if "host_ops" in m:
         rep.host_ops = m["host_ops"]

@@ -123,7 +123,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     peft = c["peft"]["method"]
     if r.get("params"):
         rows.append(("model", f"{c['model']['name']} {c['task']['name']}, peft {peft}"
-                     + (f" r={c['peft']['r']}" if peft != "none" else "")
+                     # no rank: a full fine-tune, IA3, prompt tuning
+                     + (f" r={c['peft']['r']}" if peft != "none" and c["peft"].get("r") is not None else "")
                      + f", {_fmt(r.params['trainable_fraction'], '.2%')} trainable"))
     env = r.get("env") or {}
     if env:

@@ -61,6 +61,8 @@ class Throughput(Section):
 
     def real_tok_text(self) -> str:
         """'22,339 (21,100-23,600)' or '22,339 (no interval)'."""
+        if self.real_tokens_per_s is None:  # no tokens counted (images, audio): nothing to put an interval on
+            return _fmt(None)
         if self.real_tokens_per_s_low is None:
             return f"{_fmt(self.real_tokens_per_s)} (no interval)"
         return f"{_fmt(self.real_tokens_per_s)} ({_fmt(self.real_tokens_per_s_low)}-{_fmt(self.real_tokens_per_s_high)})"
@@ -154,9 +156,9 @@ class Flops(Section):
 @dataclass
 class Tokens(Section):
     samples: int = 0
-    all: int = 0
-    real: int = 0
-    loss: int = 0
+    all: Optional[int] = 0  # None: batches without input_ids (pixel_values, input_values), whose tokens are unknown
+    real: Optional[int] = 0
+    loss: Optional[int] = 0
 
 
 @dataclass

@@ -17,6 +17,10 @@ Data (placeholder `data`, a folder): cls_train.csv / cls_dev.csv (text,label: 5 
 instruction/input/output, as alpaca_data.json is), text.txt (a document a line).
 `sft` is a folder load_dataset(<folder>) reads as a DatasetDict (train.jsonl, test.jsonl of messages), the way
 TRL's sft.py takes --dataset_name.
+Beyond text (_other_modalities): `vit` (ViTForImageClassification, 16x16 images, a ViTImageProcessor) and
+`wav2vec2` (Wav2Vec2ForCTC, a character CTC tokenizer and a feature extractor); data/images/ (an imagefolder,
+train/<class>/*.png), data/audio/ (*.npy waveforms at 16 kHz and audio.csv: file,label,text), swag.csv (sent1,
+sent2, ending0-3, label), squad.jsonl (id, context, question, answers{text, answer_start}).
 """
 from __future__ import annotations
 
@@ -237,16 +241,88 @@ def _preferences(data: Path, names: list[str]) -> None:
             _write_jsonl(data / name / f"{split}.jsonl", rows)
 
 
+def _other_modalities(root: Path, data: Path) -> dict[str, str]:
+    """Images, audio, multiple choice and extractive QA, from a stream of their own (the text files stay as
+    they were)."""
+    import numpy as np
+    import torch
+    from PIL import Image
+    from transformers import (ViTConfig, ViTForImageClassification, ViTImageProcessor, Wav2Vec2Config,
+                              Wav2Vec2CTCTokenizer, Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC)
+
+    rng, gen = random.Random(99), np.random.default_rng(99)
+    torch.manual_seed(1)
+    names = sorted(TOPICS)
+    vit = root / "vit"
+    ViTForImageClassification(ViTConfig(image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2,
+                                        num_attention_heads=2, intermediate_size=64, num_labels=3)).save_pretrained(vit)
+    ViTImageProcessor(size={"height": 16, "width": 16}, image_mean=[0.5] * 3, image_std=[0.5] * 3).save_pretrained(vit)
+    colours = {"red": (200, 40, 40), "green": (40, 200, 40), "blue": (40, 40, 200)}
+    for name, rgb in colours.items():  # a class is a tint under noise, of a few sizes (the processor resizes)
+        folder = data / "images" / "train" / name
+        folder.mkdir(parents=True)
+        for i in range(16):
+            side = rng.choice([12, 16, 20])
+            pixels = np.clip(np.array(rgb) + gen.normal(0, 60, (side, side, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(folder / f"{i}.png")
+
+    w2v = root / "wav2vec2"
+    letters = sorted(set("".join(names)))
+    vocab = {"<pad>": 0, "<unk>": 1, "|": 2, **{c: i + 3 for i, c in enumerate(letters)}}
+    (root / "w2v_vocab.json").write_text(json.dumps(vocab))
+    chars = Wav2Vec2CTCTokenizer(str(root / "w2v_vocab.json"), pad_token="<pad>", unk_token="<unk>",
+                                 word_delimiter_token="|")
+    chars.save_pretrained(w2v)
+    Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
+                             return_attention_mask=True).save_pretrained(w2v)
+    Wav2Vec2ForCTC(Wav2Vec2Config(
+        vocab_size=len(chars), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        conv_dim=(16, 16, 16), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2, feat_extract_norm="layer", do_stable_layer_norm=True, pad_token_id=0,
+        ctc_loss_reduction="mean", mask_time_prob=0.0, layerdrop=0.0, classifier_proj_size=16)).save_pretrained(w2v)
+    (data / "audio").mkdir()
+    rows = []
+    for i in range(64):  # a class is a pitch: a tone under noise, 0.1 to 0.3 s long
+        label = i % 4
+        t = np.arange(rng.randint(1600, 4800)) / 16000
+        wave = 0.5 * np.sin(2 * np.pi * (220 * (label + 1)) * t) + gen.normal(0, 0.2, t.shape)
+        np.save(data / "audio" / f"{i}.npy", wave.astype(np.float32))
+        rows.append((f"{i}.npy", label, names[label]))
+    _write_csv(data / "audio" / "audio.csv", ["file", "label", "text"], rows)
+
+    swag = []
+    for _ in range(96):
+        topic = rng.choice(names)
+        others = [n for n in names if n != topic]
+        right = rng.randrange(4)
+        endings = [" ".join(_sentence(rng, topic if k == right else rng.choice(others), 2, 10)) for k in range(4)]
+        swag.append((" ".join(_sentence(rng, topic, 4, 16)), "then", *endings, right))
+    _write_csv(data / "swag.csv", ["sent1", "sent2", "ending0", "ending1", "ending2", "ending3", "label"], swag)
+
+    squad = []
+    for i in range(96):
+        topic = rng.choice(names)
+        before, after = _sentence(rng, topic, 3, 40), _sentence(rng, topic, 3, 40)
+        answer = rng.choice(ENTITIES["ORG"] + ENTITIES["LOC"])
+        context = " ".join(before + [answer] + after)
+        squad.append({"id": str(i), "title": topic, "context": context,
+                      "question": " ".join(["where", "is"] + _sentence(rng, topic, 2, 6)),
+                      "answers": {"text": [answer], "answer_start": [len(" ".join(before)) + 1]}})
+    _write_jsonl(data / "squad.jsonl", squad)
+    return {"vit": str(vit), "wav2vec2": str(w2v)}
+
+
 def make_fixtures(root: Path) -> dict[str, str]:
     """Idempotent: a root made before (its marker file present) is reused as it is."""
     root = Path(root)
-    names = ["qwen3", "llama_nopad", "gpt2", "bert", "seq2seq"]
+    names = ["qwen3", "llama_nopad", "gpt2", "bert", "seq2seq", "vit", "wav2vec2"]
     done = root / "fixtures.json"
     if done.exists():
         return json.loads(done.read_text())
     root.mkdir(parents=True, exist_ok=True)
     paths = _checkpoints(root)
     paths["data"], paths["sft"] = _data(root)
+    paths.update(_other_modalities(root, Path(paths["data"])))
     assert set(names) <= set(paths)
     done.write_text(json.dumps(paths))
     return paths

@@ -1,0 +1,115 @@
+"""Trainer scripts outside text classification and causal LMs, as tests/user_corpus/ met them: a model of the
+script's own (an nn.Module without .config) turned measuring off; image and audio batches (pixel_values,
+input_values: no input_ids) were counted as 0 samples and 0 tokens; the report's uniform guess was ln(vocab) or
+ln 2 for token classifiers, multiple choice, QA spans, CTC and ViTs; multiple-choice rows were said to hold no
+input_ids. Each test failed before its fix, on tiny models on the CPU."""
+import json
+import math
+
+import torch
+from torch import nn
+from transformers import Trainer, TrainingArguments, ViTConfig, ViTForImageClassification
+
+from src import attach
+from src.dropin.reading import Rows
+from src.measure.meter import TokenCounter, window_tokens
+from src.report import analysis
+from src.report.analysis import expected_initial_loss, throughput
+from src.report.sections import Throughput
+
+
+def _args(out, **kw) -> TrainingArguments:
+    return TrainingArguments(**{"output_dir": str(out), "max_steps": 8, "per_device_train_batch_size": 4,
+                                "logging_steps": 1, "report_to": [], "use_cpu": True, "save_strategy": "no", "seed": 0,
+                                **kw})
+
+
+def _report(out) -> dict:
+    return json.loads((out / "trainsweep" / "report.json").read_text())
+
+
+class OwnClassifier(nn.Module):
+    """No PreTrainedModel: no .config, a dict out (the blog posts' mean-pooling classifier)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.head = nn.Embedding(16, 8), nn.Linear(8, 3)
+
+    def forward(self, input_ids, attention_mask, labels=None):
+        mask = attention_mask.unsqueeze(-1).float()
+        logits = self.head((self.embed(input_ids) * mask).sum(1) / mask.sum(1))
+        return {"loss": nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+
+def test_a_model_without_config_is_measured_not_turned_off(tmp_path, capsys):
+    rows = [{"input_ids": [1 + (i + j) % 15 for j in range(3 + i % 5)], "label": i % 3} for i in range(32)]
+
+    def collate(batch):
+        width = max(len(r["input_ids"]) for r in batch)
+        return {"input_ids": torch.tensor([r["input_ids"] + [0] * (width - len(r["input_ids"])) for r in batch]),
+                "attention_mask": torch.tensor([[1] * len(r["input_ids"]) + [0] * (width - len(r["input_ids"]))
+                                                for r in batch]),
+                "labels": torch.tensor([r["label"] for r in batch])}
+
+    torch.manual_seed(0)
+    trainer = Trainer(model=OwnClassifier(), args=_args(tmp_path, remove_unused_columns=False), train_dataset=rows,
+                      data_collator=collate)
+    callback = attach(trainer)
+    trainer.train()
+    assert "turned itself off" not in capsys.readouterr().err and not callback.guard.off
+    rep = _report(tmp_path)
+    assert rep["status"] == "ok" and rep["config"]["model"]["name"] == "OwnClassifier"
+    assert rep["throughput"]["samples_per_s"] > 0 and rep["loss"]["expected_initial"] is None
+
+
+def test_image_batches_count_their_samples_and_no_tokens(tmp_path, capsys):
+    torch.manual_seed(0)
+    model = ViTForImageClassification(ViTConfig(image_size=8, patch_size=4, hidden_size=16, num_hidden_layers=1,
+                                                num_attention_heads=2, intermediate_size=32, num_labels=3))
+    rows = [{"pixel_values": torch.randn(3, 8, 8), "labels": i % 3} for i in range(32)]
+    trainer = Trainer(model=model, args=_args(tmp_path, max_steps=10), train_dataset=rows)
+    attach(trainer, warmup_steps=2)
+    trainer.train()
+    rep = _report(tmp_path)
+    assert rep["tokens"]["samples"] > 0 and rep["tokens"]["all"] is None and rep["tokens"]["real"] is None
+    assert rep["throughput"]["samples_per_s"] > 0 and rep["throughput"]["real_tokens_per_s"] is None
+    out = capsys.readouterr().out
+    assert "- real tok/s" in out and "(no interval) real tok/s" not in out
+    assert rep["loss"]["expected_initial"] is None  # not ln 2 from a vocab_size a ViT doesn't have
+
+
+def test_token_counter_on_audio_batches_counts_rows():
+    counter = TokenCounter("classification")
+    start = counter.snapshot()
+    counter.add({"input_values": torch.randn(4, 1600), "attention_mask": torch.ones(4, 1600, dtype=torch.long),
+                 "labels": torch.tensor([0, 1, 2, 3])})
+    tokens = window_tokens(start, counter.snapshot())
+    assert tokens == {"samples": 4, "all": 0, "real": 0, "loss": 0}
+    th = throughput(tokens, steps=1, step_s=0.5)
+    assert th.samples_per_s == 8 and th.tokens_per_s is None and th.real_tokens_per_s is None
+    assert th.loss_tokens_per_s is None and th.pad_fraction is None
+    assert analysis.tokens_section(tokens).to_dict() == {"samples": 4, "all": None, "real": None, "loss": None}
+    assert Throughput(samples_per_s=8.0).real_tok_text() == "-"
+
+
+def test_the_uniform_guess_is_said_only_where_the_width_is_known():
+    assert expected_initial_loss("classification", 5, 240) == math.log(5)
+    assert expected_initial_loss("token_classification", 7, 240) == math.log(7)  # was ln(vocab)
+    assert expected_initial_loss("multi_label", 6, 240) == math.log(2)
+    assert expected_initial_loss("causal_lm", 2, 240) == math.log(240)
+    assert expected_initial_loss("BertForMaskedLM", 2, 240) == math.log(240)
+    for task in ("regression", "BertForMultipleChoice", "BertForQuestionAnswering", "Wav2Vec2ForCTC",
+                 "ViTForImageClassification", "OwnClassifier"):
+        assert expected_initial_loss(task, 2, 240) is None, task
+    assert expected_initial_loss("causal_lm", None, None) is None
+
+
+def test_multiple_choice_rows_are_not_said_to_lack_input_ids():
+    rows = [{"input_ids": [[2, 5, 6, 3]] * 4, "attention_mask": [[1] * 4] * 4, "label": i % 4} for i in range(8)]
+
+    def collate(batch):
+        return {"input_ids": torch.tensor([r["input_ids"] for r in batch]),
+                "labels": torch.tensor([r["label"] for r in batch])}
+
+    read, why = Rows.head(rows, collate)
+    assert read is None and "4 sequences" in why and "without input_ids" not in why
