@@ -95,9 +95,6 @@ class TrainsweepCallback(TrainerCallback):
         with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
             rows, why = Rows.head(dataset, collator) if dataset is not None else (None, "no train dataset")
             per_row = sequences_per_row(dataset, collator) if rows is None and collator is not None else 1
-        if per_row > 1:
-            why = (f"each row is {per_row} sequences side by side (a preference pair's chosen and rejected), and the "
-                   "checks read one sequence a row")
         tokenizer = tokenizer_of(processing_class, collator)
         trl = trl_trainer(self.trainer) if self.trainer is not None else None
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings, trl)
@@ -127,7 +124,7 @@ class TrainsweepCallback(TrainerCallback):
             cfg.padding.strategy = "packed"
             rep.config = OmegaConf.to_container(cfg)
         counter = meter.TokenCounter(cfg.task.name, per_row)
-        if per_row > 1:  # the summary's samples and "per step" are the script's rows, each a pair of sequences
+        if per_row > 1:  # the summary's samples and "per step" are the script's rows, each several sequences
             rep.data = {**(rep.get("data") or {}), "sequences_per_sample": per_row}
         self.meter = meter.Measure.from_config(counter, res.device, cfg)
         self._count_with(counter, model)

@@ -53,7 +53,10 @@ class Rows:
         if _nested_ids(as_row(items[0])):  # it has input_ids: saying "without input_ids" would be untrue
             return None, (f"each row's input_ids are {len(as_row(items[0])['input_ids'])} sequences (a multiple-choice "
                           "row's choices), and the checks read one sequence a row")
-        # TRL's preference collators hold input_ids, but a row's chosen and rejected sequences side by side
+        pairs = sequences_per_row(items, collator)
+        if pairs > 1:  # TRL's preference collators: a row's chosen and rejected sequences side by side
+            return None, (f"each row is {pairs} sequences side by side (a preference pair's chosen and rejected), and "
+                          "the checks read one sequence a row")
         return None, (f"rows of type {type(items[0]).__name__} without input_ids, and the collator's batch of one row "
                       "is not one sequence of input_ids")
 
@@ -161,11 +164,12 @@ def trl_trainer(trainer) -> str | None:
 
 def sequences_per_row(dataset, collator) -> int:
     """How many sequences the script's collator makes of one row: 2 for TRL's preference collators (DPO, reward
-    modelling), which stack each row's chosen and rejected sequences; else 1. The Trainer's batch size counts
-    rows, so the report's samples do too. Reads one row; a collator that fails on it is taken at 1."""
+    modelling), which stack each row's chosen and rejected sequences along the batch; a multiple-choice row's
+    choices ([rows, choices, length]); else 1. The Trainer's batch size counts rows, so the report's samples do
+    too. Reads one row; a collator that fails on it is taken at 1."""
     try:
         ids = collator([dataset[0]])["input_ids"]
-        return int(ids.shape[0]) if ids.dim() == 2 and ids.shape[0] > 1 else 1
+        return int(ids.shape[0] if ids.dim() == 2 else ids.shape[1] if ids.dim() == 3 else 1) or 1
     except Exception:
         return 1
 

@@ -41,7 +41,8 @@ class TokenCounter:
 
     def __init__(self, task: str, sequences_per_sample: int = 1):
         self.task = task
-        # TRL's preference collators stack each row's chosen and rejected sequences: a sample is the row, 2 of them
+        # sequences a row (TRL's preference pairs: chosen and rejected; multiple choice: the choices): a sample is
+        # the row, as the Trainer's batch size counts it
         self.sequences_per_sample = sequences_per_sample
         self.host = dict.fromkeys(self.KEYS, 0)
         self.device: dict[str, torch.Tensor] = {}
@@ -73,7 +74,8 @@ class TokenCounter:
             # sequence restarts its positions at 0
             self._on_device("samples", (positions == 0).sum())
         else:
-            self.host["samples"] += ids.shape[0] // self.sequences_per_sample
+            # stacked along the batch (TRL's pairs), or a dimension of their own (multiple choice: [rows, choices, len])
+            self.host["samples"] += ids.shape[0] // self.sequences_per_sample if ids.dim() == 2 else ids.shape[0]
         labels = inputs.get("labels")
         completion = inputs.get("completion_mask")
         if labels is None and hasattr(completion, "sum"):
@@ -96,7 +98,7 @@ class TokenCounter:
                      if hasattr(v := inputs.get(k), "shape") and len(v.shape)), None)
         if rows is not None:
             self.shapes.append((self.step, tuple(rows.shape)))
-            self.host["samples"] += rows.shape[0] // self.sequences_per_sample
+            self.host["samples"] += rows.shape[0]
 
     def snapshot(self) -> dict:
         """Counts so far; device values are cloned (async) and read later."""
