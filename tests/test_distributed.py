@@ -121,3 +121,34 @@ def test_usr1_prints_where_a_running_job_is_and_the_job_goes_on(tmp_path):
     assert proc.returncode == 0, err[-3000:]
     assert "Current thread" in err and "most recent call first" in err
     assert read_report(run_dir)["status"] == "ok"
+
+
+DDP_SCRIPT = '''
+import sys
+from datasets import Dataset
+from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+
+model = BertForSequenceClassification(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+                                                 num_attention_heads=2, intermediate_size=32))
+rows = Dataset.from_dict({"input_ids": [[1, 2, 3, 4]] * 64, "labels": [0, 1] * 32})
+args = TrainingArguments(sys.argv[1], max_steps=8, per_device_train_batch_size=4, report_to=[], use_cpu=True,
+                         save_strategy="no", logging_steps=1)
+Trainer(model=model, args=args, train_dataset=rows).train()
+'''
+
+
+def test_the_launcher_on_a_users_torchrun_script_reports_once_for_both_ranks(tmp_path):
+    """`trainsweep measure --speedup -- torchrun ...`: every rank measures and decides speedup alike, rank 0 alone
+    says so and writes (speedup's lines came twice, interleaved)."""
+    script, out = tmp_path / "train.py", tmp_path / "out"
+    script.write_text(DDP_SCRIPT)
+    proc = subprocess.run([sys.executable, "-m", "src.run", "measure", "--speedup", "--", sys.executable, "-m",
+                           "torch.distributed.run", "--nproc_per_node=2", str(script), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("trainsweep report:") == 1 and proc.stdout.count("trainsweep.speedup on") == 1
+    assert "several processes" in proc.stdout  # speedup packs for one process: it said so and stayed off
+    rep = read_report(out / "trainsweep")
+    assert rep["status"] == "ok" and rep["env"]["world_size"] == 2
+    assert rep["throughput"]["samples_per_s"] == pytest.approx(2 * 4 / rep["step_time_s"]["mean"])

@@ -98,7 +98,7 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
             out.verified = {"line": f"verification failed ({why}): every lever is off"}
     elif out.applied():
         out.verified = {"line": f"unmeasured here: verify=False applied the levers without timing them on {out.device}"}
-    if not quiet:
+    if not quiet and getattr(trainer.args, "process_index", 0) == 0:  # under torchrun every rank decides alike
         print(out.text(), flush=True)
     return out
 
