@@ -237,6 +237,20 @@ def speed_adapters(name: str) -> str:
                      "memory trace", "torch compiling s", "real tok/s (95%)", "x plain bs 8"], rows)
 
 
+def speed_fp8_warm(name: str) -> str:
+    """Issue 53 G3 (gpu.sh g3g4): FP8 + fused at 8k packs, full depth: one cold run on fresh caches, then three
+    warm runs (other seeds) reading them back; the bytecode cache filled by the first."""
+    rows = []
+    for record in [r for r in _labels(name) if r.startswith("fp8_")]:
+        f = Fig(S + name + ".jsonl", record)
+        parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
+        rows.append(["cold" if work["fx_graph_cache_misses"] else "warm", str(f.get("config.trainer.seed")),
+                     f"{f.get('timing_s.imports'):.1f}", f"**{f.get('compile.to_first_step_s'):.1f}**",
+                     f"{parts['model']:.2f}", f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}", rate(f)])
+    return markdown(["compile cache", "seed", "imports s", "to first step s", "of it: model build s", "memory trace s",
+                     "torch compiling s", "real tok/s (95%)"], rows)
+
+
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
           "speed/first_step_warm_pool": (HERE / "speed/README.md", speed_first_step_warm_pool),
           "speed/first_step": (HERE / "speed/README.md", speed_first_step),
