@@ -54,6 +54,9 @@ def test_grpo_is_measured_to_the_end_without_figures_it_cannot_count(tmp_path):
     assert rep["status"] == "ok" and "turned_off" not in rep, rep.get("turned_off")
     assert rep["step_time_s"]["mean"] > 0 and rep["throughput"]["real_tokens_per_s"] is None
     assert rep["loss"]["expected_initial"] is None and "flops" not in rep
+    from src.report.document import Report, format_summary
+
+    assert "throughput   unknown: the batches the Trainer fetched held no rows" in format_summary(Report.from_dict(rep))
 
 
 def test_two_trainers_on_one_output_dir_keep_both_reports(tmp_path):
