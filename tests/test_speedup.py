@@ -575,3 +575,21 @@ def test_text_labels_are_refused_before_anything_is_applied(tmp_path):
                              "label": ["yes"] * len(rows)})
     done = speedup(_trainer(tmp_path, data=odd), quiet=True)
     assert "one class per row" in done.levers[0].detail and not any(lv.on for lv in done.levers)
+
+
+def test_the_trainers_own_samples_per_second_counts_rows_not_packs(tmp_path):
+    """transformers counts a step's samples as micro-batch size x grad_accum: under packing 1 pack x grad_accum, so
+    the Trainer's own train_samples_per_second (the script's logs, W&B, train()'s metrics) fell 4-5x while the steps
+    ran faster. It now counts the rows the packs held; with the lever off it is the Trainer's own again."""
+    collator = DataCollatorForLanguageModeling(Tok(), mlm=False)
+    trainer = _trainer(tmp_path, model=_causal_lm(), data=_rows(label=False), collator=collator, bs=8, accum=2)
+    done = speedup(trainer, verify=False, quiet=True)
+    lever = next(lv for lv in done.levers if lv.name == "padding-free batches")
+    assert lever.on and "counts these rows, not packs" in lever.detail
+    metrics = trainer.train().metrics
+    rows_per_step = 8 * 2 * (1 + done.packing["change"])  # the plan's rows a step, within 3% of the script's 16
+    expected = rows_per_step * 6 / metrics["train_runtime"]
+    assert metrics["train_samples_per_second"] == pytest.approx(expected, rel=0.15)  # packs differ around the mean
+    assert trainer.state.log_history[-1]["train_samples_per_second"] == metrics["train_samples_per_second"]
+    lever.toggle(False)  # off: nothing of the lever stays in the Trainer's callbacks
+    assert not any(type(cb).__name__ == "RowRate" for cb in trainer.callback_handler.callbacks)

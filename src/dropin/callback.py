@@ -115,7 +115,9 @@ class TrainsweepCallback(TrainerCallback):
             checks = self.guard.run(CHECKS, self._checks, model, tokenizer, collator, rows, why, speedup)
             if checks is None:  # the checks turned themselves off: the report says none of them ran
                 checks = judging.not_run(("preflight",), self.guard.off[CHECKS])
-            named = getattr(collator, "__name__", None) or type(collator).__name__  # a collate_fn, or a collator object
+            script_collator = getattr(collator, "data_collator", collator)  # transformers' column-removing wrapper
+            # a collate_fn, or a collator object
+            named = getattr(script_collator, "__name__", None) or type(script_collator).__name__
             rep.diagnostics = in_script_words(checks, bool(rows) and rows.padded, named, own_objective(self.trainer))
             rep.timing_s["diagnostics"] = time.perf_counter() - self.started
         if speedup is not None and speedup.on("padding-free batches"):  # what trains: one pack a micro-batch

@@ -21,7 +21,7 @@ import torch
 
 from ..data.packing import PackCollator, PackedDataset, first_fit, max_sequences
 from ..model.build import loss_regulariser
-from . import loss_scale
+from . import loss_scale, row_rate
 from .outcome import Speedup
 from .rows import TrainRows
 
@@ -145,7 +145,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
     if hasattr(trainer, "_set_signature_columns_if_needed"):
         # the columns the script's own batches keep are read from the model's own forward, not the pooling one
         trainer._set_signature_columns_if_needed()
-    tap(trainer)  # takes the packs' counts off each batch before the model sees them
+    taps = tap(trainer)  # takes the packs' counts off each batch before the model sees them
+    rate = []  # the Trainer's samples/s corrected to rows while the lever is on (src/levers/row_rate.py)
 
     def loader():
         generator = torch.Generator().manual_seed(seed)
@@ -160,6 +161,7 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
         if on:
             trainer.get_train_dataloader = loader
             args.gradient_accumulation_steps, trainer._train_batch_size = plan["grad_accum"], 1
+            rate.append(row_rate.install(trainer, taps))
             if task == "classification":
                 # the packed classifier sums its loss over num_items_in_batch: grad-accum equals the larger batch
                 trainer.model_accepts_loss_kwargs = True
@@ -167,13 +169,17 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
         else:
             vars(trainer).pop("get_train_dataloader", None)
             args.gradient_accumulation_steps, trainer._train_batch_size = saved["accum"], saved["batch"]
+            while rate:
+                row_rate.remove(trainer, taps, rate.pop())
             if task == "classification":
                 trainer.model_accepts_loss_kwargs = saved["loss_kwargs"]
                 vars(base).pop("forward", None)  # the model's own forward again
 
     toggle(True)
-    step = (f"grad_accum {plan['grad_accum_before']} -> {plan['grad_accum']}: ~{plan['rows_per_step']:.1f} rows a step "
-            f"(yours {plan['rows_per_step_before']}, {plan['change']:+.1%})")
+    accum = (f"grad_accum {plan['grad_accum_before']} -> {plan['grad_accum']}"
+             if plan["grad_accum"] != plan["grad_accum_before"] else f"grad_accum {plan['grad_accum']} as yours")
+    step = (f"{accum}: ~{plan['rows_per_step']:.1f} rows a step (yours {plan['rows_per_step_before']}, "
+            f"{plan['change']:+.1%}; the Trainer's train_samples_per_second counts these rows, not packs)")
     if abs(plan["change"]) > ROWS_TOLERANCE:
         step += " - MORE THAN 3% OFF YOUR ROWS A STEP: your learning rate was tuned for yours"
     out.add("padding-free batches", True, f"{plan['tokens']:,} tokens a micro-batch (~{plan['rows_per_pack']:.1f} rows), "

@@ -30,7 +30,11 @@ def collator_kind(collator) -> tuple[str | None, str | None]:
         return ("trl_lm" if module.startswith("trl") else "hf_lm"), None
     if name in PADDING:
         return "padding", None
-    return None, f"a collator trainsweep cannot read ({name}): your batches stay as it makes them"
+    # a next step: the collators whose batches it can rebuild row by row (a script's own one pads as one of them
+    # does, often, once its rows hold their labels)
+    return None, (f"a collator trainsweep cannot read ({name}): your batches stay as it makes them. It packs rows "
+                  "for transformers' DataCollatorWithPadding, DataCollatorForSeq2Seq (rows holding their labels), "
+                  "DataCollatorForLanguageModeling (mlm=False) and default_data_collator, and for TRL's")
 
 
 @dataclass
