@@ -144,7 +144,8 @@ def test_advice_fits_the_machine_on_a_cpu():
     cpu = _case(capacity=None, mfu=None)
     assert cpu.bottleneck == "compute" and "on a CPU" in cpu.reasons[-1] and "flash attention" not in " ".join(cpu.reasons)
     assert "flash attention" in _case(busy=0.95).reasons[-1]
-    assert Flops(per_token=1e9).line() == "1 GFLOP/token; MFU: no peak known for this device (measure.peak_tflops=N gives one)"
+    assert Flops(per_token=1e9).line() == ("1 GFLOP/token; MFU: no peak known for this device (measure.peak_tflops=N "
+                                           "gives one; in your script, attach(trainer, peak_tflops=N))")
 
 
 def test_the_printed_summary_names_a_busy_host_before_its_verdict_and_counts_loss_tokens():

@@ -150,7 +150,7 @@ class Flops(Section):
                    if self.ceiling_tokens_per_s else "")
         if self.peak_tflops is None:  # a CPU, or a card missing from the peak table: no figure rather than "-"
             return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU: no peak known for this device "
-                    "(measure.peak_tflops=N gives one)")
+                    "(measure.peak_tflops=N gives one; in your script, attach(trainer, peak_tflops=N))")
         return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU {_fmt(self.mfu, '.1%')} "
                 f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s{', bf16-equivalent: FP8 base' if self.bf16_equivalent else ''}), "
                 f"HFU {_fmt(self.hfu, '.1%')}{ceiling}")
