@@ -705,12 +705,14 @@ if [ "$what" = g3g4 ]; then  # warm_again's FP8 rows, then graphs8k's, as time a
   A="trainer.max_steps=30 measure.warmup_steps=10 measure.profile_steps=0"
   RUN_TIMEOUT=150
   rm -rf /tmp/c_fp8; caches fp8; run fp8_cold $A precision=fp8 peft.fused=true
-  for again in 1 2 3; do run fp8_warm$again $A precision=fp8 peft.fused=true trainer.seed=$again; done
+  for again in 1 2 3; do
+    if [ $SECONDS -lt $(( ${CALL_S:-585} - 45 )) ]; then run fp8_warm$again $A precision=fp8 peft.fused=true trainer.seed=$again; fi
+  done
   COMMON="model=qwen3 logger=none trainer.save_final=false batch.tokens=8192"
   A="trainer.max_steps=16 measure.warmup_steps=6 measure.profile_steps=0 diagnostics.enabled=false"
   G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead"
   rm -rf /tmp/c_g8k; caches g8k
-  run graphs8k_l8 $A experiment=small_batch_fastest model.arch.num_hidden_layers=8
+  if [ $SECONDS -lt $(( ${CALL_S:-585} - 90 )) ]; then run graphs8k_l8 $A experiment=small_batch_fastest model.arch.num_hidden_layers=8; fi
   if [ $SECONDS -lt $(( ${CALL_S:-585} - 255 )) ]; then run graphs8k_fp8_l8 $A experiment=fastest $G model.arch.num_hidden_layers=8; fi
   RUN_TIMEOUT=$(( ${CALL_S:-585} - SECONDS ))
   if [ $RUN_TIMEOUT -gt 150 ]; then run graphs8k_full $A experiment=small_batch_fastest
