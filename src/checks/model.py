@@ -144,7 +144,9 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     out.append(result("train.grad_norm", status,
                       {"grad_norm": round(total, 3), "clipped_fraction": round(clipped, 4), "largest": top,
                        "largest_share_of_norm2": round(share, 3)},
-                      f"<= {clip} (trainer.max_grad_norm) or a few times it", hint))
+                      # one micro-batch's gradient: the Trainer logs the accumulated step's, another number
+                      f"<= {clip} (trainer.max_grad_norm) or a few times it, for the first micro-batch's gradient",
+                      hint))
     if checkpointing and cfg.peft.method != "none":
         lora = [n for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
         got = sum(norms.get(n, 0.0) > 0 for n in lora)  # lora_B starts at zero: only B gets a gradient at step 1
