@@ -311,7 +311,7 @@ def test_graphs_are_refused_without_a_gpu_and_regional_compile_decides_as_usual(
     levers = {lv.name: lv for lv in done.levers}
     assert not levers["CUDA graphs"].on and "no GPU" in levers["CUDA graphs"].detail
     assert not levers["regional compile"].on and "no GPU" in levers["regional compile"].detail
-    assert "fused LoRA" in levers  # not fused: said, as without graphs
+    assert "fused LoRA" not in levers and "bf16 adapters" not in levers  # no adapters: nothing of theirs to say
 
 
 @pytest.mark.parametrize("tokens, max_steps, epochs, accum, why", [

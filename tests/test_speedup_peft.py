@@ -49,6 +49,7 @@ def test_an_activated_lora_keeps_the_scripts_batches(tmp_path):
     done = speedup(_lm_trainer(tmp_path, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM",
                                                     alora_invocation_tokens=[7, 8])), verify=False, quiet=True)
     assert not _lever(done).on and "aLoRA" in _lever(done).detail, done.text()
+    assert not _lever(done, "fused LoRA").on and not _lever(done, "bf16 adapters").on  # adapters: their levers said
 
 
 def test_adalora_keeps_its_micro_batches_when_its_regulariser_is_on(tmp_path):

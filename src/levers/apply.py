@@ -83,7 +83,10 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         out.add("varlen attention", False, "it reads padding-free batches")
         out.add("regional compile", False, "without fixed-shape batches it compiles again for every new batch width")
         out.add("Trainer step overheads", False, "a script speedup can't pack is left as it was")
+    lora = bool(getattr(model, "peft_config", None))  # the adapter levers say nothing to a script without adapters
     for name, reason in NOT_APPLIED.items():
+        if name in ("fused LoRA", "bf16 adapters") and not lora:
+            continue
         if not (name == "fused LoRA" and out.on("CUDA graphs")):  # the graphs lever fuses them
             out.add(name, False, reason)
     if verify is not False and out.applied():
