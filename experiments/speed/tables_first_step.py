@@ -239,16 +239,19 @@ def speed_adapters(name: str) -> str:
 
 def speed_fp8_warm(name: str) -> str:
     """Issue 53 G3 (gpu.sh g3g4): FP8 + fused at 8k packs, full depth: one cold run on fresh caches, then three
-    warm runs (other seeds) reading them back; the bytecode cache filled by the first."""
+    warm runs (other seeds) reading them back; the bytecode cache filled by the first; the anchor of the same call
+    beside each."""
+    anchor = Fig(S + name + "_anchors.jsonl", "bf16_sdpa_b8")
     rows = []
     for record in [r for r in _labels(name) if r.startswith("fp8_")]:
         f = Fig(S + name + ".jsonl", record)
         parts, work = f.get("timing_s.build_parts"), f.get("compile.work")
         rows.append(["cold" if work["fx_graph_cache_misses"] else "warm", str(f.get("config.trainer.seed")),
                      f"{f.get('timing_s.imports'):.1f}", f"**{f.get('compile.to_first_step_s'):.1f}**",
-                     f"{parts['model']:.2f}", f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}", rate(f)])
+                     f"{parts['model']:.2f}", f"{parts['memory_model']:.1f}", f"{work['compile_s']:.1f}", rate(f),
+                     ratio(f, anchor)])
     return markdown(["compile cache", "seed", "imports s", "to first step s", "of it: model build s", "memory trace s",
-                     "torch compiling s", "real tok/s (95%)"], rows)
+                     "torch compiling s", "real tok/s (95%)", "x plain bs 8"], rows)
 
 
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
@@ -260,4 +263,5 @@ TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step
           "speed/graphs_once": (HERE / "speed/README.md", lambda: speed_graphs_once("h100_graphs_once_call1")),
           "speed/graphs_fused": (HERE / "speed/README.md", lambda: speed_graphs_fused("h100_graphs_fused_call1")),
           "speed/once_memory": (HERE / "speed/README.md", speed_once_memory),
-          "speed/adapters": (HERE / "speed/README.md", lambda: speed_adapters("h100_adapters_call1"))}
+          "speed/adapters": (HERE / "speed/README.md", lambda: speed_adapters("h100_adapters_call1")),
+          "speed/fp8_warm": (HERE / "speed/README.md", lambda: speed_fp8_warm("h100_g3g4_call1"))}
