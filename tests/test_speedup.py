@@ -282,8 +282,10 @@ def test_attach_with_speedup_reports_what_it_did(tmp_path):
     per_step = rep["speedup"]["packing"]["rows_per_step"]
     assert rep["tokens"]["samples"] == pytest.approx(timed * per_step, rel=0.35)
     assert rep["tokens"]["loss"] == rep["tokens"]["samples"] and rep["tokens"]["real"] < rep["tokens"]["all"]
-    checks = {c["check"] for c in rep["diagnostics"]}
-    assert {"data.padding_waste", "model.initial_loss", "model.pooling"} <= checks  # the script's rows were checked
+    checks = {c["check"]: c for c in rep["diagnostics"]}
+    assert {"data.padding_waste", "model.initial_loss", "model.pooling"} <= set(checks)  # the script's rows checked
+    waste = checks["data.padding_waste"]  # the script's own padding, said as such beside the packed run
+    assert waste["status"] == "warn" and "without speedup: this run trained on its padding-free packs" in waste["hint"]
 
 
 @pytest.mark.parametrize("compiled", ["regional compile", "CUDA graphs"])
