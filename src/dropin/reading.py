@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from ..config.training import MeasureConfig
 from ..data.row_shapes import as_row, attended, plain, tokens
 from ..machine import env
+from ..model.build import active_adapter
 
 SAMPLE_ROWS = 2000  # rows of the train dataset the data checks read (the tokenizer check reads as many)
 COLLATED_ROWS = 256  # rows read through the script's own collator, one at a time, when they aren't records
@@ -210,17 +211,12 @@ def layout_of(rows: Rows | None, task: str, padding: dict) -> str | None:
 
 def peft_of(model) -> dict:
     """peft's method and rank as trainsweep's config names them (none: a full fine-tune)."""
-    adapters = getattr(model, "peft_config", None) or {}
-    if not adapters:
+    conf, method = active_adapter(model)
+    if conf is None:
         return {"method": "none", "r": None, "compute_dtype": None}
-    # the adapter training uses: a script's set_adapter("second") makes it the one that trains, not the first added
-    active = getattr(model, "active_adapter", None)
-    conf = adapters.get(active) if isinstance(active, str) else None
-    conf = conf if conf is not None else next(iter(adapters.values()))
     quant = getattr(config_of(model), "quantization_config", None)
     four_bit = getattr(quant, "load_in_4bit", False)
     dtype = getattr(quant, "bnb_4bit_compute_dtype", None) if four_bit else None
-    method = str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
     if method == "lora" and getattr(conf, "use_dora", False):
         method = "dora"  # LoRA's type in PEFT, with a magnitude vector and a normalised weight in every forward
     # AdaLoRA inherits LoRA's r and ignores it: its adapters start at init_r and are pruned towards target_r

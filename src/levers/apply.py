@@ -26,6 +26,7 @@ import types
 
 import torch
 
+from ..model.build import active_adapter
 from . import cuda_graphs, packing
 from .outcome import Speedup
 from .packing import plan_budget  # noqa: F401  (tests: the budget's rule)
@@ -163,13 +164,9 @@ def _adapter_misfit(model) -> str | None:
     share one prompt, and PEFT drops position_ids (prompt tuning, p-tuning) or shifts them (prefix tuning), which is
     what keeps packed sequences apart on sdpa and eager. aLoRA looks for its invocation tokens' last occurrence in
     each batch row and adapts only from there: in a pack, only the last sequence would be adapted."""
-    try:
-        conf = model.active_peft_config if hasattr(model, "peft_config") else None
-    except Exception:  # a PeftMixedModel or several active adapters: their configs, not one
-        conf = next(iter(getattr(model, "peft_config", {}).values()), None)
+    conf, method = active_adapter(model)
     if conf is None:
         return None
-    method = str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
     if getattr(conf, "is_prompt_learning", False):
         return (f"PEFT {method} adds its virtual tokens once per batch row: the sequences of a packed row would "
                 "share one prompt, and PEFT drops or shifts the position_ids that keep them apart; batches stay as "

@@ -217,15 +217,27 @@ def _final_norm(model) -> torch.nn.Module:
     return norm
 
 
+def active_adapter(model) -> tuple[object | None, str | None]:
+    """The config of the PEFT adapter that trains and its method's name (lora, adalora, prompt_tuning, ...); (None,
+    None) for a model without adapters. A script's set_adapter("second") makes it the one, not the first added;
+    several active adapters (a list) read as the first added."""
+    adapters = getattr(model, "peft_config", None) or {}
+    if not adapters:
+        return None, None
+    try:
+        active = model.active_adapter
+    except Exception:  # a PeftMixedModel, a model that only looks like a PeftModel
+        active = None
+    conf = adapters.get(active) if isinstance(active, str) else None
+    conf = conf if conf is not None else next(iter(adapters.values()))
+    return conf, str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
+
+
 def loss_regulariser(model) -> float:
     """The weight of a term the active PEFT adapter adds to each forward's loss whatever the batch holds (AdaLoRA's
     orthogonal regularisation): the step's gradient holds it once per micro-batch. 0 where none."""
-    try:
-        conf = model.active_peft_config
-    except Exception:  # not a PeftModel, or several active adapters
-        return 0.0
-    kind = str(getattr(conf.peft_type, "value", conf.peft_type)).lower()
-    return float(getattr(conf, "orth_reg_weight", 0) or 0) if kind == "adalora" else 0.0
+    conf, method = active_adapter(model)
+    return float(getattr(conf, "orth_reg_weight", 0) or 0) if method == "adalora" else 0.0
 
 
 def random_weights(cfg) -> bool:
