@@ -1,6 +1,6 @@
 """The tables of experiments/dropin/README.md, built from results/ (found by experiments/tables.py, which
-checks the README's copies). Every figure of a row comes from one device call's files: h200_callN_runs.jsonl
-(experiments/dropin/record.py, a line per run) and h200_callN_anchors.jsonl (the plain-Trainer anchor)."""
+checks the README's copies). Every figure of a row comes from one device call's files: <card>_callN_runs.jsonl
+(experiments/dropin/record.py, a line per run) and <card>_callN_anchors.jsonl (the plain-Trainer anchor)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +10,7 @@ from experiments.figures import _records, quotient, row_call
 from .agree import agree
 
 HERE = Path(__file__).resolve().parent
-CALLS = ("h200_call1", "h200_call2", "h200_call3")  # call 3: the classifier at seeds 1 and 2
+CALLS = ("h200_call1", "h200_call2", "h200_call3", "h100_call4")  # call 3: the classifier at seeds 1 and 2; call 4: P S P S
 NAMES = {"lora_classifier": "Qwen3-4B LoRA classifier, bs 8", "trl_sft_lora": "Llama-3.2-3B TRL SFT LoRA, bs 8"}
 
 
@@ -25,12 +25,23 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _by_run(call: str) -> dict:
-    """(script, seed, mode) -> the run's line (calls 1-2 predate the seed in the line: seed 0)."""
-    return {(r["script"], r.get("seed", 0), r["mode"]): r for r in _lines(f"{call}_runs.jsonl")}
+    """(script, seed, round, mode) -> the run's line; round counts a script's repeats at one seed (REPEATS=2 runs
+    P S P S). Calls 1-2 predate the seed in the line: seed 0."""
+    out, seen = {}, {}
+    for r in _lines(f"{call}_runs.jsonl"):
+        key = (r["script"], r.get("seed", 0), r["mode"])
+        seen[key] = seen.get(key, 0) + 1
+        out[key[:2] + (seen[key], key[2])] = r
+    return out
 
 
-def _pairs(by: dict) -> list[tuple[str, int]]:
-    return sorted({(script, seed) for script, seed, _ in by}, key=lambda k: (list(NAMES).index(k[0]), k[1]))
+def _pairs(by: dict) -> list[tuple[str, int, int]]:
+    return sorted({(script, seed, round_) for script, seed, round_, _ in by},
+                  key=lambda k: (list(NAMES).index(k[0]), k[1], k[2]))
+
+
+def _label(script: str, seed: int, round_: int) -> str:
+    return f"{NAMES[script]}, seed {seed}" + (f", round {round_}" if round_ > 1 else "")
 
 
 def _ab(run: dict) -> str:
@@ -46,14 +57,14 @@ def runs() -> str:
         rows.append([call, "plain-Trainer anchor (bf16 sdpa bs 8, its own rows)", "P", f"{anchor['real_tok_per_s']:,}",
                      "", "", "", "", f"{anchor['peak_alloc_gb']}", ""])
         by = _by_run(call)
-        for script, seed in _pairs(by):
-            p, s = by.get((script, seed, "plain")), by.get((script, seed, "sped"))
+        for script, seed, round_ in _pairs(by):
+            p, s = by.get((script, seed, round_, "plain")), by.get((script, seed, round_, "sped"))
             for mode, r in (("P", p), ("S", s)):
                 if r is None:
                     continue
                 ratio = (f"**{quotient(s['own_clock_tok_s'], p['own_clock_tok_s'], row_call(s), row_call(p)):.2f}x**"
                          if mode == "S" and p else "")
-                rows.append([call, f"{NAMES[script]}, seed {seed}", mode, f"{r['own_clock_tok_s']:,.0f}", ratio, _ab(r) if mode == "S" else "",
+                rows.append([call, _label(script, seed, round_), mode, f"{r['own_clock_tok_s']:,.0f}", ratio, _ab(r) if mode == "S" else "",
                              f"{r['train_runtime']:.1f}", f"{r['speedup_s']:.0f}" if mode == "S" else "",
                              f"{r['peak_gb']}", f"{r['rows_per_step']:.2f}"])
     return _markdown(["call", "script", "run", "script's own clock, real tok/s", "S / P", "speedup()'s A/B (95%)",
@@ -64,12 +75,13 @@ def losses() -> str:
     rows = []
     for call in CALLS:
         by = _by_run(call)
-        for script, seed in _pairs(by):
-            if (script, seed, "plain") not in by or (script, seed, "sped") not in by:
+        for script, seed, round_ in _pairs(by):
+            p, s = by.get((script, seed, round_, "plain")), by.get((script, seed, round_, "sped"))
+            if p is None or s is None:
                 continue
-            out = agree(by[(script, seed, "plain")]["losses"], by[(script, seed, "sped")]["losses"])
+            out = agree(p["losses"], s["losses"])
             for w in out["windows"]:
-                rows.append([call, f"{NAMES[script]}, seed {seed}", w["steps"], f"{w['plain']:.4f}", f"{w['sped']:.4f}",
+                rows.append([call, _label(script, seed, round_), w["steps"], f"{w['plain']:.4f}", f"{w['sped']:.4f}",
                              f"{w['relative']:+.2%}", f"{abs(w['gap']) / w['se']:.1f}" if w["se"] else "-",
                              "yes" if w["within"] else "**no**"])
     return _markdown(["call", "script", "steps", "P mean loss", "S mean loss", "gap", "gap / se", "within 3 se"], rows)

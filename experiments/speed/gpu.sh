@@ -60,7 +60,7 @@
 #   bash experiments/speed/gpu.sh warm_again # issue 53 G3: FP8 + fused at 8k cold, then three warm starts; the graphs
 #                                           # preset cold, then two warm starts; the bs-8 anchor first
 #   bash experiments/speed/gpu.sh g3g4      # issue 53: warm_again's FP8 rows, then graphs8k, in one call (device time short)
-#   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: the graphs preset (2k, full depth) cold, then warm twice
+#   bash experiments/speed/gpu.sh graphs_preset # issue 53 G3: the graphs preset (2k, full depth) cold, then warm twice
 #   bash experiments/speed/gpu.sh graphs8k  # issue 53 G4: the memory model under whole-model graphs at 8k packs, 8 layers
 #                                           # (bf16, FP8) and full depth (bf16); the bs-8 anchor first
 #   bash experiments/speed/gpu.sh goals     # the anchors, then the runs no mode above has: our runner set up like the
@@ -738,7 +738,8 @@ if [ "$what" = warm_again ]; then  # issue 53 G3: are FP8's warm starts inside 8
     run graphs_warm${again}_preset $A trainer.seed=$again
   done
 fi
-if [ "$what" = graphs_warm ]; then  # issue 53 G3: the graphs preset cold, then warm twice (warm_again's second half)
+if [ "$what" = graphs_preset ]; then  # issue 53 G3: the graphs preset cold, then warm twice (warm_again's second half).
+  # h100-graphswarm-call1 ran this block under the name graphs_warm after the block above of that name (two matched)
   anchors bf16_sdpa_b8
   COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
   A="trainer.max_steps=40 measure.warmup_steps=20 measure.profile_steps=0"

@@ -4,7 +4,8 @@ until calls 2-3); call 1 on an H200 (gpu.sh graphs_memory, commit 08ff699) trace
 reverted; calls 2 and 3 (gpu.sh graphs_memory2, graphs_memory3) trace copies compiled by layer, today's path, and
 call 2 runs the same 8 layers compiled by layer too, the peak those copies stand for. Call 3 ran commit e293e6d,
 which also counted the first step's workspace twice under CUDA graphs (a rule read off call 2, dropped after call
-3): its rows show today's rule, its stored parts with the workspace once."""
+3): its rows show today's rule, its stored parts with the workspace once. The H100's graphs8k call (gpu.sh
+graphs8k) asks whether call 3's 8k shortfall stays fixed as depth grows, as the 2k one did."""
 from __future__ import annotations
 
 from experiments.figures import HERE, Fig, markdown, pct
@@ -21,7 +22,10 @@ ROWS = [("H100", "h100_graphs_4layer_call", "g2k_model_graphs_fused", "eager (un
         ("H200", "h200_graphs_memory_call2", "regional_mem2_l8", "compiled by layer", "regional compile, no graphs"),
         ("H200", "h200_graphs_memory_call3", "graphs_mem3_8k_l4", "compiled by layer (today)", "graphs, 8k packs"),
         ("H200", "h200_graphs_memory_call3", "graphs_mem3_fp8_8k_l4", "compiled by layer (today)",
-         "graphs, 8k packs, FP8 + fused")]
+         "graphs, 8k packs, FP8 + fused"),
+        ("H100", "h100_graphs8k_call1", "graphs8k_l8", "compiled by layer (today)", "graphs, 8k packs"),
+        ("H100", "h100_graphs8k_call1", "graphs8k_fp8_l8", "compiled by layer (today)", "graphs, 8k packs, FP8 + fused"),
+        ("H100", "h100_graphs8k_call1", "graphs8k_full", "compiled by layer (today)", "graphs, 8k packs")]
 
 
 def speed_memory_graphs() -> str:
