@@ -314,7 +314,7 @@ def test_speedup_on_a_cpu_measures_before_it_keeps_anything(tmp_path):
     trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
                       train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
     done = speedup(trainer, quiet=True)
-    assert done.verified and ("speedup" in done.verified["line"] or "verification failed" in done.verified["line"])
+    assert done.verified and ("forward+backward" in done.verified["line"] or "verification failed" in done.verified["line"])
     unmeasured = speedup(Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
                                  train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer)),
                          verify=False, quiet=True)

@@ -2,7 +2,7 @@
 fused linear under graphs): kept apart from speed53.py so each module stays short."""
 from __future__ import annotations
 
-from experiments.claims import Claim, times
+from experiments.claims import Claim, quoted, times
 from experiments.figures import Fig
 
 CLAIMS: list = []
@@ -116,3 +116,6 @@ CLAIMS += [Claim("0.98x (0.94-1.03) cold and 0.99x (0.94-1.04) warm", _fused_ste
            Claim("1.00x (0.99-1.01) and 1.00x (0.99-1.02)", _adapter_steps)]
 CLAIMS += [Claim("113.9 s cold and 26.1 s warm", lambda: f"{_first(_fused('cold', False)):.1f} s cold and "
                                                          f"{_first(_fused('warm1', False)):.1f} s warm")]
+
+# the GPU tests' call on an H100
+CLAIMS += quoted("speed/results/h100_gputests_call1.log", "9 passed, 30 deselected in 252.35s")

@@ -254,6 +254,27 @@ def speed_fp8_warm(name: str) -> str:
                      "torch compiling s", "real tok/s (95%)", "x plain bs 8"], rows)
 
 
+def speed_graphs_warm(name: str) -> str:
+    """Issue 53 G3 (gpu.sh graphs_warm, then graphs_preset in the same call): the graphs preset (2k packs, full
+    depth, whole-model CUDA graphs, without the fused linear) cold on fresh caches, warm reading them back with
+    inductor's autograd cache and without it (TORCHINDUCTOR_AUTOGRAD_CACHE_ALLOW_CUSTOM_AUTOGRAD=0), and cold again on
+    other fresh caches without early compile workers; the anchor of the same call beside each."""
+    anchor = Fig(S + name + "_anchors.jsonl", "bf16_sdpa_b8")
+    rows = []
+    for record in _labels(name):
+        f = Fig(S + name + ".jsonl", record)
+        work = f.get("compile.work")
+        cache = "cold" if work["fx_graph_cache_misses"] else "warm"
+        if cache == "warm":
+            cache += ", autograd cache " + ("read" if work["autograd_cache_hits"] else "bypassed")
+        rows.append([record.replace("_", " "), cache, "yes" if f.get("config.trainer.compile_workers_early") else "no",
+                     f"**{f.get('compile.to_first_step_s'):.1f}**", f"{work['compile_s']:.1f}",
+                     f"{f.get('memory_gb.peak_allocated'):.2f}", f"{f.get('memory_predicted_gb.peak_allocated'):.2f}",
+                     rate(f), ratio(f, anchor)])
+    return markdown(["run", "compile cache", "early compile workers", "to first step s", "torch compiling s",
+                     "peak GB", "predicted GB", "real tok/s (95%)", "x plain bs 8"], rows)
+
+
 TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step_caches),
           "speed/first_step_warm_pool": (HERE / "speed/README.md", speed_first_step_warm_pool),
           "speed/first_step": (HERE / "speed/README.md", speed_first_step),
@@ -264,4 +285,5 @@ TABLES = {"speed/first_step_caches": (HERE / "speed/README.md", speed_first_step
           "speed/graphs_fused": (HERE / "speed/README.md", lambda: speed_graphs_fused("h100_graphs_fused_call1")),
           "speed/once_memory": (HERE / "speed/README.md", speed_once_memory),
           "speed/adapters": (HERE / "speed/README.md", lambda: speed_adapters("h100_adapters_call1")),
-          "speed/fp8_warm": (HERE / "speed/README.md", lambda: speed_fp8_warm("h100_g3g4_call1"))}
+          "speed/fp8_warm": (HERE / "speed/README.md", lambda: speed_fp8_warm("h100_g3g4_call1")),
+          "speed/graphs_warm_h100": (HERE / "speed/README.md", lambda: speed_graphs_warm("h100_graphs_warm_call1"))}
