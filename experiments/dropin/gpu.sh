@@ -6,6 +6,7 @@
 #   LAYERS=4 bash experiments/dropin/gpu.sh   # 4 layers of the real widths (iterating)
 #   REPEATS=2 ...                             # P S P S per script, while the call has time (BUDGET_S, default 420 s)
 #   SEEDS="1 2" SCRIPTS=lora_classifier ...   # one P S pair per seed (other LoRA and head init, other row order)
+#   MODES="sped plain" ANCHOR_LAST=1 ...      # a short call: S first, the anchor last
 # Device: one GPU. Carry .whl (make wheels, with --trl: scripts/gpu_wheels.sh --trl) and .gpu (the anchor script,
 # copied from the shared anchors).
 # Results in $OUT: runs.jsonl (a line per run, written as it ends), anchors.jsonl, dropin.log (every run's output).
@@ -14,7 +15,8 @@ source scripts/gpu_setup.sh || exit 1
 FX=/tmp/dropin_fx
 python3 experiments/dropin/gpu_fixtures.py $FX "${LAYERS:-}" || exit 1
 LOG=$OUT/dropin.log
-python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b8 2>>"$LOG" | python3 scripts/stamp_call.py | tee "$OUT/anchors.jsonl"
+anchor() { python3 .gpu/hf_trainer_baseline.py full bf16_sdpa_b8 2>>"$LOG" | python3 scripts/stamp_call.py | tee "$OUT/anchors.jsonl"; }
+[ -z "${ANCHOR_LAST:-}" ] && anchor
 COMMON="--max_steps 60 --per_device_train_batch_size 8 --learning_rate 1e-4 --bf16 true --logging_steps 1 --report_to none --save_strategy no"
 args() {  # SCRIPT OUT_DIR
   case $1 in
@@ -25,7 +27,7 @@ args() {  # SCRIPT OUT_DIR
 for i in $(seq ${REPEATS:-1}); do
  for seed in ${SEEDS:-0}; do
   for script in ${SCRIPTS:-lora_classifier trl_sft_lora}; do
-    for mode in plain sped; do
+    for mode in ${MODES:-plain sped}; do
       if [ $SECONDS -gt ${BUDGET_S:-420} ]; then echo "skipped $script $mode: ${SECONDS}s into the call"; continue; fi
       launch=""; [ $mode = sped ] && launch="python3 -m src.run speedup --"
       t0=$SECONDS
@@ -36,6 +38,7 @@ for i in $(seq ${REPEATS:-1}); do
   done
  done
 done
+[ -n "${ANCHOR_LAST:-}" ] && anchor  # a short call: the runs first, the anchor while time is left
 for script in ${SCRIPTS:-lora_classifier trl_sft_lora}; do
   for seed in ${SEEDS:-0}; do python3 experiments/dropin/agree.py "$OUT/runs.jsonl" $script $seed; done
 done
