@@ -9,6 +9,7 @@ their spread is the interval (src/base/stats.py, on the log scale)."""
 from __future__ import annotations
 
 import copy
+import os
 import time
 
 import numpy as np
@@ -23,11 +24,12 @@ from .outcome import Speedup
 MICRO = 4  # the script's micro-batches a timed round
 LOSS_TOLERANCE = 0.02  # same rows and weights: bf16 numerics differ by far less than 2% of the loss
 FULL = 0.9  # timed packs are at least this full, as packs are in training (first fit's last open packs aren't)
-# Your batches vary in shape (padded to each batch's longest row) and the timed rounds are short, so a first sight
-# of each shape would be timed as if training kept meeting new ones: the rounds run once untimed-for-the-verdict
-# first. On an H100 (experiments/dropin, call 4) the A/B without it put the script's own batches 18-25% slower than
-# the script's own clock showed them in training.
-WARM_PASSES = 1
+# On an H100 (experiments/dropin, call 4) the A/B's rate for the script's own batches, forward and backward alone,
+# was 15-17% below what the script's whole steps reached in training. One suspect: those batches vary in shape
+# (padded to each batch's longest row) and the rounds are short, so each shape is timed at its first sight.
+# TRAINSWEEP_VERIFY_WARM_PASSES=1 runs the rounds once before the timed pass and keeps both passes' rates; it is off
+# until a GPU call shows it moves the figure (it costs the timed rounds again).
+WARM_PASSES_ENV = "TRAINSWEEP_VERIFY_WARM_PASSES"
 COMPILES = ("regional compile", "CUDA graphs")  # the compiled arm: one or the other
 
 
@@ -82,7 +84,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
                 losses[arm] = float(total) / sum(_items(b, task) for b in batches) / scale
             names = list(arms)
             passes = []
-            for _ in range(WARM_PASSES + 1):  # the first pass meets each batch's shapes once; the last is kept
+            for _ in range(int(os.environ.get(WARM_PASSES_ENV, "0")) + 1):  # the last pass is the one kept
                 seconds = {arm: [] for arm in arms}
                 for r in range(1, rounds + 1):
                     for arm in names[r % len(names):] + names[:r % len(names)]:
@@ -113,7 +115,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
                       for r, s in enumerate(seconds[arm])] for arm in arms}
 
     out.verified = decide(out, arms, rates_of(passes[-1]), losses)
-    if len(passes) > 1:  # what the warm pass would have said: the rates a first sight of each shape gives
+    if len(passes) > 1:  # what the first pass said: the rates at each shape's first sight
         out.verified["first_pass_real_tokens_per_s"] = {arm: float(np.mean(r)) for arm, r in rates_of(passes[0]).items()}
     return out.verified
 
