@@ -7,6 +7,8 @@
 #   REPEATS=2 ...                             # P S P S per script, while the call has time (BUDGET_S, default 420 s)
 #   SEEDS="1 2" SCRIPTS=lora_classifier ...   # one P S pair per seed (other LoRA and head init, other row order)
 #   MODES="sped plain" ANCHOR_LAST=1 ...      # a short call: S first, the anchor last
+#   TRAINSWEEP_VERIFY_WARM_PASSES=1 ...       # next: speedup()'s A/B times its rounds twice and keeps both passes'
+#                                             # rates (does the plain arm's first sight of each shape explain call 4's gap?)
 # Device: one GPU. Carry .whl (make wheels, with --trl: scripts/gpu_wheels.sh --trl) and .gpu (the anchor script,
 # copied from the shared anchors).
 # Results in $OUT: runs.jsonl (a line per run, written as it ends), anchors.jsonl, dropin.log (every run's output).
