@@ -28,6 +28,7 @@ from ..checks.training import device_facts, precision_checks, schedule_check
 from ..data.prepare import length_stats
 from ..machine import env
 from ..measure import meter
+from ..measure.forwards import ForwardCounter, compiled_top
 from ..measure.tap import tap
 from ..model import build as models
 from ..model import flops
@@ -36,10 +37,12 @@ from ..report import files as report_files
 from ..report.sections import Flops
 from . import judging
 from .guard import Guard
-from .reading import (TASKS, Rows, config_from_trainer, config_of, resolved_of, sequences_per_row, tokenizer_of,
-                      trainer_of, trl_trainer)
+from .padding import untokenised_of
+from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_of, resolved_of, sequences_per_row,
+                      tokenizer_of, trainer_of, trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
+FORWARDS = "counting forwards"  # its failure leaves the FLOPs at one forward a micro-batch, as without it
 _FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
 
 
@@ -74,7 +77,7 @@ class TrainsweepCallback(TrainerCallback):
         self.out_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
         self.checks = checks
         self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
-        self.meter = self.report = self.trainer = None
+        self.meter = self.report = self.trainer = self.forwards = None
         self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
         self.guard = Guard()
         self._detachers: list = []
@@ -95,9 +98,12 @@ class TrainsweepCallback(TrainerCallback):
         with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
             rows, why = Rows.head(dataset, collator) if dataset is not None else (None, "no train dataset")
             per_row = sequences_per_row(dataset, collator) if rows is None and collator is not None else 1
+            # images and audio: what their padding is, not token padding
+            untokenised = untokenised_of(dataset, collator) if rows is None and dataset is not None else None
         tokenizer = tokenizer_of(processing_class, collator)
         trl = trl_trainer(self.trainer) if self.trainer is not None else None
-        cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings, trl)
+        cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings, trl,
+                                  untokenised)
         if speedup is not None and speedup.on("padding-free batches"):  # the script's own batches, for the checks
             OmegaConf.update(cfg, "batch", {"size": args.per_device_train_batch_size,
                                             "grad_accum": speedup.packing["grad_accum_before"]}, merge=True)
@@ -186,6 +192,7 @@ class TrainsweepCallback(TrainerCallback):
         if taps is not None:
             taps.listeners.append(count)
             self._detachers.append(lambda: taps.listeners.remove(count))
+            self.guard.run(FORWARDS, self._count_forwards, taps, model)
             return
 
         def pre_hook(module, args, kwargs):
@@ -197,6 +204,23 @@ class TrainsweepCallback(TrainerCallback):
 
         handle = model.register_forward_pre_hook(pre_hook, with_kwargs=True)
         self._detachers.append(handle.remove)
+
+    def _count_forwards(self, taps, model) -> None:
+        """Forwards of the model a micro-batch (src/measure/forwards.py): R-Drop's compute_loss runs two."""
+        top = compiled_top(model, getattr(self.trainer, "model_wrapped", None))
+        counter = ForwardCounter(top, on_error=lambda exc: self.guard.turn_off(FORWARDS, exc))
+        taps.listeners.append(counter.listen)
+        self.forwards = counter
+
+        def remove():
+            counter.remove()
+            taps.listeners.remove(counter.listen)
+            self.forwards = None
+        self._detachers.append(remove)
+
+    def _stepping(self, on: bool) -> None:
+        if self.forwards is not None:
+            self.forwards.stepping = on
 
     def _detach(self) -> None:
         """Measuring is off: nothing of ours stays in the Trainer's path."""
@@ -210,10 +234,18 @@ class TrainsweepCallback(TrainerCallback):
         return Flops(**flops.flops_per_token(model, model.config, seq, self.cfg.trainer.gradient_checkpointing))
 
     # -- the Trainer's step hooks, handed to the meter -------------------------------------------------
-    on_step_begin = _to_meter("on_step_begin")
+    _meter_step_begin, _meter_step_end = _to_meter("on_step_begin"), _to_meter("on_step_end")
     on_pre_optimizer_step = _to_meter("on_pre_optimizer_step")
     on_optimizer_step = _to_meter("on_optimizer_step")
-    on_step_end = _to_meter("on_step_end")
+
+    def on_step_begin(self, args, state, control, **kw):
+        self._stepping(True)
+        self._meter_step_begin(args, state, control, **kw)
+
+    def on_step_end(self, args, state, control, **kw):
+        self._stepping(False)  # a callback's or an evaluation's forwards after it are no training step's
+        self._meter_step_end(args, state, control, **kw)
+
     on_log = _to_meter("on_log")
     on_save = _to_meter("on_save")
 
@@ -249,6 +281,8 @@ class TrainsweepCallback(TrainerCallback):
             # no rows to read ahead (an IterableDataset, a preference pair): attention counted at the window's
             # mean attended length a sequence, as the token-weighted mean needs each sequence's length
             rep.flops = self._flops(model, tokens["real"] / (tokens["samples"] * per_sample))
+        if rep.get("flops") is not None and self.forwards is not None:
+            rep.flops.scaled_by_forwards(self.forwards.per_micro_batch(), caller_of_model(self.trainer))
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
                          own_objective=own_objective(self.trainer)), self.res.device)

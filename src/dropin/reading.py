@@ -16,6 +16,7 @@ from ..config.training import MeasureConfig
 from ..data.row_shapes import as_row, attended, plain, tokens
 from ..machine import env
 from ..model.build import active_adapter
+from .padding import padding_of
 
 SAMPLE_ROWS = 2000  # rows of the train dataset the data checks read (the tokenizer check reads as many)
 COLLATED_ROWS = 256  # rows read through the script's own collator, one at a time, when they aren't records
@@ -163,6 +164,19 @@ def trl_trainer(trainer) -> str | None:
     return first.__name__ if first is not None else None
 
 
+def caller_of_model(trainer) -> str | None:
+    """What runs the model in a training step, for the report's "calls the model twice": the script's own
+    compute_loss or training_step where its Trainer subclass overrides one, else the library class's."""
+    if trainer is None:
+        return None
+    for name in ("compute_loss", "training_step"):
+        owner = next((c for c in type(trainer).__mro__ if name in vars(c)), None)
+        if owner is not None and not owner.__module__.startswith(("transformers.", "trl.")):
+            return f"your {name}"
+    owner = next((c for c in type(trainer).__mro__ if "compute_loss" in vars(c)), None)
+    return f"{owner.__name__}'s compute_loss" if owner is not None else None
+
+
 def sequences_per_row(dataset, collator) -> int:
     """How many sequences the script's collator makes of one row: 2 for TRL's preference collators (DPO, reward
     modelling), which stack each row's chosen and rejected sequences along the batch; a multiple-choice row's
@@ -225,23 +239,6 @@ def peft_of(model) -> dict:
             "compute_dtype": str(dtype).replace("torch.", "") if dtype else None}
 
 
-def padding_of(rows: Rows | None, args, collator) -> dict:
-    """How the batches are padded: rows that carry padding were padded at tokenisation (all to one width:
-    max_length; else longest), otherwise the collator pads each batch (grouped with length-grouped sampling)."""
-    collator = getattr(collator, "data_collator", collator)  # the Trainer's column-removing wrapper
-    multiple = getattr(collator, "pad_to_multiple_of", None)
-    flattening = type(collator).__name__ == "DataCollatorWithFlattening" or getattr(collator, "padding_free", False)
-    if (rows and rows.packed) or flattening:  # padding-free: sequences side by side, no pad between them
-        strategy = "packed"
-    elif rows and rows.padded:
-        strategy = "max_length" if len({len(tokens(r)) for r in rows.rows}) == 1 else "longest"
-    elif getattr(args, "group_by_length", False) or getattr(args, "train_sampling_strategy", None) == "group_by_length":
-        strategy = "grouped"
-    else:
-        strategy = "dynamic"
-    return {"strategy": strategy, "pad_to_multiple_of": multiple, "chunk_size": 1000}
-
-
 def resolved_of(args, model) -> env.Resolved:
     """What src.run's env.resolve would have chosen, read from what the Trainer runs."""
     amp = "bf16" if args.bf16 else "fp16" if args.fp16 else "none"
@@ -286,12 +283,12 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) 
 
 
 def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict,
-                        trl: str | None = None):
+                        trl: str | None = None, untokenised: dict | None = None):
     """The keys of trainsweep's config that measuring, the analysis, the checks and the summary read, from
     the Trainer's arguments, its model, tokenizer and collator, and the first rows of its train dataset (`trl`:
-    the TRL trainer's name, trl_trainer's)."""
+    the TRL trainer's name, trl_trainer's; `untokenised`: padding.untokenised_of's, for rows without input_ids)."""
     conf = config_of(model)
-    padding = padding_of(rows, args, collator)
+    padding = padding_of(rows, args, collator, untokenised)
     checkpointing, reentrant = checkpointing_of(args)
     task = task_of(model, rows, trl)
     layout = layout_of(rows, task, padding)

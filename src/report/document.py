@@ -138,7 +138,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     pairs = (r.get("data") or {}).get("sequences_per_sample", 1)  # TRL's preference rows: chosen and rejected
     per_step = f"{per_step} (rows of {pairs} sequences: samples count rows)" if pairs > 1 else per_step
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
-                 f"padding {c['padding']['strategy']}, amp {res.get('amp', '-')}, attention {res.get('attention', '-')}"))
+                 f"padding {c['padding']['strategy']}{_note(c['padding'])}, amp {res.get('amp', '-')}, "
+                 f"attention {res.get('attention', '-')}"))
     if chosen and chosen.get("line"):
         rows.append(("budget", chosen["line"]))
     sped = r.get("speedup")
@@ -210,6 +211,11 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if timing.get("build_parts"):  # most of the time to step 1 on a warm compile cache
         rows.append(("build", ", ".join(f"{k} {v:.1f}s" for k, v in timing["build_parts"].items())))
     return rows
+
+
+def _note(padding: dict) -> str:
+    """What the strategy alone doesn't say: the drop-in's images have no padding at all, its audio pads samples."""
+    return f" ({padding['note']})" if padding.get("note") else ""
 
 
 def _ceiling_share(r: Report) -> str:

@@ -140,18 +140,37 @@ class Flops(Section):
     ceiling_tflops: Optional[float] = None  # this card's base GEMMs at the run's shapes, measured (src/machine/ceiling.py)
     ceiling_tokens_per_s: Optional[float] = None  # a step of nothing but those GEMMs, in tokens/s
     of_ceiling: Optional[float] = None  # real tokens/s (per GPU) / ceiling_tokens_per_s
+    # training forwards of the model a micro-batch, where more than one (R-Drop): per_token counts them all
+    forwards_per_micro_batch: Optional[float] = None
+    forwards_by: Optional[str] = None  # what calls the model more than once: "your compute_loss"
 
     def wandb_summary(self) -> dict:
         return {"perf/mfu": self.mfu, "perf/of_ceiling": self.of_ceiling}
+
+    def scaled_by_forwards(self, per_micro_batch: float | None, by: str | None) -> None:
+        """Count every forward (and its backward) a micro-batch runs, not one: two forwards, twice the FLOPs."""
+        if not per_micro_batch or per_micro_batch <= 1:
+            return
+        self.per_token *= per_micro_batch
+        self.per_token_hardware *= per_micro_batch
+        self.forwards_per_micro_batch, self.forwards_by = per_micro_batch, by
+
+    def _forwards(self) -> str:
+        n = self.forwards_per_micro_batch
+        if not n:
+            return ""
+        times = "twice" if n == 2 else f"{n:.3g} times"
+        return (f", {n:.3g} forwards a micro-batch ({self.forwards_by or 'the training step'} calls the model "
+                f"{times}): FLOPs counted for {'both' if n == 2 else 'each'}")
 
     def line(self) -> str:
         ceiling = (f"; {_fmt(self.of_ceiling, '.0%')} of this card's GEMM ceiling for this model "
                    f"({_fmt(self.ceiling_tokens_per_s)} tok/s at {_fmt(self.ceiling_tflops, '.0f')} TFLOP/s measured)"
                    if self.ceiling_tokens_per_s else "")
         if self.peak_tflops is None:  # a CPU, or a card missing from the peak table: no figure rather than "-"
-            return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU: no peak known for this device "
+            return (f"{self.per_token / 1e9:.3g} GFLOP/token{self._forwards()}; MFU: no peak known for this device "
                     "(measure.peak_tflops=N gives one; in your script, attach(trainer, peak_tflops=N))")
-        return (f"{self.per_token / 1e9:.3g} GFLOP/token; MFU {_fmt(self.mfu, '.1%')} "
+        return (f"{self.per_token / 1e9:.3g} GFLOP/token{self._forwards()}; MFU {_fmt(self.mfu, '.1%')} "
                 f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s{', bf16-equivalent: FP8 base' if self.bf16_equivalent else ''}), "
                 f"HFU {_fmt(self.hfu, '.1%')}{ceiling}")
 
