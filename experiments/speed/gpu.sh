@@ -719,6 +719,17 @@ if [ "$what" = g3g4 ]; then  # warm_again's FP8 rows, then graphs8k's, as time a
   if [ $RUN_TIMEOUT -gt 150 ]; then run graphs8k_full $A experiment=small_batch_fastest
   else echo "full depth skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
+preset_cold_then_warm() {  # the graphs preset on fresh caches: cold, then warm twice while the call has time
+  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
+  A="trainer.max_steps=40 measure.warmup_steps=20 measure.profile_steps=0"
+  rm -rf /tmp/c_preset; caches preset
+  RUN_TIMEOUT=300; run graphs_cold_preset $A
+  RUN_TIMEOUT=120
+  for again in 1 2; do
+    if [ $SECONDS -gt ${WARM_BY_S:-450} ]; then echo "graphs warm$again skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; continue; fi
+    run graphs_warm${again}_preset $A trainer.seed=$again
+  done
+}
 if [ "$what" = warm_again ]; then  # issue 53 G3: are FP8's warm starts inside 8 s on this card, and the graphs preset's
   # inside 60 s more than once? Each on its own fresh caches, the first run cold (it fills the bytecode cache too)
   anchors bf16_sdpa_b8
@@ -728,28 +739,12 @@ if [ "$what" = warm_again ]; then  # issue 53 G3: are FP8's warm starts inside 8
   RUN_TIMEOUT=150
   rm -rf /tmp/c_fp8; caches fp8; run fp8_cold $A $F
   for again in 1 2 3; do run fp8_warm$again $A $F trainer.seed=$again; done
-  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
-  A="trainer.max_steps=40 measure.warmup_steps=20 measure.profile_steps=0"
-  rm -rf /tmp/c_preset; caches preset
-  RUN_TIMEOUT=300; run graphs_cold_preset $A
-  RUN_TIMEOUT=120
-  for again in 1 2; do
-    if [ $SECONDS -gt ${WARM_BY_S:-450} ]; then echo "graphs warm$again skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; continue; fi
-    run graphs_warm${again}_preset $A trainer.seed=$again
-  done
+  preset_cold_then_warm
 fi
 if [ "$what" = graphs_preset ]; then  # issue 53 G3: the graphs preset cold, then warm twice (warm_again's second half).
   # h100-graphswarm-call1 ran this block under the name graphs_warm after the block above of that name (two matched)
   anchors bf16_sdpa_b8
-  COMMON="model=qwen3 logger=none trainer.save_final=false experiment=small_batch_fastest"
-  A="trainer.max_steps=40 measure.warmup_steps=20 measure.profile_steps=0"
-  rm -rf /tmp/c_preset; caches preset
-  RUN_TIMEOUT=300; run graphs_cold_preset $A
-  RUN_TIMEOUT=120
-  for again in 1 2; do
-    if [ $SECONDS -gt ${WARM_BY_S:-450} ]; then echo "graphs warm$again skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; continue; fi
-    run graphs_warm${again}_preset $A trainer.seed=$again
-  done
+  preset_cold_then_warm
 fi
 if [ "$what" = graphs8k ]; then  # issue 53 G4: under whole-model graphs the prediction fell short by a part that did not
   # grow with depth at 2k packs (0.054 GB at 4, 8 and 36 layers, h200_graphs_memory_call2); at 8k on 4 layers it fell
