@@ -8,6 +8,8 @@ budget (src/data/packing.py), keeping what the script's training means:
   script's own accumulated loss came out grad_accum times larger (transformers#47688, measured by
   src/levers/loss_scale.py), the packed loss is scaled the same way unless the caller asks for the fix, and the
   line says which;
+- what each row is: read from the collator's kind (src/levers/rows.py); a collator of the script's own is packed
+  only as the known kind it pads as on a few probed rows (src/levers/collator_probe.py), and the line says so;
 - never a raise mid-training: a pack the collator cannot build is collated as a plain padded batch of its rows,
   with one line.
 """
@@ -21,9 +23,9 @@ import torch
 
 from ..data.packing import PackCollator, PackedDataset, first_fit, max_sequences
 from ..model.build import loss_regulariser
-from . import loss_scale, row_rate
+from . import collator_probe, loss_scale, row_rate
 from .outcome import Speedup
-from .rows import TrainRows
+from .rows import OWN, TrainRows
 
 ROWS_TOLERANCE = 0.03  # rows per optimizer step may differ from the script's by at most this share
 SAMPLE = 20_000  # rows the budget search packs (first fit on every row of a large set would take seconds a try)
@@ -121,6 +123,12 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
     from ..measure.tap import tap
     from ..model.packed import pool_per_sequence
 
+    said = ""
+    if rows.kind == OWN:  # a collator of the script's own: packed only as the known kind it pads as
+        reading, why = collator_probe.probe(trainer, rows)
+        if reading is None:
+            raise Refused(why)
+        rows.kind, rows.pad_id, said = reading.kind, reading.pad_id, reading.line + "; "
     args = trainer.args
     seed = args.data_seed if args.data_seed is not None else args.seed
     plan = plan_budget(rows.lengths, args.per_device_train_batch_size, args.gradient_accumulation_steps, tokens, seed)
@@ -182,8 +190,9 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             f"{plan['change']:+.1%}; the Trainer's train_samples_per_second counts these rows, not packs)")
     if abs(plan["change"]) > ROWS_TOLERANCE:
         step += " - MORE THAN 3% OFF YOUR ROWS A STEP: your learning rate was tuned for yours"
-    out.add("padding-free batches", True, f"{plan['tokens']:,} tokens a micro-batch (~{plan['rows_per_pack']:.1f} rows), "
-            f"{step}; learning rate as it was; {_scale_line(scale, factor)}", toggle)
+    out.add("padding-free batches", True, f"{said}{plan['tokens']:,} tokens a micro-batch "
+            f"(~{plan['rows_per_pack']:.1f} rows), {step}; learning rate as it was; {_scale_line(scale, factor)}",
+            toggle)
 
 
 def _scale_line(scale, factor: int) -> str:

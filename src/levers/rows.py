@@ -1,6 +1,10 @@
 """A user's train rows as padding-free sequences: what the Trainer's collator would have made of each row (its
 tokens without padding, its labels), read from the collator's kind, so that packed batches compute the loss the
-script computed. A collator it cannot read, or rows it does not understand, is a reason, never a guess."""
+script computed. A collator it cannot read, or rows it does not understand, is a reason, never a guess.
+
+The kind comes from the collator's name where it is one of transformers' or TRL's below; a collator of the script's
+own (a function calling tokenizer.pad, a small class, a transformers collator not listed) is OWN until
+src/levers/collator_probe.py has read what it makes of a few of the rows and named the kind it pads as."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,13 +18,22 @@ from ..data.row_shapes import as_row, attended, tokens
 PADDING = ("DataCollatorWithPadding", "DataCollatorForSeq2Seq", "default_data_collator")
 LANGUAGE_MODELING = "DataCollatorForLanguageModeling"
 PADDING_FREE = ("DataCollatorWithFlattening",)
+OWN = "own"  # not known by name: probed before packing (src/levers/collator_probe.py)
+PACKS = ("It packs rows for transformers' DataCollatorWithPadding, DataCollatorForSeq2Seq (rows holding their "
+         "labels), DataCollatorForLanguageModeling (mlm=False) and default_data_collator, for TRL's, and for a "
+         "collator of your own that pads as one of these does on a few of your rows, probed before training")
+
+
+def collator_name(collator) -> str:
+    collator = getattr(collator, "data_collator", collator)  # the Trainer's column-removing wrapper
+    return getattr(collator, "__name__", type(collator).__name__)
 
 
 def collator_kind(collator) -> tuple[str | None, str | None]:
-    """(kind, why not): kind is "padding", "hf_lm" (transformers' LM collator: pad ids are not scored) or
-    "trl_lm" (TRL's: labels from the row, else the ids)."""
+    """(kind, why not): kind is "padding", "hf_lm" (transformers' LM collator: pad ids are not scored), "trl_lm"
+    (TRL's: labels from the row, else the ids) or OWN (a collator known by what it does, once probed)."""
     collator = getattr(collator, "data_collator", collator)  # the Trainer's column-removing wrapper
-    name = getattr(collator, "__name__", type(collator).__name__)
+    name = collator_name(collator)
     module = getattr(collator, "__module__", type(collator).__module__) or ""
     if name in PADDING_FREE or getattr(collator, "padding_free", False):
         return None, f"your batches are padding-free already ({name})"
@@ -30,11 +43,36 @@ def collator_kind(collator) -> tuple[str | None, str | None]:
         return ("trl_lm" if module.startswith("trl") else "hf_lm"), None
     if name in PADDING:
         return "padding", None
-    # a next step: the collators whose batches it can rebuild row by row (a script's own one pads as one of them
-    # does, often, once its rows hold their labels)
-    return None, (f"a collator trainsweep cannot read ({name}): your batches stay as it makes them. It packs rows "
-                  "for transformers' DataCollatorWithPadding, DataCollatorForSeq2Seq (rows holding their labels), "
-                  "DataCollatorForLanguageModeling (mlm=False) and default_data_collator, and for TRL's")
+    return OWN, None
+
+
+def _kept(r: dict) -> list[int] | None:
+    """The positions of a row's attended tokens, or None where it has no attention_mask (every token)."""
+    mask = r.get("attention_mask")
+    return [k for k, m in enumerate(mask) if m] if mask is not None else None
+
+
+def own_tokens(r: dict) -> list:
+    """A row's attended tokens (padded at tokenisation, either side: only those), what packing keeps of it."""
+    ids, keep = list(r["input_ids"]), _kept(r)
+    return ids if keep is None else [ids[k] for k in keep]
+
+
+def rebuild(r: dict, task: str, kind: str, pad_id: int | None) -> dict:
+    """One row ({field: list or number}, src/data/row_shapes.py) as the collator of `kind` scores it: its attended
+    tokens and their labels (a classifier's: the class)."""
+    ids, keep = own_tokens(r), _kept(r)
+    if task == "classification":
+        label = r.get("labels", r.get("label"))
+        return {"input_ids": ids, "labels": int(label)}
+    if kind == "hf_lm" or "labels" not in r:
+        labels = list(ids)
+        if kind == "hf_lm" and pad_id is not None:  # transformers' collator: pad-id tokens unscored
+            labels = [-100 if t == pad_id else t for t in labels]
+    else:
+        labels = list(r["labels"])
+        labels = [labels[k] for k in keep] if keep is not None else labels
+    return {"input_ids": ids, "labels": labels}
 
 
 @dataclass
@@ -58,7 +96,9 @@ class TrainRows:
             return None, "a dataset without indexed rows (an IterableDataset): nothing to regroup ahead of time"
         first = as_row(dataset[0])
         if first is None or tokens(first) is None:
-            return None, f"rows of type {type(dataset[0]).__name__} without input_ids: tokenised rows are what trainsweep packs"
+            own = f" for your collator ({collator_name(collator)})" if kind == OWN else ""
+            return None, (f"rows of type {type(dataset[0]).__name__} without input_ids{own}: tokenised rows are what "
+                          "trainsweep packs")
         if task == "classification":
             label = first.get("labels", first.get("label"))
             if not isinstance(label, int) or isinstance(label, bool):
@@ -78,23 +118,7 @@ class TrainRows:
         return np.array([attended(as_row(ds[i])) for i in range(len(ds))], dtype=np.int64)
 
     def row(self, i: int) -> dict:
-        r = as_row(self.dataset[int(i)])
-        ids = list(r["input_ids"])
-        mask = r.get("attention_mask")
-        keep = [k for k, m in enumerate(mask) if m] if mask is not None else None
-        if keep is not None:  # padded at tokenisation (either side): only the attended tokens
-            ids = [ids[k] for k in keep]
-        if self.task == "classification":
-            label = r.get("labels", r.get("label"))
-            return {"input_ids": ids, "labels": int(label)}
-        if self.kind == "hf_lm" or "labels" not in r:
-            labels = list(ids)
-            if self.kind == "hf_lm" and self.pad_id is not None:  # transformers' collator: pad-id tokens unscored
-                labels = [-100 if t == self.pad_id else t for t in labels]
-        else:
-            labels = list(r["labels"])
-            labels = [labels[k] for k in keep] if keep is not None else labels
-        return {"input_ids": ids, "labels": labels}
+        return rebuild(as_row(self.dataset[int(i)]), self.task, self.kind, self.pad_id)
 
     def __getitem__(self, i: int) -> dict:  # what PackedDataset reads
         return self.row(i)

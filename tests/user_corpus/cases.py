@@ -249,5 +249,10 @@ CASES = [
     Case("peft_kbit_prepare", "peft_kbit_prepare.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
          "causal_lm", "prepare_model_for_kbit_training without quantization (CPU), LoRA all-linear, gradient "
          "checkpointing on, grad accum 4"),
+    # a collator of the script's own that pads as DataCollatorWithPadding does: speedup packs it by what it does
+    # (src/levers/collator_probe.py), its rows handed over as the Trainer hands them ("text" dropped first)
+    Case("own_padding_collator", "own_padding_collator.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "a dataclass collator of its own: pops each row's label, tokenizer.pad(padding='longest'), "
+         "labels stacked; the text column left for the Trainer to drop, grad accum 2"),
 ]
 BY_NAME = {case.name: case for case in CASES}
