@@ -113,7 +113,7 @@ def _base(model):
 
 def _fits(trainer, model) -> tuple[str | None, str | None]:
     """(task, why not): packed batches need one process, a decoder-only causal LM or classifier, and a Trainer
-    whose loss reads the batch the way transformers' and TRL's do."""
+    whose loss reads the batch and whose sampler draws the rows the way transformers' and TRL's do, no NEFTune."""
     if trainer.args.world_size > 1:
         return None, "several processes (DDP/FSDP): speedup packs for one process for now"
     why = _adapter_misfit(model)
@@ -136,6 +136,18 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         owner = next(c for c in type(trainer).__mro__ if method in vars(c))
         if not owner.__module__.startswith(KNOWN_TRAINERS):
             return None, f"{owner.__name__}.{method} is your own: it may read the padded batch, so batches stay as they are"
+    for method in ("get_train_dataloader", "_get_train_sampler"):
+        # the packs are drawn in speedup's own shuffled order: a curriculum or weighted sampler would be dropped
+        owner = next((c for c in type(trainer).__mro__ if method in vars(c)), None)
+        if owner is not None and not owner.__module__.startswith(KNOWN_TRAINERS):
+            return None, (f"{owner.__name__}.{method} is your own: it decides which rows a step holds and in what "
+                          "order, and packs would be drawn in speedup's order instead; batches stay as they are")
+    alpha = getattr(trainer, "neftune_noise_alpha", None)
+    if alpha:
+        # transformers' NEFTune hook scales its noise by 1/sqrt(batch width x hidden size): one wide packed row
+        # a micro-batch would get a fraction of the noise your padded rows get
+        return None, (f"NEFTune (neftune_noise_alpha={alpha}) scales its embedding noise by the batch's width: "
+                      "packed rows are wider and would train with less noise than yours; batches stay as they are")
     if getattr(trainer, "model_init", None) is not None:
         # train() builds a new model from model_init, without this one's per-sequence pooling, varlen attention
         # or compiled layers: a classifier then met packed batches it can't read (a user's script crashed)

@@ -155,6 +155,7 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
         trainer._set_signature_columns_if_needed()
     taps = tap(trainer)  # takes the packs' counts off each batch before the model sees them
     rate = []  # the Trainer's samples/s corrected to rows while the lever is on (src/levers/row_rate.py)
+    seen = []  # its non-padding num_input_tokens_seen counted from the packs' real tokens (the same module)
 
     def loader():
         generator = torch.Generator().manual_seed(seed)
@@ -170,6 +171,7 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             trainer.get_train_dataloader = loader
             args.gradient_accumulation_steps, trainer._train_batch_size = plan["grad_accum"], 1
             rate.append(row_rate.install(trainer, taps))
+            seen.append(row_rate.install_tokens_seen(trainer, taps))
             if task == "classification":
                 # the packed classifier sums its loss over num_items_in_batch: grad-accum equals the larger batch
                 trainer.model_accepts_loss_kwargs = True
@@ -179,6 +181,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             args.gradient_accumulation_steps, trainer._train_batch_size = saved["accum"], saved["batch"]
             while rate:
                 row_rate.remove(trainer, taps, rate.pop())
+            while seen:
+                row_rate.remove_tokens_seen(trainer, taps, seen.pop())
             if task == "classification":
                 trainer.model_accepts_loss_kwargs = saved["loss_kwargs"]
                 vars(base).pop("forward", None)  # the model's own forward again
@@ -190,9 +194,20 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             f"{plan['change']:+.1%}; the Trainer's train_samples_per_second counts these rows, not packs)")
     if abs(plan["change"]) > ROWS_TOLERANCE:
         step += " - MORE THAN 3% OFF YOUR ROWS A STEP: your learning rate was tuned for yours"
+    step += _tokens_seen_line(args)
     out.add("padding-free batches", True, f"{said}{plan['tokens']:,} tokens a micro-batch "
             f"(~{plan['rows_per_pack']:.1f} rows), {step}; learning rate as it was; {_scale_line(scale, factor)}",
             toggle)
+
+
+def _tokens_seen_line(args) -> str:
+    mode = getattr(args, "include_num_input_tokens_seen", "no")
+    if mode == "all":
+        return ("; num_input_tokens_seen counts the packs' positions, padding included as yours did (fewer: less "
+                "padding)")
+    if mode == "non_padding":
+        return "; num_input_tokens_seen counts each pack's real tokens"
+    return ""
 
 
 def _scale_line(scale, factor: int) -> str:

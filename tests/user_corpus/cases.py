@@ -254,5 +254,33 @@ CASES = [
     Case("own_padding_collator", "own_padding_collator.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
          "classification", "a dataclass collator of its own: pops each row's label, tokenizer.pad(padding='longest'), "
          "labels stacked; the text column left for the Trainer to drop, grad accum 2"),
+    # TrainingArguments and Trainer styles from the candidates list of the drop-in's promises (docs/dropin.md)
+    Case("neftune_clm", "neftune_clm.py", ("{qwen3}", "{data}/alpaca.json", "{out}"),
+         "causal_lm", "TrainingArguments(neftune_noise_alpha=5): noise on the embeddings in training, scaled by "
+         "1/sqrt(batch width x hidden) (speedup packed it, and the wider packs trained with less noise, unsaid: "
+         "now left alone, said why), alpaca prompts, DataCollatorForSeq2Seq, grad accum 2"),
+    Case("tokens_seen_clm", "tokens_seen_clm.py", ("{llama_nopad}", "{data}/text.txt", "{out}"),
+         "causal_lm", "include_num_input_tokens_seen=True (the Trainer's own count, 'all' positions) logged with "
+         "each loss, pad = eos, DataCollatorForLanguageModeling (under packing 'non_padding' counted the packs' "
+         "padding: tests/test_dropin_styles.py)"),
+    Case("trl_formatting_func", "trl_formatting_func.py", ("{qwen3}", "{data}/alpaca.json", "{out}"),
+         "causal_lm", "SFTTrainer(model=<path>, formatting_func=...) on instruction/input/output rows, "
+         "model_init_kwargs, grad accum 2"),
+    Case("trl_assistant_only_loss", "trl_assistant_only_loss.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
+         "causal_lm", "SFTConfig(assistant_only_loss=True, eos_token=...) with the script's own chat template "
+         "carrying {% generation %} markers: only the assistant's tokens scored, grad accum 2"),
+    Case("dataloader_workers_cls", "dataloader_workers_cls.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "dataloader_num_workers=2, persistent workers, prefetch_factor 2, pin_memory where a "
+         "GPU is, data_seed: the collators (speedup's packing one too) run in worker processes"),
+    Case("custom_sampler_subclass", "custom_sampler_subclass.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "a Trainer subclass overriding _get_train_sampler with a SequentialSampler over rows sorted "
+         "by length, a curriculum (speedup packed in its own shuffled order, dropping it unsaid: now left alone)"),
+    Case("epochs_adafactor_restarts", "epochs_adafactor_restarts.py", ("{qwen3}", "{data}/short.csv", "{out}"),
+         "classification", "num_train_epochs=1.5 with no max_steps, optim='adafactor', cosine_with_restarts with "
+         "lr_scheduler_kwargs num_cycles 2, disable_tqdm, remove_callback(PrinterCallback) and add_callback after "
+         "construction, grad accum 2"),
+    Case("user_torch_compile", "user_torch_compile.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
+         "causal_lm", "TrainingArguments(torch_compile=True, torch_compile_backend='aot_eager'): the Trainer compiles "
+         "the whole model; speedup's compile levers say so and stay off, its packs meet the compiled model"),
 ]
 BY_NAME = {case.name: case for case in CASES}

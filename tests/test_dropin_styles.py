@@ -1,0 +1,91 @@
+"""TrainingArguments and Trainer styles the user corpus met (tests/user_corpus: neftune_clm, custom_sampler_subclass,
+tokens_seen_clm), each failing on the code before its fix: speedup packed under NEFTune, whose noise shrinks with
+the batch's width; packed rows in its own order over a Trainer subclass's own sampler (a curriculum dropped
+silently); and under include_num_input_tokens_seen="non_padding" the Trainer counted each pack's padding as tokens
+seen. Tiny models on a CPU, speedup unverified (verify=False: no timing)."""
+import pytest
+import torch
+from datasets import Dataset
+from tokenizers import Tokenizer, models
+from torch.utils.data import SequentialSampler
+from transformers import (DataCollatorForLanguageModeling, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast,
+                          Trainer, TrainingArguments, set_seed)
+
+from src import speedup
+
+LENGTHS = [5 + (i * 7) % 40 for i in range(64)]
+
+
+def _tokenizer() -> PreTrainedTokenizerFast:
+    words = {f"w{i}": i for i in range(128)}
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(words, unk_token="w1")),
+                                   pad_token="w0", unk_token="w1", eos_token="w0")  # pad = eos, as Llama scripts set
+
+
+def _rows() -> Dataset:
+    g = torch.Generator().manual_seed(0)
+    return Dataset.from_dict({"input_ids": [torch.randint(2, 128, (n,), generator=g).tolist() for n in LENGTHS]})
+
+
+def _trainer(out, cls=Trainer, **args) -> Trainer:
+    set_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, pad_token_id=0,
+                                         attn_implementation="sdpa"))
+    args = TrainingArguments(**{"output_dir": str(out), "max_steps": 4, "per_device_train_batch_size": 8,
+                                "learning_rate": 1e-3, "logging_steps": 1, "report_to": [], "use_cpu": True,
+                                "save_strategy": "no", "seed": 0, **args})
+    # no processing_class: the Trainer's non-padding count then has only the attention mask to go by
+    return cls(model=model, args=args, train_dataset=_rows(),
+               data_collator=DataCollatorForLanguageModeling(_tokenizer(), mlm=False))
+
+
+def _losses(trainer) -> list[float]:
+    trainer.train()
+    return [e["loss"] for e in trainer.state.log_history if "loss" in e]
+
+
+def test_neftune_noise_scaled_by_the_batch_width_leaves_batches_as_they_are(tmp_path):
+    trainer = _trainer(tmp_path / "sped", neftune_noise_alpha=5)
+    done = speedup(trainer, verify=False, quiet=True)
+    assert not any(lv.on for lv in done.levers), done.text()
+    assert "NEFTune (neftune_noise_alpha=5" in done.levers[0].detail
+    assert _losses(trainer) == _losses(_trainer(tmp_path / "plain", neftune_noise_alpha=5))
+
+
+class Curriculum(Trainer):
+    def _get_train_sampler(self, train_dataset=None):
+        return SequentialSampler(train_dataset if train_dataset is not None else self.train_dataset)
+
+
+class OwnLoader(Trainer):
+    def get_train_dataloader(self):
+        return super().get_train_dataloader()
+
+
+@pytest.mark.parametrize("cls, method", [(Curriculum, "_get_train_sampler"), (OwnLoader, "get_train_dataloader")])
+def test_a_subclass_drawing_its_own_rows_keeps_its_order(cls, method, tmp_path):
+    trainer = _trainer(tmp_path / "sped", cls=cls)
+    done = speedup(trainer, verify=False, quiet=True)
+    assert not any(lv.on for lv in done.levers), done.text()
+    assert f"{cls.__name__}.{method} is your own" in done.levers[0].detail
+    if cls is Curriculum:
+        assert _losses(trainer) == _losses(_trainer(tmp_path / "plain", cls=cls))
+
+
+def test_non_padding_tokens_seen_counts_the_packs_real_tokens(tmp_path):
+    # one epoch: every row once, so the Trainer's count is every row's tokens, whatever the packs' padding
+    trainer = _trainer(tmp_path, max_steps=-1, num_train_epochs=1, include_num_input_tokens_seen="non_padding")
+    done = speedup(trainer, verify=False, quiet=True)
+    assert done.levers[0].on and "num_input_tokens_seen counts each pack's real tokens" in done.levers[0].detail
+    trainer.train()
+    assert trainer.state.num_input_tokens_seen == sum(LENGTHS)
+
+
+def test_all_tokens_seen_counts_the_packs_positions_and_says_so(tmp_path):
+    trainer = _trainer(tmp_path, max_steps=-1, num_train_epochs=1, include_num_input_tokens_seen=True)
+    done = speedup(trainer, verify=False, quiet=True)
+    assert "num_input_tokens_seen counts the packs' positions" in done.levers[0].detail
+    trainer.train()
+    packs = len(done.batches[0])
+    assert trainer.state.num_input_tokens_seen == packs * done.packing["tokens"]
