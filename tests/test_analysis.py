@@ -345,3 +345,23 @@ def test_the_memory_line_says_which_way_a_bounded_prediction_can_be_off():
     assert mem.line({"peak_allocated": 4.2, "bound": "lower"}).endswith("predicted at least 4.20 (-27.1% vs measured)")
     assert "predicted at most 4.20" in mem.line({"peak_allocated": 4.2, "bound": "upper"})
     assert "predicted 4.20" in mem.line({"peak_allocated": 4.2})
+
+
+def _data_bound(capacity, loader):
+    mem = GpuMemory(peak_reserved=10.0, capacity=capacity) if capacity else CpuMemory(peak_rss_gb=1.0)
+    return verdict(StepTime(mean=1.0), Breakdown(data=0.4, compute=0.6, optimizer=0, other=0), None, mem, 0, None,
+                   loader=loader).reasons[-1]
+
+
+def test_a_data_bound_step_is_not_told_to_add_what_it_has():
+    """A corpus script ran 2 persistent workers on a 2-core CPU and was told 'more dataloader workers, pinned
+    memory': it had the workers the cores allow, and pinned memory copies nothing on a CPU."""
+    cpu = _data_bound(None, {"workers": 2, "pin_memory": True, "cores": 2})
+    assert "more dataloader workers" not in cpu and "pinned" not in cpu
+    assert cpu.startswith("data prepared ahead") and "your 2 dataloader workers already use this machine's 2 cores" in cpu
+    gpu = _data_bound(80.0, {"workers": 0, "pin_memory": False, "cores": 16})
+    assert gpu.startswith("more dataloader workers (you run 0 on 16 cores), pinned memory and data prepared ahead")
+    pinned = _data_bound(80.0, {"workers": 4, "pin_memory": True, "cores": 16})
+    assert "pinned" not in pinned and "you run 4 on 16 cores" in pinned
+    unknown = _data_bound(80.0, None)  # nothing known of the loader: every remedy, as before
+    assert unknown == "more dataloader workers, pinned memory and data prepared ahead (tokenised, transformed once, not per batch) help"

@@ -211,6 +211,17 @@ def test_schedule_check():
     assert check_training.schedule_check(compose("trainer.warmup_steps=700", "trainer.max_steps=200"))["status"] == "fail"
 
 
+def test_a_short_run_whose_schedule_has_decayed_by_its_end_is_not_blamed_on_its_warm_up():
+    """A 9-step script, 1 warm-up step, linear decay: its LR at step 9 is 0, the schedule's end; the check read that
+    last rate and said the warm-up was too long. It reached the full rate at step 1."""
+    short = check_training.schedule_check(compose("trainer.warmup_steps=1", "trainer.max_steps=9", "trainer.scheduler=linear"))
+    assert short["status"] == "pass" and short["value"]["fraction_of_target"] == pytest.approx(1.0)
+    # a warm-up that is still climbing at step 20 warns as before: its highest rate so far is its last
+    long = check_training.schedule_check(compose("trainer.warmup_steps=300", "trainer.max_steps=400", "trainer.scheduler=linear"))
+    assert long["status"] == "warn" and long["value"]["fraction_of_target"] == pytest.approx(20 / 300, rel=1e-3)
+    assert "reached at most 6.67%" in long["hint"]
+
+
 def test_precision_checks():
     gpu = {"bf16": True, "ampere": True, "tf32": False}
     bf16 = Resolved("cuda", torch.bfloat16, "bf16", "sdpa")

@@ -73,6 +73,17 @@ def test_a_subclass_drawing_its_own_rows_keeps_its_order(cls, method, tmp_path):
         assert _losses(trainer) == _losses(_trainer(tmp_path / "plain", cls=cls))
 
 
+def test_a_train_dataloader_set_on_the_trainer_itself_keeps_its_order(tmp_path):
+    """Not a subclass: the script assigns its own loader to the Trainer object; speedup would have replaced it."""
+    trainer = _trainer(tmp_path / "sped")
+    own = trainer.get_train_dataloader
+    trainer.get_train_dataloader = lambda: own()
+    done = speedup(trainer, verify=False, quiet=True)
+    assert not any(lv.on for lv in done.levers), done.text()
+    assert "your trainer.get_train_dataloader is your own (set on the Trainer)" in done.levers[0].detail
+    assert vars(trainer)["get_train_dataloader"] is not own and trainer.get_train_dataloader.__name__ == "<lambda>"
+
+
 def test_non_padding_tokens_seen_counts_the_packs_real_tokens(tmp_path):
     # one epoch: every row once, so the Trainer's count is every row's tokens, whatever the packs' padding
     trainer = _trainer(tmp_path, max_steps=-1, num_train_epochs=1, include_num_input_tokens_seen="non_padding")

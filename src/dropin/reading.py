@@ -314,4 +314,6 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
                     "checkpoint_reentrant": reentrant, "torch_compile": args.torch_compile, "seed": args.seed},
         "measure": OmegaConf.structured(MeasureConfig(predict_memory=False, **measure_settings)),
         "gpu": {"memory_cap_gb": None},
+        # what a data-bound verdict must not tell the script to add (src/report/analysis.py)
+        "dataloader": {"num_workers": args.dataloader_num_workers, "pin_memory": args.dataloader_pin_memory},
     })

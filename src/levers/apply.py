@@ -142,6 +142,9 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         if owner is not None and not owner.__module__.startswith(KNOWN_TRAINERS):
             return None, (f"{owner.__name__}.{method} is your own: it decides which rows a step holds and in what "
                           "order, and packs would be drawn in speedup's order instead; batches stay as they are")
+        if method in vars(trainer):  # set on this Trainer by the script (trainer.get_train_dataloader = ...)
+            return None, (f"your trainer.{method} is your own (set on the Trainer): it decides which rows a step "
+                          "holds, and packs would be drawn in speedup's order instead; batches stay as they are")
     alpha = getattr(trainer, "neftune_noise_alpha", None)
     if alpha:
         # transformers' NEFTune hook scales its noise by 1/sqrt(batch width x hidden size): one wide packed row

@@ -3,6 +3,7 @@ the step, the verdict, and (under torchrun) the cross-rank view. Read once, afte
 from __future__ import annotations
 
 import math
+import os
 
 from ..base import stats
 from .document import Report
@@ -106,8 +107,10 @@ def flags(step: StepTime, shapes: Shapes, compile_: Compile, machine: dict, stop
 
 
 def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: GpuMemory | CpuMemory,
-            retries_in_window: int, mfu: float | None, of_ceiling: float | None = None, amp: str | None = None) -> Verdict:
-    """What limits the step, with the numbers behind it."""
+            retries_in_window: int, mfu: float | None, of_ceiling: float | None = None, amp: str | None = None,
+            loader: dict | None = None) -> Verdict:
+    """What limits the step, with the numbers behind it. `loader`: the run's {"workers", "pin_memory", "cores"}
+    where known, so a data-bound step is not told to add what it has."""
     reasons = []
     capacity = getattr(mem, "capacity", None)
     reserved_share = mem.peak_reserved / capacity if capacity else None
@@ -134,9 +137,7 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
         bottleneck = "memory"
     elif data_share is not None and data_share > DATA_BOUND_SHARE:
         bottleneck = "data"
-        # "pre-tokenised" alone tells an image or audio script nothing: its per-batch work is a transform
-        reasons.append("more dataloader workers, pinned memory and data prepared ahead (tokenised, transformed once, "
-                       "not per batch) help")
+        reasons.append(_data_bound_help(loader or {}, gpu=capacity is not None))
     elif gpu_busy is not None and gpu_busy < HOST_BOUND_BUSY:
         bottleneck = "host"
         reasons.append("the GPU waits for Python to launch kernels: a larger micro-batch, fixed shapes, "
@@ -153,6 +154,24 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
             faster = "flash attention, fused ops" if amp in ("bf16", "fp16") else "bf16, flash attention, fused ops"
             reasons.append(f"faster kernels ({faster}) or less work (less padding) help")
     return Verdict(bottleneck=bottleneck, saturated=saturated, reasons=reasons)
+
+
+def _data_bound_help(loader: dict, gpu: bool) -> str:
+    """What helps a step that waits for its data, less what the run already does: workers it has as many of as
+    the cores allow (one core stays with the training process), pinned memory on a CPU (nothing to copy to)."""
+    workers, cores, pinned = loader.get("workers"), loader.get("cores"), loader.get("pin_memory")
+    helps = []
+    if workers is None or cores is None or workers < cores - 1:
+        helps.append("more dataloader workers" + (f" (you run {workers} on {cores} cores)" if workers is not None
+                                                   and cores else ""))
+    if gpu and not pinned:
+        helps.append("pinned memory")
+    # "pre-tokenised" alone tells an image or audio script nothing: its per-batch work is a transform
+    helps.append("data prepared ahead (tokenised, transformed once, not per batch)")
+    said = ", ".join(helps[:-1]) + (" and " if len(helps) > 1 else "") + helps[-1] + " help"
+    if workers is not None and cores and workers >= cores - 1:
+        said += f"; your {workers} dataloader workers already use this machine's {cores} cores"
+    return said
 
 
 def loss_summary(log_history: list[dict], expected_initial: float | None) -> Loss:
@@ -265,8 +284,11 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         Compile.from_dict(m["compile"])
     rep.timing_s.update({k: v for k, v in m["phases_s"].items() if v is not None})
     rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
+    dl = cfg.get("dataloader") or {}
+    loader = {"workers": dl.get("num_workers"), "pin_memory": dl.get("pin_memory"),
+              "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}
     rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl and fl.mfu,
-                          fl and fl.of_ceiling, amp=rep.resolved.get("amp"))
+                          fl and fl.of_ceiling, amp=rep.resolved.get("amp"), loader=loader)
     with_interval(step, th)
     rep.flags = flags(step, rep.shapes, rep.compile, m.get("machine") or {}, cfg.measure.stop_when_stable,
                       m["stopped_when_stable"], busy, shapes_matter=device == "cuda" or bool(cfg.trainer.torch_compile))
