@@ -100,3 +100,23 @@ def test_all_tokens_seen_counts_the_packs_positions_and_says_so(tmp_path):
     trainer.train()
     packs = len(done.batches[0])
     assert trainer.state.num_input_tokens_seen == packs * done.packing["tokens"]
+
+
+def test_rows_holding_an_input_the_packs_would_drop_keep_their_batches(tmp_path):
+    """GPT-2 reads token_type_ids (an embedding added even where all are 0): packs carry input_ids, labels and
+    position_ids only, so packing rows that hold them would change the loss without a word."""
+    from transformers import DataCollatorWithPadding, GPT2Config, GPT2ForSequenceClassification
+
+    set_seed(0)
+    model = GPT2ForSequenceClassification(GPT2Config(vocab_size=128, n_embd=32, n_layer=1, n_head=2, num_labels=3,
+                                                     pad_token_id=0))
+    rows = _rows().map(lambda r, i: {"token_type_ids": [0] * len(r["input_ids"]), "labels": i % 3}, with_indices=True)
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=8, report_to=[],
+                             use_cpu=True, save_strategy="no")
+    trainer = Trainer(model=model, args=args, train_dataset=rows, data_collator=DataCollatorWithPadding(_tokenizer()))
+    done = speedup(trainer, verify=False, quiet=True)
+    assert not done.on("padding-free batches"), done.text()
+    assert "your rows hold token_type_ids, which the model reads" in done.levers[0].detail
+    without = Trainer(model=model, args=args, train_dataset=rows.remove_columns("token_type_ids"),
+                      data_collator=DataCollatorWithPadding(_tokenizer()))
+    assert speedup(without, verify=False, quiet=True).on("padding-free batches")  # the same rows otherwise pack

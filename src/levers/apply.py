@@ -22,6 +22,7 @@ would change the precision of the script's trainable weights).
 """
 from __future__ import annotations
 
+import inspect
 import types
 
 import torch
@@ -30,7 +31,7 @@ from ..model.build import active_adapter
 from . import cuda_graphs, packing
 from .outcome import Speedup
 from .packing import plan_budget  # noqa: F401  (tests: the budget's rule)
-from .rows import TrainRows
+from .rows import TrainRows, dropped_inputs
 
 TASKS = {"ForSequenceClassification": "classification", "ForCausalLM": "causal_lm", "LMHeadModel": "causal_lm"}
 KNOWN_TRAINERS = ("transformers.", "trl.")  # their compute_loss / training_step read packed batches as they are
@@ -65,6 +66,8 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         task, why = _fits(trainer, model)
         if why is None:
             rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, _pad_id(trainer, model))
+        if why is None:
+            why = dropped_inputs(trainer.train_dataset, _model_inputs(model))
         if why is None:
             packing.apply(trainer, model, rows, task, tokens, fix_loss_scale, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)
@@ -157,6 +160,15 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         return None, ("Trainer(model_init=...) builds the model again when training starts, without what speedup "
                       "would change on this one: batches stay as they are")
     return task, None
+
+
+def _model_inputs(model) -> set[str]:
+    """The model's forward's arguments (not the Trainer's kept columns: TRL keeps its own masks, which its collator
+    turns into labels and the model never reads)."""
+    try:
+        return set(inspect.signature(_base(model).forward).parameters)
+    except (TypeError, ValueError):  # a forward without a signature to read: nothing known to be dropped
+        return set()
 
 
 def _pad_id(trainer, model) -> int | None:

@@ -75,6 +75,20 @@ def rebuild(r: dict, task: str, kind: str, pad_id: int | None) -> dict:
     return {"input_ids": ids, "labels": labels}
 
 
+CARRIED = ("input_ids", "attention_mask", "labels", "label", "label_ids", "position_ids")  # what a pack is built from
+
+
+def dropped_inputs(dataset, model_inputs: set[str]) -> str | None:
+    """Why not, where a row holds an input the model's forward takes that a pack would not carry (token_type_ids:
+    GPT-2 adds an embedding for them even where all are 0, so dropping them changes the loss), else None."""
+    first = as_row(dataset[0]) if hasattr(dataset, "__getitem__") and len(dataset) else None
+    extra = sorted(k for k in (first or {}) if k in model_inputs and k not in CARRIED)
+    if not extra:
+        return None
+    return (f"your rows hold {', '.join(extra)}, which the model reads and packed rows would not carry: batches "
+            "stay as they are")
+
+
 @dataclass
 class TrainRows:
     """The dataset's rows as sequences to pack: `row(i)` is {"input_ids", "labels"} as the collator would score
