@@ -212,7 +212,8 @@ def _varlen(trainer, model, cuda: bool, longest: int, out: Speedup) -> None:
         out.add("varlen attention", False, f"your {theirs} reads the packed sequence boundaries already")
         return
     if not cuda:
-        out.add("varlen attention", False, f"no GPU: your {theirs} reads the sequence boundaries from position_ids")
+        out.add("varlen attention", False, f"no GPU (under packing your {theirs} reads the sequence boundaries from "
+                                           "position_ids)")
         return
     try:
         import torch.nn.attention.varlen  # noqa: F401

@@ -194,10 +194,23 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             f"{plan['change']:+.1%}; the Trainer's train_samples_per_second counts these rows, not packs)")
     if abs(plan["change"]) > ROWS_TOLERANCE:
         step += " - MORE THAN 3% OFF YOUR ROWS A STEP: your learning rate was tuned for yours"
-    step += _tokens_seen_line(args)
+    step += _tokens_seen_line(args) + _trl_tokens_line(trainer)
+    # what changes however well the rest is kept: which rows share a step (a newcomer's classifier picked another
+    # best checkpoint sped up, and nothing had said its steps held other rows)
+    regrouped = (f"your rows regrouped into packs, drawn in speedup's own shuffled order (seed {seed}): a step holds "
+                 "other rows than yours did, so step-by-step losses, and a checkpoint picked by evaluation, differ "
+                 "from your plain run's")
     out.add("padding-free batches", True, f"{said}{plan['tokens']:,} tokens a micro-batch "
-            f"(~{plan['rows_per_pack']:.1f} rows), {step}; learning rate as it was; {_scale_line(scale, factor)}",
-            toggle)
+            f"(~{plan['rows_per_pack']:.1f} rows), {step}; {regrouped}; learning rate as it was; "
+            f"{_scale_line(scale, factor)}", toggle)
+
+
+def _trl_tokens_line(trainer) -> str:
+    """TRL's SFTTrainer logs num_tokens from the batch's attention mask, else its positions: a pack has no mask, so
+    its padding is counted."""
+    if not type(trainer).__module__.startswith("trl") or not hasattr(trainer, "_metrics"):
+        return ""
+    return "; TRL's logged num_tokens counts the packs' positions, their padding included"
 
 
 def _tokens_seen_line(args) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..base.rng import rng_kept
-from ..base.stats import Comparison, of_repeats
+from ..base.stats import MIN_EFFECT, Comparison, of_repeats
 from ..data.packing import PACK_STATS, first_fit
 from .loss_scale import TRAINER_STATE
 from .outcome import Speedup
@@ -31,6 +31,7 @@ FULL = 0.9  # timed packs are at least this full, as packs are in training (firs
 # until a GPU call shows it moves the figure (it costs the timed rounds again).
 WARM_PASSES_ENV = "TRAINSWEEP_VERIFY_WARM_PASSES"
 COMPILES = ("regional compile", "CUDA graphs")  # the compiled arm: one or the other
+UNTIMED = ("Trainer step overheads",)  # the Trainer's own step around forward+backward, which the rounds don't run
 
 
 def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clock=time.perf_counter,
@@ -142,19 +143,27 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
                 out.turn_off(name, f"turned back off: {gain.text('compiled', 'eager')} here")
     final = "levers + compile" if any(out.on(name) for name in COMPILES) else "levers"
     total = against(final, "your batches")
-    if total.ratio < 1 and not total.tie:
-        for lv in list(out.applied()):
-            out.turn_off(lv.name, f"turned back off: the levers lost here ({total.ratio:.2f}x your batches)")
-    kept = ", ".join(lv.name for lv in out.applied()) or "none"
+    span = f"({total.low:.3f}-{total.high:.3f})" if np.isfinite(total.high) else "(no interval)"
+    if total.tie or total.ratio < 1:
+        # a tie buys nothing and the packs still regroup the rows a step holds: the script's batches, as written
+        why = (f"a tie ({total.ratio:.2f}x {span}: its low end does not clear {1 + MIN_EFFECT:.2f}x), and packs "
+               "would regroup your rows for no measured gain" if total.tie
+               else f"the levers lost here ({total.ratio:.2f}x your batches)")
+        for lv in [lv for lv in out.applied() if lv.name not in UNTIMED]:
+            out.turn_off(lv.name, f"turned back off: {why}")
+    kept = [lv.name for lv in out.applied() if lv.name not in UNTIMED]
     mean = {arm: float(np.mean(r)) for arm, r in rates.items()}
-    span = f"({total.low:.2f}-{total.high:.2f})" if np.isfinite(total.high) else "(no interval)"
-    return {"line": f"forward+backward {total.ratio:.2f}x {span} on {out.device}: {kept}; loss on the same rows and "
-                    f"weights {plain:.4f} yours, {losses[final]:.4f} sped up ({len(rates[final])} interleaved rounds, "
-                    "before training; the packed arm timed on packs at least 90% full, training's partly filled ones "
-                    "not). Your whole step gains less: its optimizer step, logging and data loading are not sped up "
-                    "(your train_runtime tells)" + (" - a tie" if total.tie else ""),
-            "speedup": {"ratio": total.ratio, "low": total.low, "high": total.high, "tie": total.tie},
-            "real_tokens_per_s": mean, "loss": losses, "kept": kept}
+    same_rows = (f"loss on the same rows and weights {plain:.4f} yours, {losses[final]:.4f} sped up "
+                 f"({len(rates[final])} interleaved rounds, before training")
+    if kept:
+        line = (f"forward+backward {total.ratio:.2f}x {span} on {out.device}: {', '.join(kept)} kept; {same_rows}; the "
+                "packed arm timed on packs at least 90% full, training's partly filled ones not). Your whole step "
+                "gains less: its optimizer step, logging and data loading are not sped up (your train_runtime tells)")
+    else:
+        line = (f"forward+backward {total.ratio:.2f}x {span} on {out.device}: "
+                f"{'a tie' if total.tie else 'slower'}, so your batches stay as they are; {same_rows})")
+    return {"line": line, "speedup": {"ratio": total.ratio, "low": total.low, "high": total.high, "tie": total.tie},
+            "real_tokens_per_s": mean, "loss": losses, "kept": ", ".join(kept) or "none"}
 
 
 def _fit_rounds(out: Speedup, n_rows: int, rounds: int, micro: int) -> tuple[int, int]:
