@@ -27,7 +27,7 @@ def _rows() -> Dataset:
     return Dataset.from_dict({"input_ids": [torch.randint(2, 128, (n,), generator=g).tolist() for n in LENGTHS]})
 
 
-def _trainer(out, cls=Trainer, **args) -> Trainer:
+def _trainer(out, cls=Trainer, eval_dataset=None, **args) -> Trainer:
     set_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                          num_attention_heads=2, num_key_value_heads=1, pad_token_id=0,
@@ -36,7 +36,7 @@ def _trainer(out, cls=Trainer, **args) -> Trainer:
                                 "learning_rate": 1e-3, "logging_steps": 1, "report_to": [], "use_cpu": True,
                                 "save_strategy": "no", "seed": 0, **args})
     # no processing_class: the Trainer's non-padding count then has only the attention mask to go by
-    return cls(model=model, args=args, train_dataset=_rows(),
+    return cls(model=model, args=args, train_dataset=_rows(), eval_dataset=eval_dataset,
                data_collator=DataCollatorForLanguageModeling(_tokenizer(), mlm=False))
 
 
@@ -120,3 +120,24 @@ def test_rows_holding_an_input_the_packs_would_drop_keep_their_batches(tmp_path)
     without = Trainer(model=model, args=args, train_dataset=rows.remove_columns("token_type_ids"),
                       data_collator=DataCollatorWithPadding(_tokenizer()))
     assert speedup(without, verify=False, quiet=True).on("padding-free batches")  # the same rows otherwise pack
+
+
+def test_an_evaluation_after_load_best_model_at_end_names_the_weights_it_evaluated(tmp_path):
+    """A newcomer's classifier: the report said 'eval ... (step 32)' for checkpoint-8's weights, which
+    load_best_model_at_end had put back, and the end-of-training line never said which model train() returned."""
+    import json
+
+    from src import attach
+
+    trainer = _trainer(tmp_path, eval_dataset=_rows().select(range(16)), max_steps=8, eval_strategy="steps",
+                       eval_steps=2, save_strategy="steps", save_steps=2, load_best_model_at_end=True,
+                       metric_for_best_model="loss")
+    attach(trainer)
+    trainer.train()
+    best = trainer.state.best_model_checkpoint.rsplit("/", 1)[-1]
+    report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert report["eval"]["then"].startswith(f"train() ends with {best}'s weights, loss ")
+    trainer.evaluate()
+    report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert report["eval"]["weights"] == f"{best}'s weights, loaded as the best at the end of training"
+    assert f"({best}'s weights, loaded as the best" in (tmp_path / "trainsweep" / "report.md").read_text()

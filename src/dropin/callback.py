@@ -42,6 +42,12 @@ from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_
                       tokenizer_of, trainer_of, trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
+
+
+def best_loaded(args, state) -> str | None:
+    """The checkpoint train() loaded back at its end (load_best_model_at_end), which later evaluations evaluate."""
+    best = getattr(state, "best_model_checkpoint", None)
+    return Path(best).name if best and getattr(args, "load_best_model_at_end", False) else None
 FORWARDS = "counting forwards"  # its failure leaves the FLOPs at one forward a micro-batch, as without it
 _FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
 
@@ -253,13 +259,16 @@ class TrainsweepCallback(TrainerCallback):
         if self.meter is not None:  # during training: the meter keeps the evaluating step out of the timed ones
             _to_meter("on_evaluate")(self, args, state, control, metrics=metrics, **kw)
         elif self.report is not None and metrics and state.is_world_process_zero:
-            self.guard.run(REPORT, self._add_evaluation, metrics, state.global_step)
+            best = best_loaded(args, state)
+            self.guard.run(REPORT, self._add_evaluation, metrics, state.global_step,
+                           best and f"{best}'s weights, loaded as the best at the end of training")
 
-    def _add_evaluation(self, metrics: dict, step: int) -> None:
-        """After train() (a script's --do_eval): the report gains the evaluation, rewritten in place."""
+    def _add_evaluation(self, metrics: dict, step: int, weights: str | None = None) -> None:
+        """After train() (a script's --do_eval): the report gains the evaluation, rewritten in place. `weights`:
+        the checkpoint whose weights were evaluated where load_best_model_at_end put them back (not step `step`'s)."""
         final = {k.removeprefix("eval_"): v for k, v in metrics.items() if k.startswith("eval_")}
         history = (self.report.get("eval") or {}).get("history", []) + [{**metrics, "step": step}]
-        self.report.eval = {"final": final, "step": step, "history": history}
+        self.report.eval = {"final": final, "step": step, "history": history, **({"weights": weights} if weights else {})}
         report_files.write(self.out_dir, self.report)
 
     # -- train end -------------------------------------------------------------------------------------
@@ -286,6 +295,10 @@ class TrainsweepCallback(TrainerCallback):
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
                          own_objective=own_objective(self.trainer)), self.res.device)
+        best = best_loaded(args, state)
+        if best and rep.get("eval"):  # the last evaluation is step N's; the model train() returns is not step N's
+            metric = f", {args.metric_for_best_model or 'loss'} {state.best_metric:.4g}" if state.best_metric is not None else ""
+            rep.eval["then"] = f"train() ends with {best}'s weights{metric}"
 
     def _write(self, state) -> None:
         rep = self.report

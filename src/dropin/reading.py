@@ -297,7 +297,8 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         "model": {"name": conf.name_or_path or conf.model_type or type(model).__name__,
                   "model_type": conf.model_type, "pretrained": bool(conf.name_or_path),
                   "init": {"hidden_norm": None, "head_init": "default"}},
-        "task": {"name": task, "num_labels": getattr(conf, "num_labels", 0)},
+        # a config's num_labels defaults to 2 whatever the head: a generative model's head is its vocabulary
+        "task": {"name": task, "num_labels": 0 if task in ("causal_lm", "seq2seq") else getattr(conf, "num_labels", 0)},
         "batch": {"size": args.per_device_train_batch_size, "grad_accum": args.gradient_accumulation_steps,
                   "tokens": None},
         "padding": padding,

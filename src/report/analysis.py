@@ -146,7 +146,7 @@ def verdict(step: StepTime, breakdown: Breakdown, gpu_busy: float | None, mem: G
         bottleneck = "compute"
         if capacity is None:  # a CPU: its bf16 is emulated on most (one newcomer's bf16 ran 33 s a step), no flash kernels
             reasons.append("on a CPU, less work helps (fewer or narrower layers, less padding, a smaller batch); "
-                           "fp32 is usually the fastest precision there; a GPU runs this size hundreds of times faster")
+                           "fp32 is usually the fastest precision there")
         else:
             if gpu_busy is None:  # nothing measured the idle GPU: host-bound is not ruled out, and the verdict says so
                 reasons.append("not checked for host-bound: no GPU-busy figure (measure.profile_steps=0, or the "

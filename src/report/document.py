@@ -189,7 +189,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     ev = (r.get("eval") or {}).get("final")
     if ev:
         shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second")) and isinstance(v, (int, float)))
-        rows.append(("eval", f"{shown} (step {r.eval['step']})"))
+        then = f"; {r.eval['then']}" if r.eval.get("then") else ""
+        rows.append(("eval", f"{shown} ({r.eval.get('weights') or 'step ' + str(r.eval['step'])}){then}"))
     if r.get("resumed_from"):
         rows.append(("resumed", f"from {r.resumed_from}"))
     if r.get("loss") and (r.loss.initial is not None or r.loss.mean_over_run is not None):
