@@ -162,6 +162,10 @@ def test_the_printed_summary_names_a_busy_host_before_its_verdict_and_counts_los
     names = [name for name, _ in summary_rows(rep)]
     assert names.index("flags") < names.index("verdict")
     assert "4 loss tok/s" in dict(summary_rows(rep))["throughput"]
+    assert "checkpointing" not in dict(summary_rows(rep))["batch"]
+    # TRL's SFTConfig turns gradient checkpointing on by default: the batch line says so where the script doesn't
+    rep.config["trainer"] = {"gradient_checkpointing": True}
+    assert dict(summary_rows(rep))["batch"].endswith(", gradient checkpointing on")
 
 
 def test_a_run_that_logged_no_step_loss_reports_the_trainers_mean_and_bf16_is_not_advised_to_bf16():

@@ -137,9 +137,11 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     per_step = f"{b['tokens'] * b['grad_accum'] * world} tokens" if b.get("tokens") else b["size"] * b["grad_accum"] * world
     pairs = (r.get("data") or {}).get("sequences_per_sample", 1)  # TRL's preference rows: chosen and rejected
     per_step = f"{per_step} (rows of {pairs} sequences: samples count rows)" if pairs > 1 else per_step
+    # checkpointing trades a forward's recompute for memory: TRL turns it on by default, unseen in a script
+    checkpointing = ", gradient checkpointing on" if (c.get("trainer") or {}).get("gradient_checkpointing") else ""
     rows.append(("batch", f"{micro} x grad_accum {b['grad_accum']}{ranks} = {per_step} per step; "
                  f"padding {c['padding']['strategy']}{_note(c['padding'])}, amp {res.get('amp', '-')}, "
-                 f"attention {res.get('attention', '-')}"))
+                 f"attention {res.get('attention', '-')}{checkpointing}"))
     if chosen and chosen.get("line"):
         rows.append(("budget", chosen["line"]))
     sped = r.get("speedup")
