@@ -42,14 +42,14 @@ from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_
                       tokenizer_of, trainer_of, trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
+FORWARDS = "counting forwards"  # its failure leaves the FLOPs at one forward a micro-batch, as without it
+_FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
 
 
 def best_loaded(args, state) -> str | None:
     """The checkpoint train() loaded back at its end (load_best_model_at_end), which later evaluations evaluate."""
     best = getattr(state, "best_model_checkpoint", None)
     return Path(best).name if best and getattr(args, "load_best_model_at_end", False) else None
-FORWARDS = "counting forwards"  # its failure leaves the FLOPs at one forward a micro-batch, as without it
-_FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
 
 
 def own_folder(path: Path, owner) -> Path:
