@@ -96,6 +96,9 @@ def cli() -> None:
 
         sys.exit(launch.main(sys.argv[1:]))
     bytecode.hand_down(_PYCACHE)  # after the drop-in's branch: a user's own command keeps its environment
+    # nothing downloads at run time: models and data are local directories or already in the Hugging Face cache, and
+    # transformers' kernel and agent lookups would otherwise ask the hub at import (HF_HUB_OFFLINE=0 opts back in)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if (bad := ranks.problem()) is not None:  # before anything reads them: which process writes the run dir
         print(f"config error: {bad}", file=sys.stderr)
         sys.exit(2)

@@ -113,8 +113,42 @@ def test_a_hub_id_loads_from_the_local_cache_offline_and_a_missing_one_is_one_li
     missing = cli(*args, "model.name_or_path=someorg/not-cached", f"hydra.run.dir={tmp_path / 'missing'}")
     first = missing.stderr.strip().splitlines()[0]
     assert missing.returncode == 2 and first.startswith(
-        "config error: model.name_or_path=someorg/not-cached: not a local directory, and neither the Hugging Face cache")
+        "config error: model.name_or_path=someorg/not-cached: not a local directory, and not in the Hugging Face cache")
     assert "hf download someorg/not-cached" in first
+
+
+def test_an_uncached_hub_id_never_reaches_the_network(tmp_path, monkeypatch):
+    """Without HF_HUB_OFFLINE a newcomer's uncached id went to the hub (28 s of retries where there was no route):
+    nothing downloads at run time. A stand-in hub on localhost counts the requests it gets."""
+    import http.server
+    import threading
+
+    asked = []
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            asked.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        do_GET = do_HEAD
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        missing = cli("model=auto", "model.pretrained=true", *QUICK, "task=causal_lm",
+                      "model.name_or_path=someorg/not-cached", f"hydra.run.dir={tmp_path / 'missing'}")
+    finally:
+        server.shutdown()
+    assert missing.returncode == 2 and "not in the Hugging Face cache" in missing.stderr
+    assert asked == [], asked
 
 
 class _KeepModel:

@@ -30,7 +30,7 @@ def load_tokenizer(cfg):
     m = cfg.model
     if not (m.pretrained or m.model_type == "auto"):
         return None
-    tok = AutoTokenizer.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+    tok = AutoTokenizer.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, local_files_only=True)
     if not tok("text", add_special_tokens=False)["input_ids"]:  # loaded from no files: every row became 0 tokens
         raise ConfigError("model.name_or_path", m.name_or_path, "its tokenizer turns text into no tokens: the directory "
                                                                 "has no tokenizer files (tokenizer.json, or vocab.json and "

@@ -27,7 +27,9 @@ def hf_config(cfg) -> PretrainedConfig:
     m = cfg.model
     if m.pretrained or m.model_type == "auto":
         try:
-            conf = AutoConfig.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code)
+            # local_files_only: a directory or the local Hugging Face cache, never the network (nothing downloads at
+            # run time; an uncached id answered after 28 s of retries where a machine had no route out)
+            conf = AutoConfig.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, local_files_only=True)
         except (OSError, ValueError, KeyError) as exc:  # transformers' answer is a 30-line traceback
             raise ConfigError("model.name_or_path", m.name_or_path, _unloadable(m.name_or_path, exc)) from None
     else:
@@ -86,8 +88,9 @@ def _unloadable(path: str, exc: Exception) -> str:
         from huggingface_hub.constants import HF_HUB_CACHE
 
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return (f"not a local directory, and neither the Hugging Face cache ({HF_HUB_CACHE}) nor the hub gave it "
-                f"({text[:160]}): download it once (`hf download {path}`) or give a local model directory")
+        return (f"not a local directory, and not in the Hugging Face cache ({HF_HUB_CACHE}; trainsweep downloads "
+                f"nothing at run time: {text[:160]}): download it once (`hf download {path}`) or give a local model "
+                "directory")
     model_type = json.load(open(conf)).get("model_type") if os.path.isfile(conf) else None
     if model_type and model_type not in CONFIG_MAPPING_NAMES:
         return (f"{conf}: model_type {model_type!r} is unknown to transformers {transformers.__version__} "
@@ -157,9 +160,11 @@ def build_model(cfg, res: Resolved, conf: PretrainedConfig) -> torch.nn.Module:
             load_in_4bit=True, bnb_4bit_quant_type=cfg.peft.quant_type,
             bnb_4bit_use_double_quant=cfg.peft.double_quant,
             bnb_4bit_compute_dtype=getattr(torch, cfg.peft.compute_dtype))
-        model = auto_class.from_pretrained(m.name_or_path, device_map={"": torch.cuda.current_device()}, **kwargs)
+        model = auto_class.from_pretrained(m.name_or_path, device_map={"": torch.cuda.current_device()},
+                                           local_files_only=True, **kwargs)
     elif m.pretrained or m.model_type == "auto":
-        model = auto_class.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, **kwargs)
+        model = auto_class.from_pretrained(m.name_or_path, trust_remote_code=m.trust_remote_code, local_files_only=True,
+                                           **kwargs)
     else:
         torch.manual_seed(cfg.trainer.seed)
         if method == "qlora":

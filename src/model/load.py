@@ -83,7 +83,7 @@ def load(run_dir: str | Path, base: str | None = None, device: str | None = None
         head = _labels(final, tokenizer) if auto is AutoModelForSequenceClassification else {}
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*deprecated")
-            model = PeftModel.from_pretrained(auto.from_pretrained(source, **head), final)
+            model = PeftModel.from_pretrained(auto.from_pretrained(source, local_files_only=True, **head), final)
     else:
         arch = (json.loads((final / "config.json").read_text()).get("architectures") or [""])[0]
         auto = next((a for suffix, a in BY_ARCHITECTURE.items() if arch.endswith(suffix)), AutoModelForCausalLM)
