@@ -382,6 +382,7 @@ def test_dataclass_defaults_are_what_the_default_config_gets():
 def test_the_names_hugging_face_users_type_reach_trainsweeps_keys():
     cfg = compose("learning_rate=3e-4", "per_device_train_batch_size=16", "gradient_accumulation_steps=4", "max_steps=9")
     assert (cfg.trainer.lr, cfg.batch.size, cfg.batch.grad_accum, cfg.trainer.max_steps) == (3e-4, 16, 4, 9)
+    assert compose("num_train_epochs=2").trainer.epochs == 2  # the README names it; it said "no such key"
 
 
 def test_a_baseline_is_typed_as_the_override_it_names_and_changes_no_job():

@@ -294,6 +294,23 @@ def test_an_eval_set_is_evaluated_at_the_end_without_eval_steps_and_epochs_set_t
         check_args(compose("trainer.args.num_train_epochs=3"))
 
 
+@pytest.mark.parametrize("rows, size, accum, world, epochs, steps", [
+    (20, 8, 1, 1, 3, 9),    # a newcomer's chat run: 3 micro-batches a pass (8, 8, 4); 8 steps left 4 rows unseen
+    (40, 8, 1, 1, 3, 15),   # the README's 40 rows divide evenly: as before
+    (20, 4, 2, 1, 1, 3),    # 5 micro-batches, the pass's last step holds one
+    (20, 8, 1, 2, 2, 4),    # two ranks: 10 rows each, 2 micro-batches each a pass
+    (20, 8, 1, 1, 0.5, 2),  # half a pass: the Trainer's ceil(epochs x steps a pass)
+])
+def test_epochs_count_steps_as_the_trainer_counts_a_pass(rows, size, accum, world, epochs, steps):
+    from types import SimpleNamespace
+
+    from src.train.trainer import from_the_data
+
+    cfg = compose(f"batch.size={size}", f"batch.grad_accum={accum}", f"trainer.epochs={epochs}")
+    prep = SimpleNamespace(for_trainer=list(range(rows)), info={"num_labels": 2})
+    assert from_the_data(cfg, prep, world, say=False)["max_steps"] == steps
+
+
 @pytest.mark.parametrize("on", [True, False])
 def test_adapters_are_created_where_the_base_sits_only_when_asked(on, monkeypatch):
     """peft.adapters_on_device: peft builds each adapter on the CPU and copies it to its base layer; asked, they are

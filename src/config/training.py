@@ -37,7 +37,8 @@ class EnvConfig:
 
 # The TrainingArguments names people already type, for the knobs trainsweep owns (src/config/cli.py renames them)
 HF_NAMES = {"learning_rate": "trainer.lr", "per_device_train_batch_size": "batch.size",
-            "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps"}
+            "gradient_accumulation_steps": "batch.grad_accum", "max_steps": "trainer.max_steps",
+            "num_train_epochs": "trainer.epochs"}
 
 
 def own_keys() -> dict:
@@ -45,7 +46,7 @@ def own_keys() -> dict:
     set them, and the Hugging Face names on the command line become these keys (src/config/cli.py)."""
     return {**HF_NAMES, "output_dir": "hydra.run.dir", "bf16": "precision", "fp16": "precision",
             "torch_compile": "trainer.torch_compile", "gradient_checkpointing": "trainer.gradient_checkpointing",
-            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger", "num_train_epochs": "trainer.epochs",
+            "use_liger_kernel": "trainer.use_liger_kernel", "report_to": "logger",
             "eval_strategy": "trainer.eval_steps", "eval_steps": "trainer.eval_steps"}
 
 

@@ -123,7 +123,10 @@ def from_the_data(cfg, prep, world_size: int, say: bool = True) -> dict:
         out["num_labels"] = cfg.task.num_labels
         log.info("task.num_labels=%d: the classes in the data", cfg.task.num_labels)
     if cfg.trainer.epochs:
-        steps = max(1, math.ceil(cfg.trainer.epochs * rows / per_step))
+        # as the Trainer counts a pass: every rank's share of the rows in micro-batches, the last one short, and the
+        # last step of a pass short of grad_accum micro-batches (epochs x rows / per_step left a pass's tail unseen)
+        batches = math.ceil(math.ceil(rows / world_size) / micro)
+        steps = max(1, math.ceil(cfg.trainer.epochs * math.ceil(batches / cfg.batch.grad_accum)))
         if say:  # not when batch.tokens=auto will repack and count again
             print(f"trainer.epochs={cfg.trainer.epochs:g}: {steps} optimizer steps ({len(prep.for_trainer)} "
                   f"{'packs' if cfg.batch.tokens else 'rows'}, {per_step} a step; trainer.max_steps={cfg.trainer.max_steps} unused)")
