@@ -367,5 +367,20 @@ def test_a_data_bound_step_is_not_told_to_add_what_it_has():
     assert gpu.startswith("more dataloader workers (you run 0 on 16 cores), pinned memory and data prepared ahead")
     pinned = _data_bound(80.0, {"workers": 4, "pin_memory": True, "cores": 16})
     assert "pinned" not in pinned and "you run 4 on 16 cores" in pinned
+    runner = _data_bound(None, {"workers": 2, "pin_memory": False, "cores": 2, "prepared": True})
+    assert "prepared ahead" not in runner and runner.startswith("what remains is each batch's collating")
     unknown = _data_bound(80.0, None)  # nothing known of the loader: every remedy, as before
     assert unknown == "more dataloader workers, pinned memory and data prepared ahead (tokenised, transformed once, not per batch) help"
+
+
+def test_a_small_peak_is_shown_as_set_and_the_total_says_it_starts_after_the_imports():
+    """A newcomer set measure.peak_tflops=0.02 and read 'MFU 258.6% (peak 0 TFLOP/s)'; and 'imports 5.0s, ...,
+    total 4.9s' read as a total smaller than one of its parts."""
+    from src.report.document import summary_rows
+
+    assert "(peak 0.02 TFLOP/s)" in Flops(per_token=1e9, peak_tflops=0.02, mfu=2.586, hfu=2.586).line()
+    assert "(peak 989 TFLOP/s)" in Flops(per_token=1e9, peak_tflops=989.4, mfu=0.18, hfu=0.18).line()
+    rep = Report(config={"peft": {"method": "none"}, "batch": {"size": 8, "grad_accum": 1},
+                         "padding": {"strategy": "dynamic"}, "model": {"name": "tiny"}, "task": {"name": "classification"}},
+                 timing_s={"imports": 5.0, "train": 3.1, "total": 4.9})
+    assert dict(summary_rows(rep))["wall time"] == "imports 5.0s, train 3.1s, total after imports 4.9s"

@@ -103,6 +103,10 @@ def test_data_checks_pass_and_fail():
     short = compose("padding=max_length", "data.max_length=100")
     assert _status(check_data.data_checks(short, ds), "data.truncation") == "warn"  # most rows are longer than 100
     assert _status(check_data.data_checks(compose("padding=max_length", "data.max_length=1000"), ds), "data.padding_waste") == "warn"
+    # simulated on shuffled rows, not the timed steps' batches: said, as the throughput line's pad share differs
+    wide = next(c for c in check_data.data_checks(compose("padding=max_length", "data.max_length=1000"), ds)
+                if c["check"] == "data.padding_waste")
+    assert "(estimated on the train rows, shuffled;" in wide["hint"]
 
 
 def test_pad_fraction_of_each_strategy():

@@ -139,8 +139,10 @@ def data_checks(cfg, train_ds) -> list[dict]:
     out.append(result("data.padding_waste", "warn" if worse else "pass",
                       {"chosen": p.strategy, **{k: round(v, 3) for k, v in waste.items()}},
                       f"within 10 points of the least ({best_name}: {best:.1%})",
-                      f"padding={p.strategy} computes {chosen:.0%} padding; padding={best_name} {best:.0%}. Fewer pad "
-                      "tokens is not always faster: a host-bound step can gain more from fixed shapes" if worse else ""))
+                      f"padding={p.strategy} pads about {chosen:.0%} of the positions (estimated on the train rows, "
+                      f"shuffled; the throughput line's pad share is the timed steps' own); padding={best_name} "
+                      f"{best:.0%}. Fewer pad tokens is not always faster: a host-bound step can gain more from fixed "
+                      "shapes" if worse else ""))
     return out
 
 

@@ -57,8 +57,9 @@ def in_script_words(checks: list[dict], padded_at_map_time: bool, collator: str 
             undo = (" The rows are padded already when tokenised: turn that off first (run_glue: "
                     "--pad_to_max_length False), then let the collator pad." if padded_at_map_time else "")
             said = {k: v.format(collator=collator) for k, v in PADDING_WORDS.items()}
-            check["hint"] = (f"now {said.get(waste['chosen'], waste['chosen'])}: {waste[waste['chosen']]:.0%} of "
-                             f"the positions are padding; {said.get(best, best)}: {waste[best]:.0%}.{undo} "
+            check["hint"] = (f"now {said.get(waste['chosen'], waste['chosen'])}: about {waste[waste['chosen']]:.0%} "
+                             f"of the positions are padding (estimated on your train rows, shuffled); "
+                             f"{said.get(best, best)}: {waste[best]:.0%}.{undo} "
                              "Fewer pad tokens is not always faster: a host-bound step can gain more from fixed shapes")
         out.append(check)
     return out

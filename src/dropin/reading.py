@@ -316,5 +316,6 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         "measure": OmegaConf.structured(MeasureConfig(predict_memory=False, **measure_settings)),
         "gpu": {"memory_cap_gb": None},
         # what a data-bound verdict must not tell the script to add (src/report/analysis.py)
-        "dataloader": {"num_workers": args.dataloader_num_workers, "pin_memory": args.dataloader_pin_memory},
+        "dataloader": {"num_workers": args.dataloader_num_workers, "pin_memory": args.dataloader_pin_memory,
+                       "rows_prepared": False},  # a script's rows may be tokenised or transformed per batch
     })

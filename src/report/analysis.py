@@ -166,8 +166,12 @@ def _data_bound_help(loader: dict, gpu: bool) -> str:
                                                    and cores else ""))
     if gpu and not pinned:
         helps.append("pinned memory")
-    # "pre-tokenised" alone tells an image or audio script nothing: its per-batch work is a transform
-    helps.append("data prepared ahead (tokenised, transformed once, not per batch)")
+    if not loader.get("prepared"):  # trainsweep's runner tokenises every row once, ahead, and caches it
+        # "pre-tokenised" alone tells an image or audio script nothing: its per-batch work is a transform
+        helps.append("data prepared ahead (tokenised, transformed once, not per batch)")
+    if not helps:  # what is left is the collating of each batch
+        return ("what remains is each batch's collating (padding it, copying it): fewer, larger micro-batches or "
+                f"padding=packed do less of it; your {workers} dataloader workers already use this machine's {cores} cores")
     said = ", ".join(helps[:-1]) + (" and " if len(helps) > 1 else "") + helps[-1] + " help"
     if workers is not None and cores and workers >= cores - 1:
         said += f"; your {workers} dataloader workers already use this machine's {cores} cores"
@@ -286,6 +290,7 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     rep.memory_gb.alloc_retries_in_window = m["alloc_retries_in_window"]
     dl = cfg.get("dataloader") or {}
     loader = {"workers": dl.get("num_workers"), "pin_memory": dl.get("pin_memory"),
+              "prepared": dl.get("rows_prepared", True),  # the drop-in's cfg says False: a script's own rows
               "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}
     rep.verdict = verdict(step, bd, busy, rep.memory_gb, m["alloc_retries_in_window"], fl and fl.mfu,
                           fl and fl.of_ceiling, amp=rep.resolved.get("amp"), loader=loader)

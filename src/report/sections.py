@@ -171,7 +171,7 @@ class Flops(Section):
             return (f"{self.per_token / 1e9:.3g} GFLOP/token{self._forwards()}; MFU: no peak known for this device "
                     "(measure.peak_tflops=N gives one; in your script, attach(trainer, peak_tflops=N))")
         return (f"{self.per_token / 1e9:.3g} GFLOP/token{self._forwards()}; MFU {_fmt(self.mfu, '.1%')} "
-                f"(peak {_fmt(self.peak_tflops, '.0f')} TFLOP/s{', bf16-equivalent: FP8 base' if self.bf16_equivalent else ''}), "
+                f"(peak {_fmt(self.peak_tflops, '.0f' if (self.peak_tflops or 0) >= 10 else '.2g')} TFLOP/s{', bf16-equivalent: FP8 base' if self.bf16_equivalent else ''}), "
                 f"HFU {_fmt(self.hfu, '.1%')}{ceiling}")
 
 
