@@ -71,6 +71,12 @@ def test_sft_on_chat_rows_reloads_and_generates(tmp_path):
     assert torch.allclose(_logits(model, tokenizer, text), _logits(kept.model, tokenizer, text), atol=1e-5)
     [answer] = trainsweep.predict(model, tokenizer, [text], max_new_tokens=4, chat=True)
     assert isinstance(answer, str)
+    # a conversation with its system turn, as the training rows had one (a newcomer's list raised a Jinja TypeError)
+    talk = [{"role": "system", "content": "계정과목 분류기"}, {"role": "user", "content": text}]
+    [with_system] = trainsweep.predict(model, tokenizer, [talk], max_new_tokens=4, chat=True)
+    assert isinstance(with_system, str)
+    with pytest.raises(ValueError, match="a conversation .* needs chat=True"):
+        trainsweep.predict(model, tokenizer, [talk])
 
 
 def test_an_adapter_on_a_real_local_base_names_that_directory_and_keeps_no_copy(tmp_path, local_model_dir):

@@ -97,9 +97,10 @@ def _is_classifier(model) -> bool:
 
 
 @torch.no_grad()
-def predict(model, tokenizer, texts: list[str], max_new_tokens: int = 32, chat: bool = False) -> list:
+def predict(model, tokenizer, texts: list, max_new_tokens: int = 32, chat: bool = False) -> list:
     """A classifier's label for each text (its name where the run's labels had names), or a generating model's
-    continuation of each (greedy, the prompt left out). chat=True: each text is a user turn, rendered as the run
+    continuation of each (greedy, the prompt left out). chat=True: each text is a user turn, or a conversation (a
+    list of {"role", "content"} messages: a system turn kept, as the training rows had it), rendered as the run
     rendered its chat rows (data.format=messages|sharegpt|alpaca: the tokenizer's template, or the plain one
     src/data/formats.py falls back to). One text at a time: no padding side to get right."""
     from ..data.formats import template
@@ -108,8 +109,12 @@ def predict(model, tokenizer, texts: list[str], max_new_tokens: int = 32, chat: 
         raise ValueError("this run has no tokenizer (synthetic token ids): call the model on input_ids instead")
     device, out = next(model.parameters()).device, []
     for text in texts:
+        if not isinstance(text, str) and not chat:
+            raise ValueError(f"a {type(text).__name__} among the texts: a conversation (a list of messages) needs "
+                             "chat=True, anything else a string")
         if chat:  # the template writes bos itself
-            text = tokenizer.apply_chat_template([{"role": "user", "content": text}], chat_template=template(tokenizer),
+            messages = [{"role": "user", "content": text}] if isinstance(text, str) else list(text)
+            text = tokenizer.apply_chat_template(messages, chat_template=template(tokenizer),
                                                  add_generation_prompt=True, tokenize=False)
         enc = tokenizer(text, return_tensors="pt", add_special_tokens=not chat).to(device)
         enc.pop("token_type_ids", None)  # BERT-style tokenizers add it; decoder models take no such input
