@@ -60,14 +60,16 @@ def test_text_cells_that_are_not_strings_are_one_line_and_exit_2(tmp_path):
     nan = tmp_path / "nan.csv"
     nan.write_text("text,label\n식대 지출,a\n,b\n교통비,a\n")
     message = _one_line(cli(*FILES, "task.num_labels=2", f"data.train_file={nan}", f"hydra.run.dir={tmp_path / 'a'}"))
-    assert message == ("config error: data.text_column=text: row 1 is empty (null/NaN): every text cell must be a "
-                       "string; fill or drop that row")
+    # the second data row, line 3 of the file: a newcomer read "row 1" as the first
+    assert message == ("config error: data.text_column=text: data row 2 is empty (null/NaN; rows counted from 1, a "
+                       "CSV's header apart): every text cell must be a string; fill or drop that row")
     numbers = tmp_path / "numbers.parquet"  # the same check, in this process (the command line's one line: above)
     pd.DataFrame({"text": [7, 8, 9], "label": [0, 1, 0]}).to_parquet(numbers)
     cfg = compose(*FILES, "task.num_labels=2", f"data.train_file={numbers}")
     with pytest.raises(ConfigError) as err:
         tokenize_files(cfg, train_tokenizer(cfg, 8000))
-    assert str(err.value) == "data.text_column=text: row 0 is int 7, not text (the column holds Value('int64'))"
+    assert str(err.value) == ("data.text_column=text: data row 1 is int 7, not text (rows counted from 1, a CSV's "
+                              "header apart; the column holds Value('int64'))")
 
 
 def test_rows_with_empty_text_are_dropped_with_a_warning(tmp_path, caplog):

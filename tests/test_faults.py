@@ -167,9 +167,9 @@ def test_cells_reading_none_na_or_null_are_values_not_missing(tmp_path):
     assert files.label2id == {"None": 0, "ok": 1}
     empty = tmp_path / "empty.csv"
     empty.write_text("text,label\n,ok\nfine,None\n")
-    with pytest.raises(ConfigError, match="row 0 is empty"):  # a truly empty cell is still refused
+    with pytest.raises(ConfigError, match="data row 1 is empty"):  # a truly empty cell is still refused
         sources.read_files(compose(*FILES, f"data.train_file={empty}", "task.num_labels=2"))
-    with pytest.raises(ConfigError, match="row 0 is empty"):  # and data.na_values brings pandas' words back
+    with pytest.raises(ConfigError, match="data row 1 is empty"):  # and data.na_values brings pandas' words back
         sources.read_files(compose(*FILES, f"data.train_file={data}", "task.num_labels=2", "data.na_values=[NA]"))
 
 

@@ -115,14 +115,15 @@ def _need_text(ds: Dataset, key: str, column: str) -> None:
         cells = ds.with_format("arrow")[column]
         if cells.null_count:
             row = pc.index(pc.is_null(cells), True).as_py()
-            raise ConfigError(key, column, f"row {row} is empty (null/NaN): every text cell must be a string; "
-                                           "fill or drop that row")
+            raise ConfigError(key, column, f"data row {row + 1} is empty (null/NaN; rows counted from 1, a CSV's "
+                                           "header apart): every text cell must be a string; fill or drop that row")
         return
     values = ds[column]
     row = next((r for r, v in enumerate(values) if not isinstance(v, str)), None)
     if row is not None:
         found = "empty (null/NaN)" if values[row] is None else f"{type(values[row]).__name__} {values[row]!r}"
-        raise ConfigError(key, column, f"row {row} is {found}, not text (the column holds {ds.features[column]})")
+        raise ConfigError(key, column, f"data row {row + 1} is {found}, not text (rows counted from 1, a CSV's header "
+                                       f"apart; the column holds {ds.features[column]})")
 
 
 def _labels(ds: Dataset, column: str) -> list:
