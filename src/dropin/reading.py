@@ -16,6 +16,7 @@ from ..config.training import MeasureConfig
 from ..data.row_shapes import as_row, attended, plain, tokens
 from ..machine import env
 from ..model.build import active_adapter
+from ..train.trainer import own_method
 from .padding import padding_of
 
 SAMPLE_ROWS = 2000  # rows of the train dataset the data checks read (the tokenizer check reads as many)
@@ -170,8 +171,7 @@ def caller_of_model(trainer) -> str | None:
     if trainer is None:
         return None
     for name in ("compute_loss", "training_step"):
-        owner = next((c for c in type(trainer).__mro__ if name in vars(c)), None)
-        if owner is not None and not owner.__module__.startswith(("transformers.", "trl.")):
+        if own_method(trainer, name) is not None:
             return f"your {name}"
     owner = next((c for c in type(trainer).__mro__ if "compute_loss" in vars(c)), None)
     return f"{owner.__name__}'s compute_loss" if owner is not None else None

@@ -28,13 +28,13 @@ import types
 import torch
 
 from ..model.build import active_adapter
+from ..train.trainer import own_method
 from . import cuda_graphs, packing
 from .outcome import Speedup
 from .packing import plan_budget  # noqa: F401  (tests: the budget's rule)
 from .rows import TrainRows, dropped_inputs
 
 TASKS = {"ForSequenceClassification": "classification", "ForCausalLM": "causal_lm", "LMHeadModel": "causal_lm"}
-KNOWN_TRAINERS = ("transformers.", "trl.")  # their compute_loss / training_step read packed batches as they are
 NOT_APPLIED = {
     # each figure names its card and where it was measured: a user's own card may differ
     "fused LoRA": "a tie under regional compile on an H100 (0.996x, experiments/speed/README.md call 4); it wins "
@@ -136,13 +136,13 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
     if task == "classification" and not hasattr(base, "score"):
         return None, f"{name} has no `score` head to pool each sequence with"
     for method in ("compute_loss", "training_step"):
-        owner = next(c for c in type(trainer).__mro__ if method in vars(c))
-        if not owner.__module__.startswith(KNOWN_TRAINERS):
+        owner = own_method(trainer, method)
+        if owner is not None:
             return None, f"{owner.__name__}.{method} is your own: it may read the padded batch, so batches stay as they are"
     for method in ("get_train_dataloader", "_get_train_sampler"):
         # the packs are drawn in speedup's own shuffled order: a curriculum or weighted sampler would be dropped
-        owner = next((c for c in type(trainer).__mro__ if method in vars(c)), None)
-        if owner is not None and not owner.__module__.startswith(KNOWN_TRAINERS):
+        owner = own_method(trainer, method)
+        if owner is not None:
             return None, (f"{owner.__name__}.{method} is your own: it decides which rows a step holds and in what "
                           "order, and packs would be drawn in speedup's order instead; batches stay as they are")
         if method in vars(trainer):  # set on this Trainer by the script (trainer.get_train_dataloader = ...)

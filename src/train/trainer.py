@@ -310,3 +310,13 @@ def clip_trainable(trainer, model):
     if getattr(trainer, "_trainable", None) is None:
         trainer._trainable = [p for p in model.parameters() if p.requires_grad]
     return trainer.accelerator.clip_grad_norm_(trainer._trainable, trainer.args.max_grad_norm)
+
+
+LIBRARIES = ("transformers.", "trl.")  # the Trainer classes whose methods read batches as transformers' do
+
+
+def own_method(trainer, name: str):
+    """The class of the script's own that defines `name` for this Trainer (a subclass overriding compute_loss,
+    _get_train_sampler, ...), or None where transformers' or TRL's own does."""
+    owner = next((c for c in type(trainer).__mro__ if name in vars(c)), None)
+    return owner if owner is not None and not owner.__module__.startswith(LIBRARIES) else None
