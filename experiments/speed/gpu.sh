@@ -8,7 +8,8 @@
 #   bash experiments/speed/gpu.sh table2    # full depth: the bs 8 regime (with its anchor), causal LM, Liger, adapters
 #   bash experiments/speed/gpu.sh memory    # full depth: the memory model's prediction beside the measured peak
 #   bash experiments/speed/gpu.sh memory2   # the memory model on the runs it once missed
-#   bash experiments/speed/gpu.sh memtrace [full]  # what is alive at the peak (4 layers, or full depth), beside the memory model
+#   bash experiments/speed/gpu.sh memtrace [full|graphs]  # what is alive at the peak (4 layers, full depth, or whole-model
+#                                           # graphs at 8k on 1-2 layers), beside the memory model
 #   bash experiments/speed/gpu.sh sweep     # the best plain-Trainer anchor, then padding x compile as a real multirun (call 3)
 #   bash experiments/speed/gpu.sh tests     # every lever x task on a 4-layer model of real width (tests/test_gpu.py)
 #   bash experiments/speed/gpu.sh anchors   # the three plain-Trainer anchors alone
@@ -143,6 +144,14 @@ if [ "$what" = memtrace ]; then  # 4 layers of real width: what is alive at the 
            "full_fixed_bs32_profiled batch=32 padding=max_length measure.profile_steps=2"
            "full_gc_all_bs32 batch=32 padding=max_length trainer.gradient_checkpointing=true measure.profile_steps=0"
            "full_packed8k_compile padding=packed_8k trainer.torch_compile=true measure.profile_steps=0")
+  fi
+  if [ "${2:-}" = graphs ]; then  # issue 53 G4: what whole-model CUDA graphs at 8k packs hold beyond the prediction
+    # (41 KB a token at 8 and 36 layers on the H100, not growing with depth): 1 and 2 layers, graphs and not
+    M="model=qwen3 experiment=small_batch_fastest batch.tokens=8192 trainer.max_steps=6 measure.warmup_steps=2 measure.profile_steps=0 diagnostics.enabled=false trainer.save_final=false"
+    export MEMTRACE_PROBE_LAYERS="1 2"
+    rm -rf /tmp/c_mt; export TRAINSWEEP_CACHE=/tmp/c_mt TORCHINDUCTOR_CACHE_DIR=/tmp/c_mt/inductor TRITON_CACHE_DIR=/tmp/c_mt/triton
+    specs=("graphs8k_l1 model.arch.num_hidden_layers=1" "graphs8k_l2 model.arch.num_hidden_layers=2"
+           "whole8k_l2 model.arch.num_hidden_layers=2 trainer.compile_mode=null")
   fi
   for spec in "${specs[@]}"; do
     set -- $spec; label=$1; shift

@@ -3,7 +3,9 @@
 One run, with the CUDA allocator's history recorded over its first 3 steps: at their peak, what is alive,
 grouped by the line that allocated it (the first frame in our code, transformers, peft, Liger or torch's
 optimizer), and the allocation that made the peak. Then the memory model's probe copies at 1-4 layers on the
-same widest micro-batch, so the real run (at 4 layers) can be set beside a copy of the same depth.
+same widest micro-batch, so the real run (at 4 layers) can be set beside a copy of the same depth
+(MEMTRACE_PROBE_LAYERS="1 2" for fewer). Under torch.compile the alive tensors are named by the generated code's
+line and the source nodes inductor wrote beside it.
 
     python experiments/speed/memory_trace.py OUT.jsonl LABEL model=qwen3 model.arch.num_hidden_layers=4 ...
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import collections
 import gc
 import json
+import linecache
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +31,11 @@ from src.config.compose import compose  # noqa: E402
 from src.run import run  # noqa: E402
 
 GB = 2**30
+PROBE_LAYERS = [int(n) for n in os.environ.get("MEMTRACE_PROBE_LAYERS", "1 2 3 4").split()]
 OURS = ("/src/", "transformers/", "peft/", "liger_kernel/", "torch/optim/", "accelerate/")
+# compiled code: inductor's generated wrapper (its buffers), and torch's own CUDA-graph and autograd machinery
+# (static input copies, a graph's outputs), named before the model code that called them
+COMPILED = ("torchinductor", "torch/_inductor/", "torch/_functorch/", "torch/_dynamo/")
 
 
 class RecordHistory(TrainerCallback):
@@ -47,8 +55,25 @@ class RecordHistory(TrainerCallback):
             torch.cuda.memory._record_memory_history(enabled=None)
 
 
+def generated(frame: dict) -> str:
+    """A line of inductor's generated code with the source nodes named just below it (the buffer's producer)."""
+    lines = [linecache.getline(frame["filename"], frame["line"] + i).strip() for i in range(4)]
+    nodes = next((ln for ln in lines[1:] if ln.startswith("# Topologically Sorted Source Nodes")), "")
+    return f"{lines[0][:120]} {nodes[37:200]}".strip()
+
+
+def is_generated(filename: str) -> bool:
+    """inductor's generated code: under torch's default cache directory or one named inductor (the runner's)"""
+    return "torchinductor" in filename or ("/inductor/" in filename and "site-packages" not in filename)
+
+
 def site(frames: list[dict]) -> str:
     for f in frames:  # innermost first
+        if is_generated(f["filename"]):
+            return f"inductor {Path(f['filename']).name}:{f['line']} {generated(f)}"
+        if any(k in f["filename"] for k in COMPILED):
+            return f"{f['filename'].split('site-packages/')[-1]}:{f['line']} {f['name']}"
+    for f in frames:
         if any(k in f["filename"] for k in OURS):
             name = f["filename"].split("site-packages/")[-1].split("/work/")[-1]
             return f"{name}:{f['line']} {f['name']}"
@@ -72,7 +97,7 @@ def at_peak(trace: list[dict], base: int) -> dict:
         key = site(ev["frames"])
         sites[key] += ev["size"]
         counts[key] += 1
-    top = [{"site": k, "gb": v / GB, "n": counts[k]} for k, v in sites.most_common(25)]
+    top = [{"site": k, "gb": v / GB, "n": counts[k]} for k, v in sites.most_common(40)]
     made = trace[peak_i] if peak_i >= 0 else None
     return {"peak_gb": peak / GB, "base_gb": base / GB, "alive_at_peak_gb": sum(sites.values()) / GB, "top": top,
             "peak_made_by": [f"{f['filename'].split('site-packages/')[-1]}:{f['line']} {f['name']}"
@@ -99,7 +124,7 @@ def main(out_path: str, label: str, *overrides: str) -> None:
         collator = collate.collator_for(cfg, conf, lengths)
         batch = memory_model.widest_batch(cfg, conf, collator, lengths, res.device)
         row["probe_gb"] = {n: {k: v / GB for k, v in memory_model.probe_copy(cfg, res, conf, batch, n).items()}
-                           for n in (1, 2, 3, 4)}
+                           for n in PROBE_LAYERS}
     with open(out_path, "a") as f:
         f.write(json.dumps(row, default=str) + "\n")
     print(json.dumps({k: v for k, v in row.items() if k != "trace"}, default=str))
