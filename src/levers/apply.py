@@ -148,6 +148,11 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         if method in vars(trainer):  # set on this Trainer by the script (trainer.get_train_dataloader = ...)
             return None, (f"your trainer.{method} is your own (set on the Trainer): it decides which rows a step "
                           "holds, and packs would be drawn in speedup's order instead; batches stay as they are")
+    if getattr(trainer.args, "auto_find_batch_size", False):
+        # after an out-of-memory error the Trainer retries with half the batch; packs hold speedup's token budget
+        # whatever batch size it passes, so the retry would run out of memory again and end the training
+        return None, ("auto_find_batch_size halves your batch after an out-of-memory error, and packs keep their "
+                      "token budget whatever it halves: batches stay as they are")
     alpha = getattr(trainer, "neftune_noise_alpha", None)
     if alpha:
         # transformers' NEFTune hook scales its noise by 1/sqrt(batch width x hidden size): one wide packed row

@@ -34,6 +34,10 @@ COMPILES = ("regional compile", "CUDA graphs")  # the compiled arm: one or the o
 UNTIMED = ("Trainer step overheads",)  # the Trainer's own step around forward+backward, which the rounds don't run
 
 
+class TooFewRows(ValueError):
+    """The data set is too small to time: said as it is, not as a failure of the verification's code."""
+
+
 def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clock=time.perf_counter,
            sync=None) -> dict:
     """Time the script's batches against the applied levers; turn back what loses; out.verified says what held."""
@@ -98,6 +102,11 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
                         seconds[arm].append(clock() - start)
                 passes.append(seconds)
     except Exception as exc:  # the levers can't be shown to work here: the script runs as it was written
+        if isinstance(exc, TooFewRows):
+            for lv in levers:
+                out.turn_off(lv.name, f"turned back off: not timed ({exc})")
+            out.verified = {"line": f"not timed, {exc}: every lever is off"}
+            return out.verified
         oom = isinstance(exc, torch.OutOfMemoryError)
         why = "out of memory: pass speedup(tokens=...) smaller" if oom else f"{type(exc).__name__}: {exc}"
         why = why.splitlines()[0][:160]
@@ -174,7 +183,7 @@ def _fit_rounds(out: Speedup, n_rows: int, rounds: int, micro: int) -> tuple[int
     micro = max(1, min(micro, available // (rounds + 1)))
     rounds = min(rounds, available // micro - 1)
     if rounds < 2:
-        raise ValueError(f"too few rows to time ({n_rows}: {available} of your micro-batches, 3 needed)")
+        raise TooFewRows(f"too few rows to time ({n_rows}: {available} of your micro-batches, 3 needed)")
     return rounds, micro
 
 
@@ -202,7 +211,7 @@ def _batches(trainer, out: Speedup, rows, rounds: int, micro: int) -> tuple[list
     collate = lambda p: collator([{"pack": [rows.row(i) for i in p]}])  # noqa: E731
     packed = [[collate(p) for p in first]] + [[collate(p) for p in full[r * per:(r + 1) * per]] for r in range(rounds)]
     if any(not b for b in plain + packed):
-        raise ValueError(f"too few rows to verify with ({len(rows)})")
+        raise TooFewRows(f"too few rows to time ({len(rows)}: a round's packs came out empty)")
     return plain, packed
 
 

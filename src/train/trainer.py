@@ -305,11 +305,15 @@ def flops_counted_once(trainer, inputs) -> int:
 
 
 def clip_trainable(trainer, model):
-    """Gradient clipping over the weights that have gradients (LoRA: ~1% of them), not a walk over every frozen
-    weight each step: the same norm, as weights without gradients add nothing to it. One process only."""
-    if getattr(trainer, "_trainable", None) is None:
-        trainer._trainable = [p for p in model.parameters() if p.requires_grad]
-    return trainer.accelerator.clip_grad_norm_(trainer._trainable, trainer.args.max_grad_norm)
+    """Gradient clipping over the weights that have gradients: the Trainer's norm, bit for bit (torch's clipping
+    skips a weight without one), without its walk over every module each step (3.1 ms on a 36-layer LoRA model
+    on a CPU core; the gradients read off a kept list, 0.07 ms). The list is taken once per train() call, since a
+    script may unfreeze weights between two (a user-corpus script's second stage clipped by a stale list), and the
+    gradients are read every step (a callback may unfreeze during one). One process only."""
+    if getattr(trainer, "_params_of", None) is not trainer.state:
+        trainer._params, trainer._params_of = list(model.parameters()), trainer.state
+    with_grads = [p for p in trainer._params if p.grad is not None]
+    return trainer.accelerator.clip_grad_norm_(with_grads, trainer.args.max_grad_norm)
 
 
 LIBRARIES = ("transformers.", "trl.")  # the Trainer classes whose methods read batches as transformers' do

@@ -279,6 +279,22 @@ CASES = [
          "classification", "num_train_epochs=1.5 with no max_steps, optim='adafactor', cosine_with_restarts with "
          "lr_scheduler_kwargs num_cycles 2, disable_tqdm, remove_callback(PrinterCallback) and add_callback after "
          "construction, grad accum 2"),
+    Case("fgm_training_step", "fgm_training_step.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "FGM adversarial training: a subclass's own training_step runs super()'s step, then "
+         "a second forward and backward on perturbed embeddings; the Trainer's default collator from processing_class"),
+    Case("kaggle_auto_batch", "kaggle_auto_batch.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "auto_find_batch_size, eval_on_start, accuracy and macro F1, best checkpoint by "
+         "accuracy, trainer.predict on an unlabelled split"),
+    Case("clm_eval_plateau", "clm_eval_plateau.py", ("{llama_nopad}", "{data}/text.txt", "{out}"),
+         "causal_lm", "preprocess_logits_for_metrics (argmax), eval_accumulation_steps, reduce_lr_on_plateau, "
+         "max_grad_norm=0, adamw_torch_fused"),
+    Case("two_eval_sets_two_stages", "two_eval_sets_two_stages.py",
+         ("{gpt2}", "{data}/cls_train.csv", "{data}/cls_dev.csv", "{out}"),
+         "classification", "eval_dataset as a dict of two sets, best checkpoint by eval_in_domain_loss; two "
+         "train() calls on one Trainer (head only, then unfrozen)"),
+    Case("trl_padding_free_lora", "trl_padding_free_lora.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
+         "causal_lm", "SFTConfig(padding_free=True) without packing, completion-only loss, LoRA, "
+         "model_init_kwargs"),
     Case("user_torch_compile", "user_torch_compile.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
          "causal_lm", "TrainingArguments(torch_compile=True, torch_compile_backend='aot_eager'): the Trainer compiles "
          "the whole model; speedup's compile levers say so and stay off, its packs meet the compiled model"),

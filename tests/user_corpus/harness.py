@@ -57,10 +57,9 @@ class Result:
 
     @property
     def losses(self) -> list[float]:
-        """The first recorded train()'s per-step training losses, in order."""
-        if not self.records:
-            return []
-        return [e["loss"] for e in self.records[0].get("log_history", []) if "loss" in e]
+        """Every recorded train()'s per-step training losses, in order (a script that trains twice, one Trainer or
+        two, is held to both)."""
+        return [e["loss"] for r in self.records for e in r.get("log_history", []) if "loss" in e]
 
     def describe(self) -> str:
         return f"exit {self.returncode} after {self.seconds:.1f}s, stderr's tail:\n{self.stderr[-4000:]}"
