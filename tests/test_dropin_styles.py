@@ -141,3 +141,39 @@ def test_an_evaluation_after_load_best_model_at_end_names_the_weights_it_evaluat
     report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
     assert report["eval"]["weights"] == f"{best}'s weights, loaded as the best at the end of training"
     assert f"({best}'s weights, loaded as the best" in (tmp_path / "trainsweep" / "report.md").read_text()
+
+
+def test_one_trainer_trained_twice_keeps_both_reports(tmp_path, capsys):
+    """A user-corpus script trains the head, unfreezes, and calls train() again on the same Trainer: the second
+    report went over the first, and the launcher listed one."""
+    import json
+
+    from src import attach
+
+    trainer = _trainer(tmp_path, max_steps=3)
+    attach(trainer)
+    trainer.train()
+    trainer.args.max_steps = 5
+    trainer.train()
+    first, second = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("trainsweep", "trainsweep-2"))
+    assert first["config"]["trainer"]["max_steps"] == 3 and second["config"]["trainer"]["max_steps"] == 5
+    assert capsys.readouterr().out.count("trainsweep report: ") == 2
+
+
+def test_every_set_of_an_evaluation_on_a_dict_of_sets_is_reported(tmp_path):
+    """eval_dataset={"in_domain": ..., "shifted": ...} logs one entry a set at the same step: the report showed the
+    last set's alone, in training and after it."""
+    import json
+
+    from src import attach
+
+    sets = {"in_domain": _rows().select(range(16)), "shifted": _rows().select(range(16, 40))}
+    trainer = _trainer(tmp_path, eval_dataset=sets, max_steps=4, eval_strategy="steps", eval_steps=2)
+    attach(trainer)
+    trainer.train()
+    report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert {"in_domain_loss", "shifted_loss"} <= set(report["eval"]["final"]) and report["eval"]["step"] == 4
+    trainer.evaluate()  # the Trainer evaluates each set in turn, one on_evaluate a set
+    report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert {"in_domain_loss", "shifted_loss"} <= set(report["eval"]["final"]) and report["eval"]["after_train"]
+    assert "in_domain_loss" in (tmp_path / "trainsweep" / "report.md").read_text()

@@ -61,10 +61,10 @@ def test_grpo_is_measured_to_the_end_without_figures_it_cannot_count(tmp_path):
 
 def test_two_trainers_on_one_output_dir_keep_both_reports(tmp_path):
     """A script that trains, then resumes in a second Trainer on the same output_dir: the second report went over
-    the first. Each callback keeps its own folder; the same callback training again keeps its own."""
+    the first. Each train() call keeps its own folder, and asking again for the one it has gives it back."""
     from src.dropin.callback import own_folder
 
-    first, second = object(), object()
+    first, second = (1, 1), (1, 2)  # one callback's first and second train() calls
     folder = tmp_path / "trainsweep"
     assert own_folder(folder, first) == folder and own_folder(folder, first) == folder
     assert own_folder(folder, second) == tmp_path / "trainsweep-2"

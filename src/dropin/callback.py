@@ -43,7 +43,7 @@ from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
 FORWARDS = "counting forwards"  # its failure leaves the FLOPs at one forward a micro-batch, as without it
-_FOLDERS: dict[Path, int] = {}  # report folders this process's callbacks write to, and whose (the callback's id)
+_FOLDERS: dict[Path, tuple] = {}  # report folders this process's callbacks write to, and whose (own_folder)
 
 
 def best_loaded(args, state) -> str | None:
@@ -53,11 +53,12 @@ def best_loaded(args, state) -> str | None:
 
 
 def own_folder(path: Path, owner) -> Path:
-    """`path`, or path-2, path-3, ... where another callback of this process reports there already: a script that
-    trains two Trainers on one output_dir (a run, then a resumed one) keeps both reports. A rerun of the script
+    """`path`, or path-2, path-3, ... where another owner of this process reports there already: a script that
+    trains two Trainers on one output_dir (a run, then a resumed one), or one Trainer twice (a head, then the whole
+    model), keeps every report; `owner` is one train() call (TrainsweepCallback.report_key). A rerun of the script
     writes over its own earlier reports, as the Trainer writes over its output_dir."""
     n, out = 1, Path(path)
-    while _FOLDERS.setdefault(out.resolve(), id(owner)) != id(owner):
+    while _FOLDERS.setdefault(out.resolve(), owner) != owner:
         n += 1
         out = Path(path).with_name(f"{Path(path).name}-{n}")
     return out
@@ -80,7 +81,8 @@ class TrainsweepCallback(TrainerCallback):
     once at the end, as src.run's Trainer counts them."""
 
     def __init__(self, out_dir: str | Path | None = None, checks: bool = True, **measure_settings):
-        self.out_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
+        self.asked_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
+        self.out_dir, self.train_calls = None, 0
         self.checks = checks
         self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
         self.meter = self.report = self.trainer = self.forwards = None
@@ -98,7 +100,8 @@ class TrainsweepCallback(TrainerCallback):
 
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
         self.first_step = state.global_step  # a resumed run starts past its checkpoint's steps, which it did not run
-        self.out_dir = own_folder(self.out_dir or Path(args.output_dir) / "trainsweep", self)
+        self.train_calls += 1  # a second train() on this Trainer is another run: its report beside the first's
+        self.out_dir = own_folder(self.asked_dir or Path(args.output_dir) / "trainsweep", (id(self), self.train_calls))
         speedup = getattr(self.trainer, "trainsweep_speedup", None)
         dataset, collator = self._script_data(train_dataloader, speedup)
         with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
@@ -267,8 +270,12 @@ class TrainsweepCallback(TrainerCallback):
         """After train() (a script's --do_eval): the report gains the evaluation, rewritten in place. `weights`:
         the checkpoint whose weights were evaluated where load_best_model_at_end put them back (not step `step`'s)."""
         final = {k.removeprefix("eval_"): v for k, v in metrics.items() if k.startswith("eval_")}
-        history = (self.report.get("eval") or {}).get("history", []) + [{**metrics, "step": step}]
-        self.report.eval = {"final": final, "step": step, "history": history, **({"weights": weights} if weights else {})}
+        before = self.report.get("eval") or {}
+        if before.get("after_train") and before.get("step") == step and before.get("weights") == weights:
+            final = {**before["final"], **final}  # another set of the same evaluation (eval_dataset as a dict)
+        history = before.get("history", []) + [{**metrics, "step": step}]
+        self.report.eval = {"final": final, "step": step, "history": history, "after_train": True,
+                            **({"weights": weights} if weights else {})}
         report_files.write(self.out_dir, self.report)
 
     # -- train end -------------------------------------------------------------------------------------

@@ -85,12 +85,12 @@ def _wrap(module) -> None:
 
     @functools.wraps(original)
     def train(self, *args, **kwargs):
-        callback = None
         if "_trainsweep_hooked" not in vars(self):
             self._trainsweep_hooked = True
-            callback = Guard().run("attaching", _attach, self)
+            self._trainsweep_callback = Guard().run("attaching", _attach, self)
         result = original(self, *args, **kwargs)
-        if callback is not None and _settings.get("reports"):
+        callback = vars(self).get("_trainsweep_callback")
+        if callback is not None and _settings.get("reports"):  # every train() call's report, each in its folder
             Guard().run("listing the report", _list_report, callback)
         return result
 

@@ -248,8 +248,10 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         m["tokens"] = ranks.pop("tokens")
         mem = worst_memory(ranks["memory_per_rank"])
     rep.memory_gb = memory_section(mem)
-    rep.eval = {"final": {k[5:]: v for k, v in evals[-1].items() if k.startswith("eval_")}, "step": evals[-1]["step"],
-                "history": evals} if evals else None
+    # every set of the last evaluation: eval_dataset={"a": ..., "b": ...} logs one entry a set at the same step
+    last = [e for e in evals if e.get("step") == evals[-1].get("step")] if evals else []
+    rep.eval = {"final": {k[5:]: v for e in last for k, v in e.items() if k.startswith("eval_")},
+                "step": evals[-1]["step"], "history": evals} if evals else None
     expected = None if getattr(trainer, "own_objective", False) else \
         expected_initial_loss(cfg.task.name, cfg.task.num_labels or getattr(conf, "num_labels", None),
                               getattr(conf, "vocab_size", None))
