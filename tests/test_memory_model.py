@@ -206,3 +206,34 @@ def test_layers_compiled_once_are_traced_by_layer_and_their_prediction_is_said_t
         assert "read the predicted peak as low" in caplog.text
     assert by_layer  # every copy compiled by layer
     assert not any("forward" in vars(layer) for layer in speed.decoder_layers(memory_model.build_copy(cfg, res, conf, 2)))
+
+
+@pytest.mark.parametrize("scope, once, layers, whole_peak, outside", [
+    ("model", False, 36, 1.8, 0.8),   # the whole copy holds more: the part outside the layers is what it holds beyond
+    ("model", False, 36, 1.4, 0.5),   # it holds less: the by-layer copies' line stands
+    ("model", False, 1, 1.8, 0.5),    # one layer: the whole copy's two would say nothing about it
+    ("model", True, 36, 1.8, 0.5),    # compile_layers_once: traced by layer, said to be low (its own test)
+    ("regional", False, 36, 1.8, 0.5)])
+def test_a_model_compiled_whole_is_checked_against_a_copy_compiled_whole(monkeypatch, scope, once, layers,
+                                                                          whole_peak, outside):
+    """Whole-model graphs at 8k packs peaked 41.1 KB a token over the by-layer copies' prediction at 2, 8 and 36
+    layers on an H100, and a whole-model compile without graphs 45.2 at 2 (memtrace graphs call): the part does
+    not grow with depth, so a 2-layer copy compiled whole measures it once."""
+    import types
+
+    gb = 2**30
+    probes = {1: {"peak": 1.0 * gb, "kept": 0.3 * gb, "at_last_layer": 1.0 * gb},
+              2: {"peak": 1.5 * gb, "kept": 0.6 * gb, "at_last_layer": 1.5 * gb}}
+    whole = []
+    monkeypatch.setattr(memory_model, "probe_copy", lambda cfg, res, conf, batch, n: probes[n])
+    monkeypatch.setattr(memory_model, "probe_whole_copy",
+                        lambda cfg, res, conf, batch, n: whole.append(n) or {"peak": whole_peak * gb})
+    monkeypatch.setattr(memory_model, "first_step_workspace", lambda device, warm: 0)
+    cfg, res, conf, batch = _setup(f"model.arch.num_hidden_layers={layers}", "trainer.torch_compile=true",
+                                   f"trainer.compile_scope={scope}", f"trainer.compile_layers_once={once}",
+                                   "padding=packed", "batch.tokens=512")
+    acts = memory_model.trace_activations(cfg, types.SimpleNamespace(**{**vars(res), "device": "cuda"}), conf, batch)
+    assert acts["per_layer"] == pytest.approx(0.5 * gb) and acts["outside"] == pytest.approx(outside * gb)
+    assert whole == ([2] if scope == "model" and not once and layers >= 2 else [])
+    cpu = memory_model.trace_activations(cfg, res, conf, batch)  # off a GPU no copy is compiled whole
+    assert cpu["outside"] == pytest.approx(0.5 * gb) and len(whole) <= 1

@@ -49,6 +49,7 @@
 #   bash experiments/speed/gpu.sh graphs_memory  # issue 53 G4: the memory model on whole-model CUDA graphs, 8 and 4 layers
 #   bash experiments/speed/gpu.sh graphs_memory2 # issue 53 G4: the same with the copies compiled by layer; full depth
 #   bash experiments/speed/gpu.sh graphs_memory3 # issue 53 G4: call 2's rule at 8k packs, bf16 and FP8, 4 layers
+#   bash experiments/speed/gpu.sh graphs_memory4 # issue 53 G4: the rule with a copy compiled whole, 4 and 8 layers, full depth
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
@@ -754,6 +755,23 @@ if [ "$what" = graphs_preset ]; then  # issue 53 G3: the graphs preset cold, the
   # h100-graphswarm-call1 ran this block under the name graphs_warm after the block above of that name (two matched)
   anchors bf16_sdpa_b8
   preset_cold_then_warm
+fi
+if [ "$what" = graphs_memory4 ]; then  # issue 53 G4: the memory model with a 2-layer copy compiled whole beside
+  # the by-layer copies (memtrace graphs call: the part it missed is the whole-model compile's, graphs or not)
+  anchors bf16_sdpa_b8
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  A="trainer.max_steps=16 measure.warmup_steps=6 measure.profile_steps=0 diagnostics.enabled=false"
+  G="trainer.compile_scope=model trainer.compile_mode=reduce-overhead"
+  RUN_TIMEOUT=150
+  rm -rf /tmp/c_gm4; caches gm4
+  run gm4_8k_l4 $A experiment=small_batch_fastest batch.tokens=8192 model.arch.num_hidden_layers=4
+  run gm4_8k_l8 $A experiment=small_batch_fastest batch.tokens=8192 model.arch.num_hidden_layers=8
+  run gm4_8k_fp8_l8 $A experiment=fastest $G batch.tokens=8192 model.arch.num_hidden_layers=8
+  run gm4_2k_l4 $A experiment=small_batch_fastest model.arch.num_hidden_layers=4
+  run gm4_8k_nographs_l8 $A experiment=small_batch_fastest batch.tokens=8192 trainer.compile_mode=null model.arch.num_hidden_layers=8
+  RUN_TIMEOUT=$(( ${FULL_BY_S:-575} - SECONDS ))
+  if [ $RUN_TIMEOUT -gt 150 ]; then run gm4_8k_full $A experiment=small_batch_fastest batch.tokens=8192
+  else echo "full depth skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = graphs8k ]; then  # issue 53 G4: under whole-model graphs the prediction fell short by a part that did not
   # grow with depth at 2k packs (0.054 GB at 4, 8 and 36 layers, h200_graphs_memory_call2); at 8k on 4 layers it fell
