@@ -296,3 +296,16 @@ def _dropin_h100_steps() -> str:
 
 
 CLAIMS += [Claim("the steps took 0.39 and 0.42 s plain and 0.20 s sped up", _dropin_h100_steps)]
+
+
+def _dropin_h100_anchors() -> str:
+    """Calls 4 and 5 ran on two H100 machines: their plain-Trainer anchors, across calls (said as such)."""
+    from experiments.figures import _records
+
+    four, five = (next(a for a in _records(f"dropin/results/h100_call{i}_anchors.jsonl") if a.get("name") == "bf16_sdpa_b8")
+                  for i in (4, 5))
+    x = quotient(five["real_tok_per_s"], four["real_tok_per_s"], row_call(five), row_call(four), across_calls=True)
+    return f"another NVIDIA H100 80GB HBM3 (its anchor ran {x - 1:.0%} faster than call 4's)"
+
+
+CLAIMS += [Claim("another NVIDIA H100 80GB HBM3 (its anchor ran 39% faster than call 4's)", _dropin_h100_anchors)]

@@ -10,7 +10,8 @@ from experiments.figures import _records, quotient, row_call
 from .agree import agree
 
 HERE = Path(__file__).resolve().parent
-CALLS = ("h200_call1", "h200_call2", "h200_call3", "h100_call4")  # call 3: the classifier at seeds 1 and 2; call 4: P S P S
+# call 3: the classifier at seeds 1 and 2; call 4: P S P S; call 5: S then P, speedup()'s A/B timed on a second pass
+CALLS = ("h200_call1", "h200_call2", "h200_call3", "h100_call4", "h100_call5")
 NAMES = {"lora_classifier": "Qwen3-4B LoRA classifier, bs 8", "trl_sft_lora": "Llama-3.2-3B TRL SFT LoRA, bs 8"}
 
 
@@ -87,4 +88,25 @@ def losses() -> str:
     return _markdown(["call", "script", "steps", "P mean loss", "S mean loss", "gap", "gap / se", "within 3 se"], rows)
 
 
-TABLES = {"dropin/runs": (HERE / "README.md", runs), "dropin/losses": (HERE / "README.md", losses)}
+def ab_rates() -> str:
+    """speedup()'s A/B beside the script's own clock: the rate it timed for the script's own batches (forward and
+    backward alone) against the rate the plain run's whole steps reached, and the two ratios."""
+    rows = []
+    for call in CALLS:
+        by = _by_run(call)
+        for script, seed, round_ in _pairs(by):
+            p, s = by.get((script, seed, round_, "plain")), by.get((script, seed, round_, "sped"))
+            v = (s or {}).get("verified") or {}
+            if p is None or "real_tokens_per_s" not in v:
+                continue
+            first = v.get("first_pass_real_tokens_per_s")
+            timed = "second pass" if first else "first pass (the only one)"
+            rows.append([call, _label(script, seed, round_), timed, f"{v['real_tokens_per_s']['your batches']:,.0f}",
+                         f"{first['your batches']:,.0f}" if first else "", f"{p['own_clock_tok_s']:,.0f}", _ab(s),
+                         f"{quotient(s['own_clock_tok_s'], p['own_clock_tok_s'], row_call(s), row_call(p)):.2f}x"])
+    return _markdown(["call", "script", "A/B timed", "A/B: your batches, real tok/s", "the same, first pass",
+                      "plain run's own clock, real tok/s", "A/B ratio (95%)", "own clock S / P"], rows)
+
+
+TABLES = {"dropin/runs": (HERE / "README.md", runs), "dropin/losses": (HERE / "README.md", losses),
+          "dropin/ab_rates": (HERE / "README.md", ab_rates)}

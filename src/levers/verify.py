@@ -24,11 +24,12 @@ from .outcome import Speedup
 MICRO = 4  # the script's micro-batches a timed round
 LOSS_TOLERANCE = 0.02  # same rows and weights: bf16 numerics differ by far less than 2% of the loss
 FULL = 0.9  # timed packs are at least this full, as packs are in training (first fit's last open packs aren't)
-# On an H100 (experiments/dropin, call 4) the A/B's rate for the script's own batches, forward and backward alone,
-# was 15-17% below what the script's whole steps reached in training. One suspect: those batches vary in shape
-# (padded to each batch's longest row) and the rounds are short, so each shape is timed at its first sight.
-# TRAINSWEEP_VERIFY_WARM_PASSES=1 runs the rounds once before the timed pass and keeps both passes' rates; it is off
-# until a GPU call shows it moves the figure (it costs the timed rounds again).
+# The rounds run twice and the second pass is timed. The script's batches vary in shape (padded to each batch's
+# longest row), and a shape's first sight costs more than its later ones (kernel choice, allocator growth). On an
+# H100 at full depth (experiments/dropin, calls 4 and 5) the single pass put the script's own batches at 3,765-4,009
+# real tok/s, below what its training reached, and said 2.87x and 3.06x where the script's clock showed 1.75x and
+# 1.94x; the second pass put them at 8,724 (the first, in the same run, 3,784) and said 1.88x (1.80-1.96) where the
+# script's clock showed 2.25x. TRAINSWEEP_VERIFY_WARM_PASSES=0 times the first sight alone (faster, and high).
 WARM_PASSES_ENV = "TRAINSWEEP_VERIFY_WARM_PASSES"
 COMPILES = ("regional compile", "CUDA graphs")  # the compiled arm: one or the other
 UNTIMED = ("Trainer step overheads",)  # the Trainer's own step around forward+backward, which the rounds don't run
@@ -89,7 +90,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
                 losses[arm] = float(total) / sum(_items(b, task) for b in batches) / scale
             names = list(arms)
             passes = []
-            for _ in range(int(os.environ.get(WARM_PASSES_ENV, "0")) + 1):  # the last pass is the one kept
+            for _ in range(int(os.environ.get(WARM_PASSES_ENV, "1")) + 1):  # the last pass is the one kept
                 seconds = {arm: [] for arm in arms}
                 for r in range(1, rounds + 1):
                     for arm in names[r % len(names):] + names[:r % len(names)]:
@@ -124,14 +125,15 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
         return {arm: [sum(_real(b) for b in (plain[r + 1] if arm == "your batches" else packed[r + 1])) / s
                       for r, s in enumerate(seconds[arm])] for arm in arms}
 
-    out.verified = decide(out, arms, rates_of(passes[-1]), losses)
+    out.verified = decide(out, arms, rates_of(passes[-1]), losses, warmed=len(passes) > 1)
     if len(passes) > 1:  # what the first pass said: the rates at each shape's first sight
         out.verified["first_pass_real_tokens_per_s"] = {arm: float(np.mean(r)) for arm, r in rates_of(passes[0]).items()}
     return out.verified
 
 
-def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
-    """Turn back what lost, from each arm's real tokens/s per round and its loss on the same rows."""
+def decide(out: Speedup, arms: dict, rates: dict, losses: dict, warmed: bool = False) -> dict:
+    """Turn back what lost, from each arm's real tokens/s per round and its loss on the same rows (`warmed`: the
+    rounds timed are a second pass)."""
     def against(a: str, b: str) -> Comparison:
         ratios = [x / y for x, y in zip(rates[a], rates[b])]
         iv = of_repeats(ratios)
@@ -163,7 +165,8 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict) -> dict:
     kept = [lv.name for lv in out.applied() if lv.name not in UNTIMED]
     mean = {arm: float(np.mean(r)) for arm, r in rates.items()}
     same_rows = (f"loss on the same rows and weights {plain:.4f} yours, {losses[final]:.4f} sped up "
-                 f"({len(rates[final])} interleaved rounds, before training")
+                 f"({len(rates[final])} interleaved rounds{' after an untimed pass over them' if warmed else ''}, "
+                 "before training")
     if kept:
         line = (f"forward+backward {total.ratio:.2f}x {span} on {out.device}: {', '.join(kept)} kept; {same_rows}; the "
                 "packed arm timed on packs at least 90% full, training's partly filled ones not). Your whole step "
