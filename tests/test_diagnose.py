@@ -226,6 +226,17 @@ def test_a_short_run_whose_schedule_has_decayed_by_its_end_is_not_blamed_on_its_
     assert "reached at most 6.67%" in long["hint"]
 
 
+def test_a_learning_rate_that_follows_the_eval_metric_is_not_judged_before_training():
+    """A user-corpus script with lr_scheduler_type="reduce_lr_on_plateau": the check stepped its scheduler without a
+    metric and reported TypeError ('could not run')."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"trainer": {"scheduler": "reduce_lr_on_plateau", "lr": 2e-3, "warmup_steps": 0,
+                                        "max_steps": 8, "args": {"lr_scheduler_kwargs": {"patience": 0}}}})
+    out = check_training.schedule_check(cfg)
+    assert out["status"] == "info" and "follows your evaluation metric" in out["hint"]
+
+
 def test_precision_checks():
     gpu = {"bf16": True, "ampere": True, "tf32": False}
     bf16 = Resolved("cuda", torch.bfloat16, "bf16", "sdpa")

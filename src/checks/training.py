@@ -15,6 +15,12 @@ def schedule_check(cfg, at_step: int = 20) -> dict:
     from transformers import get_scheduler
 
     tr = cfg.trainer
+    if str(tr.scheduler) == "reduce_lr_on_plateau":
+        # its rate follows the evaluation metric, which no check before training can know (it raised a TypeError here)
+        return result("train.schedule", "info", {"scheduler": "reduce_lr_on_plateau", "warmup_steps": tr.warmup_steps},
+                      "a schedule known before training",
+                      "the learning rate follows your evaluation metric (reduce_lr_on_plateau): nothing to check "
+                      "before training")
     param = torch.zeros(1, requires_grad=True)
     opt = torch.optim.SGD([param], lr=tr.lr)
     kwargs = dict((tr.get("args") or {}).get("lr_scheduler_kwargs") or {})  # a scheduler's own settings (min_lr, ...)

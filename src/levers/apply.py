@@ -12,7 +12,7 @@ why where it doesn't; nothing that ran before fails.
   (a classifier's small micro-batches in a long run) or with graphs=True, the whole model compiled into CUDA
   graphs, its LoRA linears fused and its batch copies non-blocking (src/levers/cuda_graphs.py);
 - the Trainer's own per-step host work, as trainsweep's runner trims it (src/train/trainer.py): the parameters
-  counted once for its FLOP estimate, gradient clipping over the trainable weights only (both the same numbers),
+  counted once for its FLOP estimate, gradient clipping over the weights that have gradients (both the same numbers),
   and no isnan() check of every micro-batch's loss for the logs (a host sync each time; a NaN loss is then
   logged as NaN rather than left out of the logged mean).
 
@@ -270,8 +270,8 @@ def _step_overheads(trainer, out: Speedup) -> None:
         args.logging_nan_inf_filter = nan_filter and not on
 
     toggle(True)
-    out.add("Trainer step overheads", True, "parameters counted once for total_flos, clipping over the trainable "
-            "weights (same numbers); no host sync per micro-batch for the logs' NaN filter", toggle)
+    out.add("Trainer step overheads", True, "parameters counted once for total_flos, clipping over the weights with "
+            "gradients (same numbers); no host sync per micro-batch for the logs' NaN filter", toggle)
 
 
 def _regional_compile(model, args, cuda: bool, asked: bool | None, out: Speedup) -> None:
