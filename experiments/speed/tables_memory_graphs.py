@@ -43,6 +43,25 @@ def speed_memory_graphs() -> str:
                      "error", "short by, KB a token"], rows)
 
 
+MEMTRACE = (("graphs8k_l1", "1", "CUDA graphs"), ("graphs8k_l2", "2", "CUDA graphs"),
+            ("whole8k_l2", "2", "no CUDA graphs (compile_mode=null)"))
+
+
+def speed_memtrace_graphs() -> str:
+    """The H100's memtrace graphs call (gpu.sh memtrace graphs, memory_trace.py): the whole model compiled at 8k
+    packs, with CUDA graphs and without, the memory model of that commit (copies compiled by layer) beside the
+    peak, and what was alive at the peak of the first 3 steps (the allocator's history) in the largest groups."""
+    rows = []
+    for label, layers, run in MEMTRACE:
+        f = Fig(S + "h100_memtrace_graphs_call1.jsonl", label)
+        peak, pred = f.get("measured_peak_gb"), f.get("predicted.peak_allocated")
+        short = (peak - pred) * 2**30 / f.get("predicted.widest_tokens") / 1e3
+        rows.append([layers, run, f"{peak:.3f}", f"{pred:.3f}", pct(pred / peak - 1),
+                     f"{short:.1f}" if pred < peak else "", f"{f.get('trace.peak_gb'):.3f}"])
+    return markdown(["layers", "whole model compiled, 8k packs", "measured peak GB", "predicted GB (by-layer copies)",
+                     "error", "short by, KB a token", "peak in the traced steps GB"], rows)
+
+
 def speed_region_saved_bytes() -> str:
     """CPU (experiments/speed/region_saved_bytes.py): the bytes autograd saves in one forward of the default small
     model compiled whole, its layers inlined or each one nested compile region, at 1-6 layers."""
@@ -59,4 +78,5 @@ def speed_region_saved_bytes() -> str:
 
 
 TABLES = {"speed/memory_graphs": (HERE / "speed/README.md", speed_memory_graphs),
+          "speed/memtrace_graphs": (HERE / "speed/README.md", speed_memtrace_graphs),
           "speed/region_saved_bytes": (HERE / "speed/README.md", speed_region_saved_bytes)}
