@@ -177,3 +177,19 @@ def test_every_set_of_an_evaluation_on_a_dict_of_sets_is_reported(tmp_path):
     report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
     assert {"in_domain_loss", "shifted_loss"} <= set(report["eval"]["final"]) and report["eval"]["after_train"]
     assert "in_domain_loss" in (tmp_path / "trainsweep" / "report.md").read_text()
+
+
+def test_a_model_the_script_compiled_itself_is_read_as_the_module_it_compiles(tmp_path):
+    """`model = torch.compile(model)` before the Trainer: the report called the task "OptimizedModule", so no data or
+    model check ran and no uniform guess was given."""
+    import json
+
+    from src import attach
+
+    trainer = _trainer(tmp_path, remove_unused_columns=False)  # the Trainer's own advice for a compiled module
+    trainer.model = trainer.model_wrapped = torch.compile(trainer.model, backend="eager")
+    attach(trainer)
+    trainer.train()
+    report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert report["config"]["task"]["name"] == "causal_lm" and report["loss"]["expected_initial"] is not None
+    assert not [c for c in report["diagnostics"] if c["status"] == "not_run"], report["diagnostics"]

@@ -261,7 +261,8 @@ class OwnCollator:
 @pytest.mark.parametrize("case, why", [
     ("bert", "encoder"), ("own_step", "OwnStep.compute_loss is your own"), ("own_collator", "OwnCollator"),
     ("iterable", "IterableDataset"), ("multi_label", "multi-label"), ("flattening", "padding-free already"),
-    ("auto_batch", "auto_find_batch_size halves your batch")])
+    ("auto_batch", "auto_find_batch_size halves your batch"),
+    ("compiled", "your script compiled the model itself")])
 def test_a_script_it_cannot_speed_up_is_left_as_it_was_with_the_reason(case, why, tmp_path):
     from transformers import DataCollatorWithFlattening
 
@@ -271,6 +272,8 @@ def test_a_script_it_cannot_speed_up_is_left_as_it_was_with_the_reason(case, why
             return _trainer(out, model=_bert())
         if case == "own_step":
             return _trainer(out, cls=OwnStep)
+        if case == "compiled":  # `model = torch.compile(model)` before the Trainer: it read as "OptimizedModule"
+            return _trainer(out, model=torch.compile(_classifier(), backend="eager"))
         if case == "auto_batch":  # a Kaggle notebook's: packs would not follow its halving after an OOM
             trainer = _trainer(out)
             trainer.args.auto_find_batch_size = True

@@ -99,6 +99,7 @@ class TrainsweepCallback(TrainerCallback):
             self._detach()
 
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
+        model = models.uncompiled(model)  # read as the module it compiles (the timing wraps the Trainer's calls)
         self.first_step = state.global_step  # a resumed run starts past its checkpoint's steps, which it did not run
         self.train_calls += 1  # a second train() on this Trainer is another run: its report beside the first's
         self.out_dir = own_folder(self.asked_dir or Path(args.output_dir) / "trainsweep", (id(self), self.train_calls))

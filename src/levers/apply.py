@@ -27,7 +27,7 @@ import types
 
 import torch
 
-from ..model.build import active_adapter
+from ..model.build import active_adapter, uncompiled
 from ..train.trainer import own_method
 from . import cuda_graphs, packing
 from .outcome import Speedup
@@ -119,6 +119,11 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
     whose loss reads the batch and whose sampler draws the rows the way transformers' and TRL's do, no NEFTune."""
     if trainer.args.world_size > 1:
         return None, "several processes (DDP/FSDP): speedup packs for one process for now"
+    if uncompiled(model) is not model:
+        # its graph is traced at the first call, over batches as the script made them; packs and the A/B's toggles
+        # would each trace it again
+        return None, ("your script compiled the model itself (torch.compile before the Trainer): batches stay as "
+                      "they are")
     why = _adapter_misfit(model)
     if why is not None:
         return None, why

@@ -222,6 +222,12 @@ def _final_norm(model) -> torch.nn.Module:
     return norm
 
 
+def uncompiled(model):
+    """The module a script compiled itself (`model = torch.compile(model)` before the Trainer), or the model: its
+    class, config and adapters are the original's (the compiled wrapper reads as an unknown "OptimizedModule")."""
+    return getattr(model, "_orig_mod", model) if type(model).__name__ == "OptimizedModule" else model
+
+
 def active_adapter(model) -> tuple[object | None, str | None]:
     """The config of the PEFT adapter that trains and its method's name (lora, adalora, prompt_tuning, ...); (None,
     None) for a model without adapters. A script's set_adapter("second") makes it the one, not the first added;

@@ -295,6 +295,9 @@ CASES = [
     Case("trl_padding_free_lora", "trl_padding_free_lora.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
          "causal_lm", "SFTConfig(padding_free=True) without packing, completion-only loss, LoRA, "
          "model_init_kwargs"),
+    Case("compiled_before_trainer", "compiled_before_trainer.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "model = torch.compile(model) before the Trainer (remove_unused_columns=False, as the "
+         "Trainer asks), bf16 autocast on the CPU, logging every 2 steps"),
     Case("user_torch_compile", "user_torch_compile.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
          "causal_lm", "TrainingArguments(torch_compile=True, torch_compile_backend='aot_eager'): the Trainer compiles "
          "the whole model; speedup's compile levers say so and stay off, its packs meet the compiled model"),
