@@ -237,3 +237,22 @@ def test_a_model_compiled_whole_is_checked_against_a_copy_compiled_whole(monkeyp
     assert whole == ([2] if scope == "model" and not once and layers >= 2 else [])
     cpu = memory_model.trace_activations(cfg, res, conf, batch)  # off a GPU no copy is compiled whole
     assert cpu["outside"] == pytest.approx(0.5 * gb) and len(whole) <= 1
+
+
+def test_a_whole_copy_that_fails_leaves_the_by_layer_prediction(monkeypatch, caplog):
+    import types
+
+    gb = 2**30
+    probes = {1: {"peak": 1.0 * gb, "kept": 0.3 * gb, "at_last_layer": 1.0 * gb},
+              2: {"peak": 1.5 * gb, "kept": 0.6 * gb, "at_last_layer": 1.5 * gb}}
+    monkeypatch.setattr(memory_model, "probe_copy", lambda cfg, res, conf, batch, n: probes[n])
+    monkeypatch.setattr(memory_model, "first_step_workspace", lambda device, warm: 0)
+
+    def broken(*args):
+        raise RuntimeError("inductor could not lower a kernel")
+
+    monkeypatch.setattr(memory_model, "probe_whole_copy", broken)
+    cfg, res, conf, batch = _setup("model.arch.num_hidden_layers=8", "trainer.torch_compile=true",
+                                   "trainer.compile_scope=model", "padding=packed", "batch.tokens=512")
+    acts = memory_model.trace_activations(cfg, types.SimpleNamespace(**{**vars(res), "device": "cuda"}), conf, batch)
+    assert acts["outside"] == pytest.approx(0.5 * gb) and "compiled whole failed" in caplog.text

@@ -7,9 +7,9 @@ give the run what `python -m src.run` gives its own: the preflight checks at tra
 printed summary and verdict and report.json + report.md (in <output_dir>/trainsweep/). Nothing else in the
 script changes: no Trainer subclass, no new arguments, and training computes what it computed without it.
 
-Every hook runs through a Guard (guard.py): a part of trainsweep that fails turns itself off with one line and
-is listed in the report; the user's training never sees the error. What the callback knows of the run it reads
-from the Trainer (reading.py); the measuring itself is src/measure/meter.py's.
+Every hook runs through a Guard (guard.py): a part of trainsweep that fails turns itself off with one line and is
+listed in the report; the user's training never sees the error. What the callback knows of the run it reads from
+the Trainer (reading.py); the measuring itself is src/measure/meter.py's.
 """
 from __future__ import annotations
 
@@ -53,10 +53,9 @@ def best_loaded(args, state) -> str | None:
 
 
 def own_folder(path: Path, owner) -> Path:
-    """`path`, or path-2, path-3, ... where another owner of this process reports there already: a script that
-    trains two Trainers on one output_dir (a run, then a resumed one), or one Trainer twice (a head, then the whole
-    model), keeps every report; `owner` is one train() call (TrainsweepCallback.report_key). A rerun of the script
-    writes over its own earlier reports, as the Trainer writes over its output_dir."""
+    """`path`, or path-2, ... where another `owner` (a train() call) of this process reports there already: two
+    Trainers on one output_dir (a run, then a resumed one), or one trained twice, keep every report. A rerun of the
+    script writes over its own earlier reports, as the Trainer writes over its output_dir."""
     n, out = 1, Path(path)
     while _FOLDERS.setdefault(out.resolve(), owner) != owner:
         n += 1
@@ -82,8 +81,7 @@ class TrainsweepCallback(TrainerCallback):
 
     def __init__(self, out_dir: str | Path | None = None, checks: bool = True, **measure_settings):
         self.asked_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
-        self.out_dir, self.train_calls = None, 0
-        self.checks = checks
+        self.out_dir, self.train_calls, self.checks = None, 0, checks
         self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
         self.meter = self.report = self.trainer = self.forwards = None
         self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
@@ -268,14 +266,12 @@ class TrainsweepCallback(TrainerCallback):
                            best and f"{best}'s weights, loaded as the best at the end of training")
 
     def _add_evaluation(self, metrics: dict, step: int, weights: str | None = None) -> None:
-        """After train() (a script's --do_eval): the report gains the evaluation, rewritten in place. `weights`:
-        the checkpoint whose weights were evaluated where load_best_model_at_end put them back (not step `step`'s)."""
+        """After train(): the report gains the evaluation; `weights`: load_best_model_at_end's checkpoint, evaluated."""
         final = {k.removeprefix("eval_"): v for k, v in metrics.items() if k.startswith("eval_")}
-        before = self.report.get("eval") or {}
-        if before.get("after_train") and before.get("step") == step and before.get("weights") == weights:
-            final = {**before["final"], **final}  # another set of the same evaluation (eval_dataset as a dict)
-        history = before.get("history", []) + [{**metrics, "step": step}]
-        self.report.eval = {"final": final, "step": step, "history": history, "after_train": True,
+        before = self.report.get("eval") or {}  # another set of the same evaluation (eval_dataset as a dict): merged
+        same = before.get("after_train") and (before.get("step"), before.get("weights")) == (step, weights)
+        self.report.eval = {"final": {**before["final"], **final} if same else final, "step": step, "after_train": True,
+                            "history": before.get("history", []) + [{**metrics, "step": step}],
                             **({"weights": weights} if weights else {})}
         report_files.write(self.out_dir, self.report)
 

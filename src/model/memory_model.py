@@ -281,8 +281,12 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
         # one layer: at 8k packs on an H100, 41.1 KB a token at 2, 8 and 36 layers with CUDA graphs, 45.2 at 2
         # without (experiments/speed, whole-model compile's memory). A 2-layer copy compiled whole holds it: what
         # it peaks at beyond two of the copies' layers is what lies outside the layers
-        whole = probe_whole_copy(cfg, res, conf, batch, 2)
-        outside = max(outside, whole["peak"] - 2 * per_layer)
+        try:
+            whole = probe_whole_copy(cfg, res, conf, batch, 2)
+            outside = max(outside, whole["peak"] - 2 * per_layer)
+        except Exception as exc:  # the by-layer copies' prediction stands, short by that part: said, not fatal
+            log.warning("memory model: the 2-layer copy compiled whole failed (%s: %s); the prediction may be low "
+                        "by what a whole-model graph holds", type(exc).__name__, str(exc)[:200])
     return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
 
 
