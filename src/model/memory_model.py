@@ -200,8 +200,8 @@ def build_copy(cfg, res, conf, layers: int):
         # whole-model CUDA graphs at 2k packs peaked 0.35-2.1% over these copies' prediction at 36-4 layers, where
         # eager copies read 9-18% over and copies compiled whole more still; experiments/speed, the memory model
         # on whole-model graphs). So these compile by layer, without CUDA graphs (a layer's graph can't be
-        # replayed per layer). What the graphs hold beyond them does not grow with depth and is not traced: at 8k
-        # packs on 4 layers it was 5-7.5% of the peak
+        # replayed per layer). What a whole-model graph holds beyond them does not grow with depth (5-7.5% of the
+        # peak at 8k packs on 4 layers): trace_activations measures it on a 2-layer copy compiled whole
         by_layer = copy.deepcopy(tr)
         by_layer.compile_mode = None
         # (compile_one_graph stays as configured: the copies' first layer then computes an input gradient the
