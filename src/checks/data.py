@@ -126,7 +126,7 @@ def data_checks(cfg, train_ds) -> list[dict]:
     truncated = float((lengths >= d.max_length).mean())
     out.append(result("data.truncation", "warn" if truncated > 0.05 else "pass",
                       {"rows_at_max_length": round(truncated, 4), "mean": round(float(lengths.mean()), 1),
-                       "p90": float(np.percentile(lengths, 90)), "max": int(lengths.max())},
+                       "p90": round(float(np.percentile(lengths, 90)), 1), "max": int(lengths.max())},
                       f"<= 5% of rows at data.max_length ({d.max_length})",
                       f"raise data.max_length (now {d.max_length}): the ends of these rows are cut" if truncated > 0.05 else ""))
     p = cfg.padding

@@ -298,6 +298,9 @@ CASES = [
     Case("compiled_before_trainer", "compiled_before_trainer.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
          "classification", "model = torch.compile(model) before the Trainer (remove_unused_columns=False, as the "
          "Trainer asks), bf16 autocast on the CPU, logging every 2 steps"),
+    Case("tuple_rows_collate", "tuple_rows_collate.py", ("{gpt2}", "{data}/short.csv", "{out}"),
+         "classification", "a torch Dataset of (text, label) tuples tokenised per batch by a collate_fn, "
+         "remove_unused_columns=False, grad accum 2, one epoch"),
     Case("user_torch_compile", "user_torch_compile.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
          "causal_lm", "TrainingArguments(torch_compile=True, torch_compile_backend='aot_eager'): the Trainer compiles "
          "the whole model; speedup's compile levers say so and stay off, its packs meet the compiled model"),
