@@ -72,3 +72,15 @@ def test_the_attention_term_alone_is_12_x_layers_x_width_x_seq():
     ckpt = flops.flops_per_token(model, conf, 1000, gradient_checkpointing=True)
     ckpt0 = flops.flops_per_token(model, conf, 0, gradient_checkpointing=True)
     assert ckpt["per_token_hardware"] - ckpt0["per_token_hardware"] == 16 * 36 * 4096 * 1000  # + the recomputed forward
+
+
+def test_t5_and_bart_count_every_attention_block_by_their_own_names():
+    """A user's T5 Seq2SeqTrainer script lost its report: the attention term read BART's `encoder_layers`, which
+    T5's config has not (its num_layers, num_decoder_layers, and heads x d_kv wide)."""
+    from transformers import BartConfig, T5Config
+
+    t5 = T5Config(vocab_size=64, d_model=32, d_kv=24, num_heads=2, num_layers=2, num_decoder_layers=3)
+    assert flops.attention_shape(t5) == (2 + 2 * 3, 48)
+    bart = BartConfig(vocab_size=64, d_model=32, encoder_layers=2, decoder_layers=1, encoder_attention_heads=2,
+                      decoder_attention_heads=2)
+    assert flops.attention_shape(bart) == (2 + 2 * 1, 32)

@@ -85,9 +85,13 @@ def micro_batch_tokens(cfg, lengths: dict) -> int:
 def attention_shape(conf) -> tuple[int, int]:
     """(layers, heads * head_dim) of the attention blocks; encoder-decoders count every block."""
     if getattr(conf, "is_encoder_decoder", False):
-        d = conf.d_model
+        # BART's and Marian's names, or T5's (num_layers, num_decoder_layers; heads x d_kv wide, which need not be
+        # d_model): a T5 script's report was lost to an AttributeError here
+        enc = getattr(conf, "encoder_layers", None) or conf.num_layers
+        dec = getattr(conf, "decoder_layers", None) or getattr(conf, "num_decoder_layers", None) or enc
+        width = conf.num_heads * conf.d_kv if getattr(conf, "d_kv", None) else conf.d_model
         # encoder self, decoder self and decoder cross attention
-        return conf.encoder_layers + 2 * conf.decoder_layers, d
+        return enc + 2 * dec, width
     heads = conf.num_attention_heads
     head_dim = getattr(conf, "head_dim", None) or conf.hidden_size // heads
     return conf.num_hidden_layers, heads * head_dim
