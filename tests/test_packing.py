@@ -105,11 +105,12 @@ def test_more_sequences_than_slots_is_an_error_not_a_truncation():
 @pytest.mark.parametrize("peft", ["none", "lora"])
 def test_packed_classification_equals_each_sequence_alone(peft):
     cfg, model = _model("padding=packed", "precision=fp32", f"peft={peft}")
-    if peft == "lora":  # lora_B starts at zero: give the adapters weight, so they take part in the comparison
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "lora_B" in name:
-                    p.normal_(0, 0.1)
+    with torch.no_grad():
+        # lora_B and the head start at zero: give them weight, so the adapters and the pooled position take part in
+        # the comparison (with a zero head every logit was 0 whichever token was pooled)
+        for name, p in model.named_parameters():
+            if "lora_B" in name or "score" in name:
+                p.normal_(0, 0.1 if "lora_B" in name else 0.5)
     model.eval()
     seqs = _seqs(7, 12, 5)
     labels = torch.tensor([0, 1, 2])
@@ -121,6 +122,23 @@ def test_packed_classification_equals_each_sequence_alone(peft):
     assert torch.allclose(packed.logits[:3], alone, atol=1e-4)
     # one loss per sequence, the empty slots ignored
     assert packed.loss.item() == pytest.approx(torch.nn.functional.cross_entropy(alone, labels).item(), abs=1e-4)
+
+
+def test_a_sequence_ending_in_the_pad_id_pools_the_token_the_model_pools_alone():
+    """A user's classifier with pad = eos and an eos closing every text: the model's own pooling skips the trailing
+    eos (it is the pad id) and reads the token before it; packs pooled the eos itself, and nothing said so."""
+    cfg, model = _model("padding=packed", "precision=fp32")
+    model.eval()
+    with torch.no_grad():  # the head starts at zero: give it weight, so the pooled position shows in the logits
+        model.score.weight.normal_(0, 0.5)
+    seqs = [s + [0] for s in _seqs(7, 12, 5)]  # each row's eos is the pad id (0)
+    batch = collate.build_collator(cfg, pad_id=0)([{"input_ids": s, "labels": 1} for s in seqs])
+    with torch.no_grad():
+        packed = model(**collate.to_device(batch, "cpu"))
+        alone = torch.cat([model(input_ids=torch.tensor([s])).logits for s in seqs])
+        eos = torch.cat([model(input_ids=torch.tensor([s[:-1] + [5]])).logits for s in seqs])  # a real last token
+    assert torch.allclose(packed.logits[:3], alone, atol=1e-4)
+    assert not torch.allclose(alone, eos, atol=1e-4)  # the pooled position matters to the logits
 
 
 def test_packed_causal_lm_loss_is_the_sum_of_each_sequences_loss():

@@ -60,7 +60,7 @@ def register_varlen() -> None:
 # -- classification ---------------------------------------------------------------------------------
 def pool_per_sequence(model, scale: float = 1) -> None:
     """Teach a sequence classifier packed batches: with cu_seq_lens_q in the inputs it pools each sequence's
-    last token and scores one loss per sequence (summed, over num_items_in_batch when given, so grad-accum
+    last token that is not the pad id (as the model's own pooling reads a row) and scores one loss per sequence (summed, over num_items_in_batch when given, so grad-accum
     equals the larger batch), times `scale` (a user's script whose accumulated loss was grad_accum times the
     mean keeps that scale: src/levers/packing.py). Without them it is the model's own forward."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -76,6 +76,13 @@ def pool_per_sequence(model, scale: float = 1) -> None:
         backbone = getattr(self, self.base_model_prefix)
         hidden = backbone(input_ids=input_ids, position_ids=position_ids, cu_seq_lens_q=cu_seq_lens_q, **attn).last_hidden_state
         ends = (cu_seq_lens_q[1:].long() - 1).clamp(min=0)  # each slot's last token (an unused slot's is ignored)
+        pad = self.config.get_text_config().pad_token_id
+        if pad is not None and input_ids is not None:
+            # the model's own pooling reads a row's rightmost token that is not the pad id, so a row ending in an eos
+            # that is also the pad token pools the token before it (a user's script did; packs pooled the eos)
+            at = torch.arange(input_ids.shape[-1], device=input_ids.device)
+            last = torch.where(input_ids[0] != pad, at, -1).cummax(0).values[ends]
+            ends = torch.where(last >= cu_seq_lens_q[:-1].long(), last, ends)
         logits = self.score(hidden[0, ends])
         loss = None
         if labels is not None:
