@@ -262,7 +262,7 @@ class OwnCollator:
     ("bert", "encoder"), ("own_step", "OwnStep.compute_loss is your own"), ("own_collator", "OwnCollator"),
     ("iterable", "IterableDataset"), ("multi_label", "multi-label"), ("flattening", "padding-free already"),
     ("auto_batch", "auto_find_batch_size halves your batch"),
-    ("compiled", "your script compiled the model itself")])
+    ("compiled", "your script compiled the model itself"), ("scored_padding", "your labels score the padding")])
 def test_a_script_it_cannot_speed_up_is_left_as_it_was_with_the_reason(case, why, tmp_path):
     from transformers import DataCollatorWithFlattening
 
@@ -272,6 +272,14 @@ def test_a_script_it_cannot_speed_up_is_left_as_it_was_with_the_reason(case, why
             return _trainer(out, model=_bert())
         if case == "own_step":
             return _trainer(out, cls=OwnStep)
+        if case == "scored_padding":  # padded to max_length, labels = input_ids.copy(): every pad token is a target
+            from transformers import default_data_collator
+
+            width = max(LENGTHS)
+            ids = [[7 + (i + j) % 400 for j in range(n)] + [0] * (width - n) for i, n in enumerate(LENGTHS)]
+            rows = Dataset.from_dict({"input_ids": ids, "labels": [list(r) for r in ids],
+                                      "attention_mask": [[1] * n + [0] * (width - n) for n in LENGTHS]})
+            return _trainer(out, model=_causal_lm(), data=rows, collator=default_data_collator)
         if case == "compiled":  # `model = torch.compile(model)` before the Trainer: it read as "OptimizedModule"
             return _trainer(out, model=torch.compile(_classifier(), backend="eager"))
         if case == "auto_batch":  # a Kaggle notebook's: packs would not follow its halving after an OOM
@@ -290,7 +298,7 @@ def test_a_script_it_cannot_speed_up_is_left_as_it_was_with_the_reason(case, why
     done = speedup(trainer, quiet=True)
     assert not any(lv.on for lv in done.levers)
     assert why in done.levers[0].detail, done.text()
-    if case in ("bert", "own_step", "auto_batch"):  # the rest fail alike with or without speedup, or train: compare those two
+    if case in ("bert", "own_step", "auto_batch", "scored_padding"):  # the rest fail alike with or without speedup, or train: compare those two
         assert _losses(trainer) == _losses(make(tmp_path / "plain"))
 
 
