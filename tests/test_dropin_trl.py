@@ -134,3 +134,32 @@ def test_a_reward_model_is_a_reward_task_and_its_samples_are_the_pairs_it_traine
     summary = format_summary(Report.from_dict(rep))
     assert "= 8 (rows of 2 sequences: samples count rows) per step" in summary and " reward," in summary
     assert summary.count("2 sequences side by side") == 1  # one line for the groups that share a reason
+
+
+def test_sfts_dft_loss_is_its_own_objective_with_no_uniform_guess():
+    """SFTConfig(loss_type="dft") weights each token's loss by its probability: a run started at 0.012, and the
+    report set it beside ln(vocab) = 6.25 as its uniform guess."""
+    from types import SimpleNamespace
+
+    from src.dropin.callback import own_objective
+
+    assert own_objective(SimpleNamespace(args=SimpleNamespace(loss_type="dft")))
+    assert not own_objective(SimpleNamespace(args=SimpleNamespace(loss_type="nll")))
+    assert not own_objective(SimpleNamespace(args=SimpleNamespace()))  # transformers' TrainingArguments: no loss_type
+
+
+def test_sfts_wrapped_packing_cuts_blocks_and_truncates_nothing(tmp_path):
+    """SFTConfig(packing=True, packing_strategy="wrapped") joins every text and cuts blocks of max_length: each row
+    at max_length read as truncation ("the ends of these rows are cut"), where nothing was lost."""
+    from transformers import Qwen3ForCausalLM
+
+    model = Qwen3ForCausalLM(_config())
+    text = Dataset.from_dict({"text": TEXTS})
+    args = trl.SFTConfig(output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=4, logging_steps=1,
+                         report_to=[], save_strategy="no", use_cpu=True, bf16=False, seed=0, max_length=16,
+                         packing=True, packing_strategy="wrapped")
+    trainer = trl.SFTTrainer(model=model, args=args, train_dataset=text, processing_class=_tokenizer())
+    attach(trainer, warmup_steps=1)
+    trainer.train()
+    truncation = next(c for c in _report(tmp_path)["diagnostics"] if c["check"] == "data.truncation")
+    assert truncation["status"] == "pass" and "no row was cut short" in truncation["hint"]

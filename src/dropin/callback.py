@@ -329,9 +329,9 @@ def _judged_unpacked(check: dict) -> dict:
 
 def own_objective(trainer) -> bool:
     """Whether the trainer trains on its own objective rather than the model's cross-entropy: TRL's preference and
-    RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), whose loss starts at ln 2, 0.5 or near 0,
-    never at a uniform guess over the vocabulary. The first TRL class in its MRO decides (a user's subclass too)."""
-    return trl_trainer(trainer) not in (None, "SFTTrainer")
+    RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), and SFT's loss_type="dft" (each token's loss
+    weighted by its probability), whose loss never starts at a uniform guess over the vocabulary."""
+    return trl_trainer(trainer) not in (None, "SFTTrainer") or getattr(trainer.args, "loss_type", "nll") not in (None, "nll")
 
 
 def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:

@@ -292,6 +292,8 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
     checkpointing, reentrant = checkpointing_of(args)
     task = task_of(model, rows, trl)
     layout = layout_of(rows, task, padding)
+    if getattr(args, "packing", False) and getattr(args, "packing_strategy", None) == "wrapped" and rows:
+        layout = "blocks"  # TRL's wrapped packing joins every text and cuts blocks of max_length: nothing is lost
     return OmegaConf.create({
         # name_or_path is empty for a model built from a config: it has random weights
         "model": {"name": conf.name_or_path or conf.model_type or type(model).__name__,
