@@ -193,3 +193,28 @@ def test_a_model_the_script_compiled_itself_is_read_as_the_module_it_compiles(tm
     report = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
     assert report["config"]["task"]["name"] == "causal_lm" and report["loss"]["expected_initial"] is not None
     assert not [c for c in report["diagnostics"] if c["status"] == "not_run"], report["diagnostics"]
+
+
+def test_weights_unfrozen_during_training_are_said_beside_the_flops(tmp_path):
+    """A gradual-unfreezing script: the FLOPs a token are counted at train begin, with 0.73% of the weights
+    training, and the report gave them without a word once a callback had unfrozen the rest."""
+    import json
+
+    from transformers import TrainerCallback
+
+    from src import attach
+
+    class Unfreeze(TrainerCallback):
+        def on_step_begin(self, args, state, control, model=None, **kw):
+            if state.global_step == 2:
+                model.requires_grad_(True)
+
+    trainer = _trainer(tmp_path, max_steps=6)
+    for name, p in trainer.model.named_parameters():
+        p.requires_grad = name.startswith("lm_head")
+    trainer.add_callback(Unfreeze())
+    attach(trainer, warmup_steps=2)
+    trainer.train()
+    flops = json.loads((tmp_path / "trainsweep" / "report.json").read_text())["flops"]
+    assert flops["trainable_changed"].endswith("-> 100.00%")
+    assert "the weights that train changed during training" in (tmp_path / "trainsweep" / "report.md").read_text()

@@ -291,11 +291,11 @@ class TrainsweepCallback(TrainerCallback):
         tokens = self.meter.results()["tokens"]
         per_sample = (rep.get("data") or {}).get("sequences_per_sample", 1)
         if rep.get("flops") is None and tokens and tokens["samples"] and tokens["real"]:
-            # no rows to read ahead (an IterableDataset, a preference pair): attention counted at the window's
-            # mean attended length a sequence, as the token-weighted mean needs each sequence's length
+            # no rows read ahead (an IterableDataset, preference pairs): attention at the window's mean length
             rep.flops = self._flops(model, tokens["real"] / (tokens["samples"] * per_sample))
-        if rep.get("flops") is not None and self.forwards is not None:
-            rep.flops.scaled_by_forwards(self.forwards.per_micro_batch(), caller_of_model(self.trainer))
+        if rep.get("flops") is not None:
+            rep.flops.scaled_by_forwards(self.forwards and self.forwards.per_micro_batch(), caller_of_model(self.trainer))
+            rep.flops.trainable_at_end(rep.params["trainable_fraction"], models.parameter_counts(model)["trainable_fraction"])
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
                          own_objective=own_objective(self.trainer)), self.res.device)

@@ -143,6 +143,7 @@ class Flops(Section):
     # training forwards of the model a micro-batch, where more than one (R-Drop): per_token counts them all
     forwards_per_micro_batch: Optional[float] = None
     forwards_by: Optional[str] = None  # what calls the model more than once: "your compute_loss"
+    trainable_changed: Optional[str] = None  # "0.73% -> 100.00%": a script unfroze (or froze) weights mid-run
 
     def wandb_summary(self) -> dict:
         return {"perf/mfu": self.mfu, "perf/of_ceiling": self.of_ceiling}
@@ -155,13 +156,20 @@ class Flops(Section):
         self.per_token_hardware *= per_micro_batch
         self.forwards_per_micro_batch, self.forwards_by = per_micro_batch, by
 
+    def trainable_at_end(self, begin: float, end: float) -> None:
+        """The share of weights that train, at train begin (what the FLOPs were counted with) and at its end."""
+        if round(begin, 6) != round(end, 6):
+            self.trainable_changed = f"{begin:.2%} -> {end:.2%}"
+
     def _forwards(self) -> str:
+        changed = (f"; the weights that train changed during training ({self.trainable_changed} of them): FLOPs and "
+                   "MFU count the start's" if self.trainable_changed else "")
         n = self.forwards_per_micro_batch
         if not n:
-            return ""
+            return changed
         times = "twice" if n == 2 else f"{n:.3g} times"
         return (f", {n:.3g} forwards a micro-batch ({self.forwards_by or 'the training step'} calls the model "
-                f"{times}): FLOPs counted for {'both' if n == 2 else 'each'}")
+                f"{times}): FLOPs counted for {'both' if n == 2 else 'each'}{changed}")
 
     def line(self) -> str:
         ceiling = (f"; {_fmt(self.of_ceiling, '.0%')} of this card's GEMM ceiling for this model "
