@@ -85,8 +85,7 @@ class TrainsweepCallback(TrainerCallback):
         self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
         self.meter = self.report = self.trainer = self.forwards = None
         self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
-        self.guard = Guard()
-        self._detachers: list = []
+        self.guard, self._detachers = Guard(), []
 
     # -- train begin -----------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kw):
@@ -331,7 +330,8 @@ def own_objective(trainer) -> bool:
     """Whether the trainer trains on its own objective rather than the model's cross-entropy: TRL's preference and
     RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), and SFT's loss_type="dft" (each token's loss
     weighted by its probability), whose loss never starts at a uniform guess over the vocabulary."""
-    return trl_trainer(trainer) not in (None, "SFTTrainer") or getattr(trainer.args, "loss_type", "nll") not in (None, "nll")
+    dft = getattr(getattr(trainer, "args", None), "loss_type", "nll") not in (None, "nll")
+    return trl_trainer(trainer) not in (None, "SFTTrainer") or dft
 
 
 def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:
