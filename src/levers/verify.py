@@ -28,7 +28,7 @@ FULL = 0.9  # timed packs are at least this full, as packs are in training (firs
 # longest row), and a shape's first sight costs more than its later ones (kernel choice, allocator growth). On an
 # H100 at full depth (experiments/dropin, calls 4 and 5) the single pass put the script's own batches at 3,765-4,009
 # real tok/s, below what its training reached, and said 2.87x and 3.06x where the script's clock showed 1.75x and
-# 1.94x; the second pass put them at 8,724 (the first, in the same run, 3,784) and said 1.88x (1.80-1.96) where the
+# 1.94x; the second pass put them at 8,724 (the first, in the same run, 3,784) and said 1.88x (1.80-1.95) where the
 # script's clock showed 2.25x. TRAINSWEEP_VERIFY_WARM_PASSES=0 times the first sight alone (faster, and high).
 WARM_PASSES_ENV = "TRAINSWEEP_VERIFY_WARM_PASSES"
 COMPILES = ("regional compile", "CUDA graphs")  # the compiled arm: one or the other

@@ -225,7 +225,9 @@ def _final_norm(model) -> torch.nn.Module:
 def uncompiled(model):
     """The module a script compiled itself (`model = torch.compile(model)` before the Trainer), or the model: its
     class, config and adapters are the original's (the compiled wrapper reads as an unknown "OptimizedModule")."""
-    return getattr(model, "_orig_mod", model) if type(model).__name__ == "OptimizedModule" else model
+    from accelerate.utils import is_compiled_module
+
+    return model._orig_mod if is_compiled_module(model) else model
 
 
 def active_adapter(model) -> tuple[object | None, str | None]:

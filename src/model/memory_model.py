@@ -20,7 +20,8 @@ Two things the first probe taught (experiments/speed/memory_trace.py, what is al
 - The widest micro-batch carries padding like a real one: with a padding mask sdpa repeats K/V for GQA and takes
   the memory-efficient kernel; an all-full batch takes the cheaper maskless path (8% short at bs 32).
 
-About 420 lines, as one concern: the peak's prediction, its probes, its parts and the capacity it is judged by.
+About 430 lines, as one concern: the peak's prediction, its probes (by layer, and a copy compiled whole for a
+run compiled whole), its parts and the capacity it is judged by.
 """
 from __future__ import annotations
 

@@ -60,9 +60,10 @@ def register_varlen() -> None:
 # -- classification ---------------------------------------------------------------------------------
 def pool_per_sequence(model, scale: float = 1) -> None:
     """Teach a sequence classifier packed batches: with cu_seq_lens_q in the inputs it pools each sequence's
-    last token that is not the pad id (as the model's own pooling reads a row) and scores one loss per sequence (summed, over num_items_in_batch when given, so grad-accum
-    equals the larger batch), times `scale` (a user's script whose accumulated loss was grad_accum times the
-    mean keeps that scale: src/levers/packing.py). Without them it is the model's own forward."""
+    last token that is not the pad id (as the model's own pooling reads a row) and scores one loss per sequence
+    (summed, over num_items_in_batch when given, so grad-accum equals the larger batch), times `scale` (a user's
+    script whose accumulated loss was grad_accum times the mean keeps that scale: src/levers/packing.py). Without
+    them it is the model's own forward."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     original = base.forward
 
