@@ -163,6 +163,7 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict, warmed: bool = F
         for lv in [lv for lv in out.applied() if lv.name not in UNTIMED]:
             out.turn_off(lv.name, f"turned back off: {why}")
     kept = [lv.name for lv in out.applied() if lv.name not in UNTIMED]
+    trimmed = any(lv.name in UNTIMED for lv in out.applied())
     mean = {arm: float(np.mean(r)) for arm, r in rates.items()}
     same_rows = (f"loss on the same rows and weights {plain:.4f} yours, {losses[final]:.4f} sped up "
                  f"({len(rates[final])} interleaved rounds{' after an untimed pass over them' if warmed else ''}, "
@@ -170,7 +171,8 @@ def decide(out: Speedup, arms: dict, rates: dict, losses: dict, warmed: bool = F
     if kept:
         line = (f"forward+backward {total.ratio:.2f}x {span} on {out.device}: {', '.join(kept)} kept; {same_rows}; the "
                 "packed arm timed on packs at least 90% full, training's partly filled ones not). Your whole step "
-                "gains less: its optimizer step, logging and data loading are not sped up (your train_runtime tells)")
+                f"gains less or more: its optimizer step, logging and data loading are outside this A/B"
+                f"{', and so is the trim of the Trainer step overheads' if trimmed else ''} (your train_runtime tells)")
     else:
         line = (f"forward+backward {total.ratio:.2f}x {span} on {out.device}: "
                 f"{'a tie' if total.tie else 'slower'}, so your batches stay as they are; {same_rows})")
