@@ -424,6 +424,13 @@ def test_the_drop_ins_hints_speak_the_scripts_words():
     kto = in_script_words(dynamic, False, "DataCollatorForUnpairedPreference", order_is_the_trainers=True)[0]["hint"]
     assert "group_by_length" not in kto and kto.startswith("now the collator padding each batch (DataCollatorForUnpairedPreference)")
     assert "group_by_length" in in_script_words(dynamic, False, "DataCollatorWithPadding")[0]["hint"]
+    # ... and where grouping was the only better way (KTO's own script: dynamic 19%, grouped 3%, packed 38%), its
+    # padding is the least it can have: no warning naming a choice it does not have
+    only_grouping = [{**checks[0], "value": {"chosen": "dynamic", "max_length": 0.99, "longest": 0.34, "dynamic": 0.19,
+                                             "grouped": 0.03, "packed": 0.38}}]
+    judged = in_script_words(only_grouping, False, "DataCollatorForUnpairedPreference", order_is_the_trainers=True)[0]
+    assert judged["status"] == "pass" and judged["hint"] == "" and "dynamic: 19.0%" in judged["expected"]
+    assert in_script_words(only_grouping, False, "DataCollatorWithPadding")[0]["status"] == "warn"
 
 
 def test_exit_now_keeps_the_exit_code_printed_output_and_logged_lines(tmp_path):
