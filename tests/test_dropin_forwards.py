@@ -243,3 +243,73 @@ def test_a_compiled_model_is_counted_on_its_wrapper_and_compiles_as_without_it(t
     with_hook, counter = compiled(RDropTrainer, tmp_path / "measured", measured=True)
     assert alone >= 1 and with_hook == alone and (counter.forwards, counter.micro_batches) == (12, 6)
     assert _report(tmp_path / "measured")["flops"]["forwards_per_micro_batch"] == 2
+
+
+class RefScoringTrainer(Trainer):
+    """DPO's shape of step: a frozen reference scores the micro-batch without grad, then the model trains on it."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        with torch.no_grad():
+            ref = self.ref_model(**{k: v for k, v in inputs.items() if k != "labels"}).logits
+        out = model(**{k: v for k, v in inputs.items() if k != "labels"})
+        loss = nn.functional.cross_entropy(out.logits, inputs["labels"]) + 0 * ref.sum()
+        return (loss, out) if return_outputs else loss
+
+
+def test_a_reference_models_scoring_pass_is_counted_at_its_forward_flops(tmp_path, capsys):
+    """TRL's DPO runs a reference over each micro-batch: a forward the loss needs. Left out, a LoRA run's MFU read a
+    third low; generation (one token at a time) and evaluation stay out."""
+    from src.model.flops import forward_per_token
+
+    plain, _ = _train(Trainer, tmp_path / "plain", gradient_accumulation_steps=2)
+    capsys.readouterr()
+    trainer = RefScoringTrainer(model=_bert(), args=_args(tmp_path / "ref", gradient_accumulation_steps=2,
+                                                         eval_strategy="steps", eval_steps=2),
+                                train_dataset=ROWS, eval_dataset=ROWS[:8])
+    trainer.ref_model = _bert().eval()
+    dropin = attach(trainer, warmup_steps=1, peak_tflops=1.0)
+    kept = Kept(dropin)
+    trainer.add_callback(kept)
+    trainer.train()
+    rep = _report(tmp_path / "ref")
+    assert kept.counter.forwards == kept.counter.micro_batches == 12 and kept.counter.scoring == {"ref_model": kept.counter.fetched}
+    fl = rep["flops"]
+    each = forward_per_token(trainer.ref_model, trainer.ref_model.config, fl["seq"])
+    assert fl["scoring_passes"] == {"ref_model": 1.0} and fl["forwards_per_micro_batch"] is None
+    assert fl["per_token"] == pytest.approx(plain["flops"]["per_token"] + each)
+    assert fl["per_token_hardware"] == pytest.approx(plain["flops"]["per_token_hardware"] + each)
+    assert fl["mfu"] == pytest.approx(rep["throughput"]["real_tokens_per_s_per_gpu"] * fl["per_token"] / 1e12)
+    assert "plus forwards without grad over the batches' tokens (1x by ref_model: a reference's or teacher's scoring, as DPO's) counted as forward FLOPs" in capsys.readouterr().out
+    assert plain["flops"]["scoring_passes"] is None
+
+
+def test_trls_dpo_reference_is_counted_with_a_ref_model_and_with_adapters_off(tmp_path):
+    """TRL's own DPOTrainer: a full fine-tune keeps a ref_model copy; a LoRA run scores with the adapters off, the
+    model itself without grad. Either way one scoring pass a micro-batch."""
+    trl = pytest.importorskip("trl")
+    from peft import LoraConfig
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    words = "the a tax paid due late refund form bank office".split()
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[PAD]", "[UNK]", "[EOS]"] + words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]")
+    rows = [{"prompt": " ".join(words[(i + j) % 10] for j in range(2 + i % 3)),
+             "chosen": " ".join(words[(i * 3 + j) % 10] for j in range(1 + i % 4)),
+             "rejected": " ".join(words[(i * 7 + j) % 10] for j in range(2 + i % 2))} for i in range(32)]
+    from datasets import Dataset
+
+    torch.manual_seed(0)  # saved: TRL builds the full fine-tune's reference from the model's path
+    Qwen3ForCausalLM(Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1, head_dim=16, pad_token_id=0,
+                                 eos_token_id=2)).save_pretrained(tmp_path / "model")
+    for peft_config, who in ((None, "ref_model"), (LoraConfig(r=4, target_modules=["q_proj", "v_proj"]), "model")):
+        model, out = str(tmp_path / "model"), tmp_path / who
+        args = trl.DPOConfig(output_dir=str(out), max_steps=4, per_device_train_batch_size=4, logging_steps=1,
+                             report_to=[], use_cpu=True, save_strategy="no", bf16=False)
+        trainer = trl.DPOTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                                 processing_class=tokenizer, peft_config=peft_config)
+        attach(trainer, warmup_steps=1)
+        trainer.train()
+        assert _report(out)["flops"]["scoring_passes"] == {who: 1.0}

@@ -213,9 +213,9 @@ class TrainsweepCallback(TrainerCallback):
         self._detachers.append(handle.remove)
 
     def _count_forwards(self, taps, model) -> None:
-        """Forwards of the model a micro-batch (src/measure/forwards.py): R-Drop's compute_loss runs two."""
-        top = compiled_top(model, getattr(self.trainer, "model_wrapped", None))
-        counter = ForwardCounter(top, on_error=lambda exc: self.guard.turn_off(FORWARDS, exc))
+        """Forwards a micro-batch (src/measure/forwards.py): R-Drop's two, DPO's reference scoring the batch."""
+        counter = ForwardCounter.of_trainer(compiled_top(model, getattr(self.trainer, "model_wrapped", None)),
+                                            self.trainer, on_error=lambda exc: self.guard.turn_off(FORWARDS, exc))
         taps.listeners.append(counter.listen)
         self.forwards = counter
 
@@ -293,7 +293,7 @@ class TrainsweepCallback(TrainerCallback):
             # no rows read ahead (an IterableDataset, preference pairs): attention at the window's mean length
             rep.flops = self._flops(model, tokens["real"] / (tokens["samples"] * per_sample))
         if rep.get("flops") is not None:
-            rep.flops.scaled_by_forwards(self.forwards and self.forwards.per_micro_batch(), caller_of_model(self.trainer))
+            rep.flops.count_forwards(self.forwards, caller_of_model(self.trainer))
             rep.flops.trainable_at_end(rep.params["trainable_fraction"], models.parameter_counts(model)["trainable_fraction"])
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,

@@ -106,3 +106,11 @@ def flops_per_token(model: torch.nn.Module, conf, seq: float, gradient_checkpoin
     hardware = model_flops + (2 * (frozen + trainable) + attn_fwd if gradient_checkpointing else 0)
     return {"per_token": float(model_flops), "per_token_hardware": float(hardware),
             "matmul_params_frozen": frozen, "matmul_params_trainable": trainable, "seq": float(seq)}
+
+
+def forward_per_token(model: torch.nn.Module, conf, seq: float) -> float:
+    """A forward alone (no grad, no backward), per token at mean attended length `seq`: a reference model scoring
+    the batch (src/measure/forwards.py)."""
+    frozen, trainable = matmul_params(model)
+    layers, width = attention_shape(conf)
+    return float(2 * (frozen + trainable) + 4 * layers * width * seq)

@@ -144,6 +144,8 @@ class Flops(Section):
     forwards_per_micro_batch: Optional[float] = None
     forwards_by: Optional[str] = None  # what calls the model more than once: "your compute_loss"
     trainable_changed: Optional[str] = None  # "0.73% -> 100.00%": a script unfroze (or froze) weights mid-run
+    # forwards without grad over the micro-batch's tokens a micro-batch, by who ran them: {"ref_model": 1.0} (DPO)
+    scoring_passes: Optional[dict] = None
 
     def wandb_summary(self) -> dict:
         return {"perf/mfu": self.mfu, "perf/of_ceiling": self.of_ceiling}
@@ -156,6 +158,22 @@ class Flops(Section):
         self.per_token_hardware *= per_micro_batch
         self.forwards_per_micro_batch, self.forwards_by = per_micro_batch, by
 
+    def count_forwards(self, counter, by: str | None) -> None:
+        """What a ForwardCounter (src/measure/forwards.py) saw, if one counted: training forwards beyond one a
+        micro-batch, and scoring passes."""
+        if counter is not None:
+            self.scaled_by_forwards(counter.per_micro_batch(), by)
+            self.add_scoring(counter.scoring_flops(self.seq or 0.0))
+
+    def add_scoring(self, passes: list[tuple[str, float, float]]) -> None:
+        """Add the scoring passes (who, passes a micro-batch, forward FLOPs a token each): a reference model's
+        log-probs are work DPO's loss needs, not spare time."""
+        extra = sum(n * each for _, n, each in passes)
+        if extra:
+            self.per_token += extra
+            self.per_token_hardware += extra
+            self.scoring_passes = {who: n for who, n, _ in passes}
+
     def trainable_at_end(self, begin: float, end: float) -> None:
         """The share of weights that train, at train begin (what the FLOPs were counted with) and at its end."""
         if round(begin, 6) != round(end, 6):
@@ -164,6 +182,11 @@ class Flops(Section):
     def _forwards(self) -> str:
         changed = (f"; the weights that train changed during training ({self.trainable_changed} of them): FLOPs and "
                    "MFU count the start's" if self.trainable_changed else "")
+        if self.scoring_passes:
+            who = ", ".join(f"{n:.3g}x by {'the model itself' if name == 'model' else name}"
+                            for name, n in self.scoring_passes.items())
+            changed = (f", plus forwards without grad over the batches' tokens ({who}: a reference's or teacher's "
+                       f"scoring, as DPO's) counted as forward FLOPs{changed}")
         n = self.forwards_per_micro_batch
         if not n:
             return changed
