@@ -115,7 +115,9 @@ def test_generation_inside_the_training_step_is_not_counted(tmp_path):
     trainer.add_callback(kept)
     trainer.train()
     assert kept.counter.forwards == kept.counter.micro_batches == 6
+    assert kept.counter.scoring == {}  # generate hands the model its cache at every call: no scoring pass
     assert _report(tmp_path)["flops"]["forwards_per_micro_batch"] is None
+    assert _report(tmp_path)["flops"]["scoring_passes"] is None
 
 
 class Boom:

@@ -12,7 +12,8 @@ a reference (a `ref_model`, or the model with its adapters off), KTO its batch a
 distillation with a `teacher_model`. It is work the objective needs, a third or a half more than the training's
 own, and MFU that left it out read that much low. Its share is counted as token positions, the pass's input_ids
 against the fetched micro-batches', each at the forward FLOPs of the module that ran it. Generation hands the
-model its cache (`past_key_values`) at every call and is left out: a decoding step's cost is no batch's forward.
+model its cache (`past_key_values`; `cache` in transformers 5) at every call and is left out: a decoding step's
+cost is no batch's forward.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import torch
 from ..model import flops
 
 SCORERS = ("ref_model", "teacher_model")  # TRL's trainers' names for a second model scoring each batch
+CACHE_KWARGS = ("past_key_values", "cache")  # what generate hands the model (transformers 4 and 5 name it apart)
 
 
 def compiled_top(model, wrapped):
@@ -68,7 +70,7 @@ class ForwardCounter:
                     self.forwards += 1
                 return
             ids = kwargs.get("input_ids", args[0] if args else None)
-            if isinstance(ids, torch.Tensor) and kwargs.get("past_key_values") is None:
+            if isinstance(ids, torch.Tensor) and all(kwargs.get(key) is None for key in CACHE_KWARGS):
                 self.scoring[name] = self.scoring.get(name, 0) + ids.numel()
         except Exception as exc:  # never into the user's forward
             self._fail(exc)

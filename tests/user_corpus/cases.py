@@ -328,5 +328,40 @@ CASES = [
     Case("user_torch_compile", "user_torch_compile.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
          "causal_lm", "TrainingArguments(torch_compile=True, torch_compile_backend='aot_eager'): the Trainer compiles "
          "the whole model; speedup's compile levers say so and stay off, its packs meet the compiled model"),
+    # styles added by a later hand: schedules and optimizers by name, added tokens, streaming metrics, overridden
+    # optimizer and training step, checkpointing enabled before PEFT, resuming on the same Trainer, mixed sources
+    Case("lora_noclip_sgd_wsd", "lora_noclip_sgd_wsd.py", ("{llama_nopad}", "{data}/text.txt", "{out}"),
+         "causal_lm", "LoRA on q/k/v/o, pad = unk, micro-batch 2 x grad accum 4, max_grad_norm=0.0, optim='sgd' with "
+         "optim_args momentum/nesterov, warmup_stable_decay with lr_scheduler_kwargs"),
+    Case("added_tokens_resize_lora", "added_tokens_resize_lora.py", ("{llama_nopad}", "{data}/chat.jsonl", "{out}"),
+         "causal_lm", "new [PAD] and role tokens, resize_token_embeddings(pad_to_multiple_of=8), LoRA with "
+         "modules_to_save=['embed_tokens', 'lm_head'], user turn masked -100, DataCollatorForSeq2Seq, grad accum 2"),
+    Case("clm_batch_eval_metrics", "clm_batch_eval_metrics.py",
+         ("--model", "{qwen3}", "--text", "{data}/text.txt", "--out", "{out}"),
+         "causal_lm", "batch_eval_metrics=True with a stateful compute_metrics(eval_pred, compute_result), "
+         "preprocess_logits_for_metrics argmax, group_texts blocks, cosine_with_min_lr (min_lr_rate), eval every 3"),
+    Case("llrd_create_optimizer", "llrd_create_optimizer.py", ("{bert}", "{data}/cls_train.csv", "{out}"),
+         "classification", "a Trainer subclass's create_optimizer: layer-wise LR decay groups over BERT, the Trainer's "
+         "linear schedule on them, padding='max_length', grad accum 2"),
+    Case("manual_backward_step", "manual_backward_step.py", ("{qwen3}", "{data}/short.csv", "{out}"),
+         "classification", "a subclass's training_step replacing the Trainer's: its own forward, a confidence "
+         "penalty on the logits, loss / grad accum, self.accelerator.backward; DataCollatorWithPadding, grad accum 2"),
+    Case("gc_enable_before_peft", "gc_enable_before_peft.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
+         "causal_lm", "gradient_checkpointing_enable(use_reentrant=False) and enable_input_require_grads on the base "
+         "model before get_peft_model, no gradient_checkpointing argument; torch_empty_cache_steps, "
+         "average_tokens_across_devices, DataCollatorForSeq2Seq, grad accum 2"),
+    Case("resume_same_trainer_twice", "resume_same_trainer_twice.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "train() to 4 steps saving checkpoints, then trainer.args.max_steps = 8 and "
+         "train(resume_from_checkpoint=True) on the same Trainer object"),
+    Case("interleave_with_format", "interleave_with_format.py",
+         ("--model", "{qwen3}", "--main", "{data}/cls_train.csv", "--extra", "{data}/cls_dev.csv", "--out", "{out}"),
+         "classification", "interleave_datasets (probabilities, all_exhausted), with_format('torch', columns=[...]) "
+         "hiding the text column, DataCollatorWithPadding"),
+    Case("trl_full_loss_lora", "trl_full_loss_lora.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
+         "causal_lm", "SFTTrainer on prompt/completion rows with completion_only_loss=False, max_length=None, "
+         "pad_to_multiple_of=8, dataset_kwargs, peft_config, a loaded model, grad accum 2"),
+    Case("bert_pair_pad8", "bert_pair_pad8.py", ("{bert}", "{data}/sts.csv", "{out}"),
+         "classification", "sentence pairs with token_type_ids, DataCollatorWithPadding(pad_to_multiple_of=8), "
+         "cosine_with_min_lr (min_lr), accuracy and F1"),
 ]
 BY_NAME = {case.name: case for case in CASES}
