@@ -137,6 +137,43 @@ def test_4_a_mean_compute_loss_on_a_causal_lm_with_accumulation_is_caught(tmp_pa
     assert check["status"] == "fail" and "2x too large" in check["hint"]
 
 
+class OwnStep(MeanLoss):
+    """A training_step of the script's own: its forward, its division by the accumulation steps, its backward."""
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        model.train()
+        with self.compute_loss_context_manager():
+            loss = self.compute_loss(model, self._prepare_inputs(inputs)) / self.args.gradient_accumulation_steps
+        self.accelerator.backward(loss)
+        return loss.detach()
+
+
+class StepThenMore(MeanLoss):
+    """A training_step that runs the Trainer's (FGM's shape), so the Trainer's scaling, and its bug, still apply."""
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        return super().training_step(model, inputs, num_items_in_batch)
+
+
+def test_4_an_own_training_step_that_never_calls_the_trainers_is_not_told_its_loss_is_doubled(tmp_path):
+    """A user's corpus script (manual_backward_step) was told 'the logged loss and the gradients are 2x too large'
+    and to set loss_is_scaled_for_ga: its training_step divides by the accumulation steps itself, and neither
+    applied. One that calls the Trainer's still gets the probe."""
+    tokenizer = _tokenizer()
+    data = Dataset.from_dict({"text": TEXTS}).map(lambda b: tokenizer(b["text"], padding="max_length", max_length=12,
+                                                                      truncation=True), batched=True, remove_columns=["text"])
+    data = data.map(lambda r: {"labels": [t if m else -100 for t, m in zip(r["input_ids"], r["attention_mask"])]})
+    for cls, status in ((OwnStep, "not_run"), (StepThenMore, "fail")):
+        set_seed(0)
+        trainer = cls(model=Qwen3ForCausalLM(_config()), args=_args(tmp_path / cls.__name__, gradient_accumulation_steps=2),
+                      train_dataset=data)
+        attach(trainer)
+        _train(trainer)
+        check = _checks(tmp_path / cls.__name__)["train.grad_accum_loss"]
+        assert check["status"] == status, (cls.__name__, check)
+    assert "OwnStep.training_step is your own" in _checks(tmp_path / "OwnStep")["train.grad_accum_loss"]["value"]
+
+
 def _token_rows(tokenizer) -> Dataset:
     def label(batch):
         enc = tokenizer(batch["text"])

@@ -10,6 +10,9 @@ def grad_accum_loss(trainer) -> dict:
     """Is the logged loss of an accumulated step the mean over its items, or grad_accum times that?"""
     scale = loss_scale.probe(trainer, loss_scale.first_batch(trainer))
     ga = scale.grad_accum
+    if scale.own_step:
+        return preflight.result("train.grad_accum_loss", "not_run", scale.detail,
+                                "the loss of the whole accumulated batch", f"not checked: {scale.detail}")
     if scale.reads_items is False:
         told = hasattr(trainer, "loss_is_scaled_for_ga")  # transformers 5.24+ lets a script say it
         fix = ("trainer.loss_is_scaled_for_ga = False" if told else "trainer.model_accepts_loss_kwargs = False")

@@ -7,7 +7,8 @@ reads num_items_in_batch depends on the model's loss function or the script's ow
 classifier's, a token classifier's or a subclass's mean ignores it, and then the logged loss and the gradients
 come out grad_accum times too large (transformers#47688). One probe tells: the script's own compute_loss on one
 micro-batch with num_items_in_batch n and 2n (no grad, dropout off). A loss that halves reads it; one that stays
-ignores it.
+ignores it. A subclass whose own training_step never calls the Trainer's scales the loss itself: nothing here
+applies to it, and it is not probed.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..base.rng import rng_kept
+from ..train.trainer import own_method
 
 # What a loss computation may write on a Trainer: TRL logs token counts and metrics from compute_loss.
 TRAINER_STATE = ("_metrics", "_total_train_tokens")
@@ -41,6 +43,7 @@ class LossScale:
     trainer_divides: bool  # the Trainer divides each micro-batch's loss by grad_accum itself
     reads_items: bool | None  # the loss reads num_items_in_batch (None: not probed)
     detail: str
+    own_step: bool = False  # the script's training_step never calls the Trainer's: the scale is its own
 
     @property
     def factor(self) -> int:
@@ -54,6 +57,14 @@ def trainer_divides(trainer, items) -> bool:
     if told is not None:
         return not told
     return not ((trainer.model_accepts_loss_kwargs and items is not None) or trainer.compute_loss_func is not None)
+
+
+def own_step(trainer) -> str | None:
+    """The script's class whose training_step never calls the Trainer's (it runs its own forward and backward), or
+    None. One that calls it (super().training_step, then an adversarial pass) still gets the Trainer's scaling."""
+    owner = own_method(trainer, "training_step")
+    code = getattr(vars(owner)["training_step"], "__code__", None) if owner is not None else None
+    return owner.__name__ if code is not None and "training_step" not in code.co_names else None
 
 
 def first_batch(trainer) -> dict:
@@ -71,6 +82,10 @@ def first_batch(trainer) -> dict:
 def probe(trainer, batch: dict) -> LossScale:
     """The script's loss scale on one of its own micro-batches (device tensors, as training_step gets them)."""
     ga = trainer.args.gradient_accumulation_steps
+    own = own_step(trainer)
+    if own is not None and ga > 1:
+        return LossScale(ga, True, None, f"{own}.training_step is your own and never calls the Trainer's: it scales "
+                                         "each micro-batch's loss itself", own_step=True)
     items = trainer._get_num_items_in_batch([batch], trainer.args.device)
     if ga == 1 or trainer_divides(trainer, items):
         return LossScale(ga, True, None, f"gradient_accumulation_steps {ga}; the Trainer divides each micro-batch's "
