@@ -356,3 +356,29 @@ def test_speedup_on_a_cpu_measures_before_it_keeps_anything(tmp_path):
                                  train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer)),
                          verify=False, quiet=True)
     assert unmeasured.verified["line"].startswith("unmeasured here")
+
+
+def test_checkpointing_turned_on_on_the_model_by_the_script_is_read(tmp_path):
+    """QLoRA-era notebooks call model.gradient_checkpointing_enable() before get_peft_model and pass no Trainer
+    argument (user corpus: gc_enable_before_peft): the report read 'off', HFU left out the recompute and the
+    checkpointing check did not run."""
+    from peft import LoraConfig, get_peft_model
+
+    tokenizer = _tokenizer()
+    data = Dataset.from_dict({"text": TEXTS}).map(lambda b: tokenizer(b["text"]), batched=True, remove_columns=["text"])
+    set_seed(0)
+    model = Qwen3ForCausalLM(_config())
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.enable_input_require_grads()
+    model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    from transformers import DataCollatorForLanguageModeling
+
+    trainer = Trainer(model=model, args=_args(tmp_path), train_dataset=data,
+                      data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False))
+    attach(trainer)
+    _train(trainer)
+    rep = _report(tmp_path)
+    assert rep["config"]["trainer"]["gradient_checkpointing"] is True
+    assert rep["config"]["trainer"]["checkpoint_reentrant"] is False
+    assert rep["flops"]["per_token_hardware"] > rep["flops"]["per_token"]  # the recompute is hardware work
+    assert "train.checkpointing_grads" in _checks(tmp_path)

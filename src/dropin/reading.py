@@ -251,10 +251,17 @@ def resolved_of(args, model) -> env.Resolved:
                         attention, strategy, world)
 
 
-def checkpointing_of(args) -> tuple[bool, bool | None]:
-    """(on, use_reentrant) from TrainingArguments; transformers 5.2x renamed gradient_ to activation_."""
+def checkpointing_of(args, model=None) -> tuple[bool, bool | None]:
+    """(on, use_reentrant) from TrainingArguments (transformers 5.2x renamed gradient_ to activation_), or from the
+    model where the script turned it on itself (model.gradient_checkpointing_enable() before get_peft_model, with
+    no Trainer argument): its layers' checkpoint function holds the keywords it was given."""
     prefix = "activation" if hasattr(args, "activation_checkpointing") else "gradient"
     kwargs = getattr(args, f"{prefix}_checkpointing_kwargs", None) or {}
+    if not getattr(args, f"{prefix}_checkpointing") and model is not None:
+        layer = next((m for m in model.modules() if getattr(m, "gradient_checkpointing", None) is True), None)
+        if layer is not None:
+            func = getattr(layer, "_gradient_checkpointing_func", None)
+            return True, (getattr(func, "keywords", None) or {}).get("use_reentrant")
     return bool(getattr(args, f"{prefix}_checkpointing")), kwargs.get("use_reentrant")
 
 
@@ -289,7 +296,7 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
     the TRL trainer's name, trl_trainer's; `untokenised`: padding.untokenised_of's, for rows without input_ids)."""
     conf = config_of(model)
     padding = padding_of(rows, args, collator, untokenised)
-    checkpointing, reentrant = checkpointing_of(args)
+    checkpointing, reentrant = checkpointing_of(args, model)
     task = task_of(model, rows, trl)
     layout = layout_of(rows, task, padding)
     if getattr(args, "packing", False) and getattr(args, "packing_strategy", None) == "wrapped" and rows:
