@@ -382,3 +382,24 @@ def test_checkpointing_turned_on_on_the_model_by_the_script_is_read(tmp_path):
     assert rep["config"]["trainer"]["checkpoint_reentrant"] is False
     assert rep["flops"]["per_token_hardware"] > rep["flops"]["per_token"]  # the recompute is hardware work
     assert "train.checkpointing_grads" in _checks(tmp_path)
+
+
+def test_a_resumed_run_too_short_to_time_says_it_resumed(tmp_path):
+    """A resumed call ran max_steps minus its checkpoint's steps; the flag blamed max_steps=8 alone (user corpus:
+    resume_same_trainer_twice), though 8 steps leave timed ones after 5 warm-up."""
+    tokenizer = _tokenizer()
+    data = _classified(tokenizer)
+
+    def trainer(steps):
+        set_seed(0)
+        return Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)),
+                       args=_args(tmp_path, max_steps=steps, save_strategy="steps", save_steps=4),
+                       train_dataset=data, data_collator=DataCollatorWithPadding(tokenizer))
+
+    trainer(4).train()
+    resumed = trainer(8)
+    attach(resumed)
+    resumed.train(resume_from_checkpoint=True)
+    assert _report(tmp_path)["flags"]["reasons"] == [
+        "too few steps to measure: trainer.max_steps=8 from step 4 (resumed: 4 steps) leaves no timed step after 5 "
+        "warm-up"]

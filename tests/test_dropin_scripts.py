@@ -80,6 +80,9 @@ def test_a_run_glue_style_script(tmp_path):
     assert checks["train.schedule"]["status"] == "pass"  # checked with its min_lr
     assert checks["train.grad_accum_loss"]["status"] == "fail"  # transformers#47688, with its fix named
     assert "--pad_to_max_length False" in checks["data.padding_waste"]["hint"]  # padded at map time: the script's flag
+    # an encoder's rows attend to each other when packed: no padding-free collator is offered
+    assert "packed" not in checks["data.padding_waste"]["value"] and rep["config"]["data"]["packable"] is False
+    assert "Flattening" not in checks["data.padding_waste"]["hint"]
     assert rep["config"]["padding"]["strategy"] == "max_length" and rep["eval"]["final"]["loss"] > 0
     assert not [c for c in checks.values() if c["status"] == "not_run"]
 

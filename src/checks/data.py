@@ -130,7 +130,8 @@ def data_checks(cfg, train_ds) -> list[dict]:
                       f"<= 5% of rows at data.max_length ({d.max_length})",
                       f"raise data.max_length (now {d.max_length}): the ends of these rows are cut" if truncated > 0.05 else ""))
     p = cfg.padding
-    strategies = ["max_length", "longest", "dynamic", "grouped"] + (["packed"] if task in PACKED_TASKS else [])
+    packable = task in PACKED_TASKS and d.get("packable", True)  # the drop-in's encoders: rows would attend to each other
+    strategies = ["max_length", "longest", "dynamic", "grouped"] + (["packed"] if packable else [])
     waste = {s: pad_fraction(lengths, s, cfg.batch.size, d.max_length, p.pad_to_multiple_of, p.chunk_size,
                              tokens=cfg.batch.tokens) for s in strategies}
     chosen, best = waste[p.strategy], min(waste.values())

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from ..config.training import MeasureConfig
 from ..data.row_shapes import as_row, attended, plain, tokens
 from ..machine import env
-from ..model.build import active_adapter
+from ..model.build import active_adapter, attention_is_causal
 from ..train.trainer import own_method
 from .padding import padding_of
 
@@ -314,9 +314,11 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         # blocks: the block width, which no row was cut to
         "data": {"max_length": len(tokens(rows.rows[0])) if layout
                  else max_length_of(rows, padding, tokenizer, conf, args),
-                 "layout": layout},
+                 # an encoder's rows can't be packed: they would attend to each other
+                 "layout": layout, "packable": attention_is_causal(model) is True},
         "peft": peft_of(model),
-        "trainer": {"max_steps": state.max_steps, "lr": args.learning_rate,
+        # first_step: a resumed run starts past its checkpoint's steps, which it does not run
+        "trainer": {"max_steps": state.max_steps, "first_step": state.global_step, "lr": args.learning_rate,
                     "warmup_steps": args.get_warmup_steps(state.max_steps),
                     "scheduler": str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)),
                     "args": {"lr_scheduler_kwargs": dict(args.lr_scheduler_kwargs or {})},

@@ -27,7 +27,7 @@ import types
 
 import torch
 
-from ..model.build import active_adapter, uncompiled
+from ..model.build import active_adapter, attention_is_causal, uncompiled
 from ..train.trainer import own_method
 from . import cuda_graphs, packing
 from .outcome import Speedup
@@ -132,11 +132,11 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
     task = next((t for suffix, t in TASKS.items() if name.endswith(suffix)), None)
     if task is None or getattr(base.config, "is_encoder_decoder", False):
         return None, f"{name}: padding-free batches are for decoder-only causal LMs and sequence classifiers"
-    causal = {getattr(m, "is_causal") for m in base.modules() if isinstance(getattr(m, "is_causal", None), bool)}
-    if not causal:  # a family whose attention layers don't say (BLOOM's alibi): not guessed at
+    causal = attention_is_causal(base)
+    if causal is None:  # a family whose attention layers don't say (BLOOM's alibi): not guessed at
         return None, (f"{name}'s attention layers don't say they are causal (no is_causal): packed sequences "
                       "could attend to each other")
-    if causal != {True}:
+    if not causal:
         return None, f"{name} is an encoder (bidirectional attention): packed sequences would attend to each other"
     if task == "classification" and not hasattr(base, "score"):
         return None, f"{name} has no `score` head to pool each sequence with"

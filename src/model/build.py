@@ -230,6 +230,13 @@ def uncompiled(model):
     return model._orig_mod if is_compiled_module(model) else model
 
 
+def attention_is_causal(model) -> bool | None:
+    """Whether the model's attention layers say they are causal (is_causal): False for an encoder (BERT's
+    bidirectional attention), None where they don't say (BLOOM's alibi) or disagree."""
+    said = {getattr(m, "is_causal") for m in model.modules() if isinstance(getattr(m, "is_causal", None), bool)}
+    return next(iter(said)) if len(said) == 1 else (False if said else None)
+
+
 def active_adapter(model) -> tuple[object | None, str | None]:
     """The config of the PEFT adapter that trains and its method's name (lora, adalora, prompt_tuning, ...); (None,
     None) for a model without adapters. A script's set_adapter("second") makes it the one, not the first added;
