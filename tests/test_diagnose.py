@@ -135,6 +135,13 @@ def test_the_default_random_model_starts_at_ln_k_and_its_gradient_scale_is_shown
     assert all(p.grad is None for p in model.parameters())  # the preflight leaves no gradients behind
 
 
+def test_grad_norm_without_clipping_is_recorded_not_held_to_a_bound_of_zero():
+    cfg, res, conf, ds, model, collator, batch = _build("trainer.max_grad_norm=0")
+    grad = {c["check"]: c for c in check_model.model_checks(cfg, res, model, batch, conf)}["train.grad_norm"]
+    assert grad["value"]["clipped_fraction"] == 0 and grad["value"]["grad_norm"] > 0
+    assert "clips nothing" in grad["expected"] and "<=" not in grad["expected"]
+
+
 def test_a_batch_the_model_computes_no_loss_on_is_said_and_leaves_no_hook_behind():
     """TRL's KTO and DPO collate batches without labels (their trainers compute the loss): the model returns no loss.
     The check says why it can't run, and the forward hook it put on the head comes off (it kept every forward's

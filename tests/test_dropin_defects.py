@@ -401,5 +401,5 @@ def test_a_resumed_run_too_short_to_time_says_it_resumed(tmp_path):
     attach(resumed)
     resumed.train(resume_from_checkpoint=True)
     assert _report(tmp_path)["flags"]["reasons"] == [
-        "too few steps to measure: trainer.max_steps=8 from step 4 (resumed: 4 steps) leaves no timed step after 5 "
+        "too few steps to measure: max_steps=8 from step 4 (resumed: 4 steps) leaves no timed step after 5 "
         "warm-up"]

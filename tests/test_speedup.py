@@ -513,6 +513,15 @@ def test_the_trainers_step_overheads_lever_gives_the_trainers_own_numbers(tmp_pa
     assert trainer.floating_point_ops(batch) == own_flops
     assert float(trainer._clip_grad_norm(model)) == pytest.approx(own_norm, rel=1e-6)
     assert trainer.args.logging_nan_inf_filter is False
+    assert "clipping over the weights" in next(lv for lv in done.levers if lv.name == "Trainer step overheads").detail
+
+
+def test_the_step_overheads_note_names_no_clipping_where_the_script_clips_nothing(tmp_path):
+    trainer = _trainer(tmp_path)
+    trainer.args.max_grad_norm = 0.0  # the Trainer never calls its clipping
+    done = speedup(trainer, verify=False, quiet=True)
+    lever = next(lv for lv in done.levers if lv.name == "Trainer step overheads")
+    assert lever.on and "clipping" not in lever.detail and "total_flos" in lever.detail
 
 
 @pytest.mark.gpu

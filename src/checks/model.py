@@ -145,8 +145,8 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
                       {"grad_norm": round(total, 3), "clipped_fraction": round(clipped, 4), "largest": top,
                        "largest_share_of_norm2": round(share, 3)},
                       # one micro-batch's gradient: the Trainer logs the accumulated step's, another number
-                      f"<= {clip} (trainer.max_grad_norm) or a few times it, for the first micro-batch's gradient",
-                      hint))
+                      f"<= {clip} (trainer.max_grad_norm) or a few times it, for the first micro-batch's gradient"
+                      if clip else "recorded: trainer.max_grad_norm=0 clips nothing", hint))
     if checkpointing and cfg.peft.method != "none":
         lora = [n for n, p in model.named_parameters() if p.requires_grad and "lora_" in n]
         got = sum(norms.get(n, 0.0) > 0 for n in lora)  # lora_B starts at zero: only B gets a gradient at step 1

@@ -275,8 +275,10 @@ def _step_overheads(trainer, out: Speedup) -> None:
         args.logging_nan_inf_filter = nan_filter and not on
 
     toggle(True)
-    out.add("Trainer step overheads", True, "parameters counted once for total_flos, clipping over the weights with "
-            "gradients (same numbers); no host sync per micro-batch for the logs' NaN filter", toggle)
+    # max_grad_norm=0: the Trainer clips nothing, so there is no clipping to trim
+    clipping = ", clipping over the weights with gradients" if args.max_grad_norm else ""
+    out.add("Trainer step overheads", True, f"parameters counted once for total_flos{clipping} (same numbers); no host "
+            "sync per micro-batch for the logs' NaN filter", toggle)
 
 
 def _regional_compile(model, args, cuda: bool, asked: bool | None, out: Speedup) -> None:

@@ -264,9 +264,10 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
     if not step.n:  # a short run is a run: it trained, and says it can't be timed rather than guess a verdict
         me = cfg.measure
         profiled = f" + {me.profile_steps} profiled" if device == "cuda" else ""
-        start = cfg.trainer.get("first_step") or 0
+        start = cfg.trainer.get("first_step")  # the drop-in's: a Trainer script sets TrainingArguments' max_steps
+        key = "trainer.max_steps" if start is None else "max_steps"
         resumed = f" from step {start} (resumed: {cfg.trainer.max_steps - start} steps)" if start else ""
-        rep.flags = Flags(reasons=[f"too few steps to measure: trainer.max_steps={cfg.trainer.max_steps}{resumed} "
+        rep.flags = Flags(reasons=[f"too few steps to measure: {key}={cfg.trainer.max_steps}{resumed} "
                                    f"leaves no timed step after {me.warmup_steps} warm-up{profiled}"])
         return
     th = throughput(m["tokens"], m["window_steps"], step.mean)
