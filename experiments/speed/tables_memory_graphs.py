@@ -1,31 +1,39 @@
 """Issue 53 G4 on whole-model CUDA graphs (`experiment=small_batch_fastest`: 2k packs, fused LoRA, unless a row
-says otherwise): the memory model's prediction against the run's peak. The H100 rows are eager copies' (the path
-until calls 2-3); call 1 on an H200 (gpu.sh graphs_memory, commit 08ff699) traced copies compiled whole, since
-reverted; calls 2 and 3 (gpu.sh graphs_memory2, graphs_memory3) trace copies compiled by layer, today's path, and
+says otherwise): the memory model's prediction against the run's peak. The first two H100 rows are eager copies' (the
+path until calls 2-3); call 1 on an H200 (gpu.sh graphs_memory, commit 08ff699) traced copies compiled whole, since
+reverted; calls 2 and 3 (gpu.sh graphs_memory2, graphs_memory3) trace copies compiled by layer (today's layers), and
 call 2 runs the same 8 layers compiled by layer too, the peak those copies stand for. Call 3 ran commit e293e6d,
 which also counted the first step's workspace twice under CUDA graphs (a rule read off call 2, dropped after call
-3): its rows show today's rule, its stored parts with the workspace once. The H100's graphs8k call (gpu.sh
-graphs8k) asks whether call 3's 8k shortfall stays fixed as depth grows, as the 2k one did."""
+3): its rows are predicted without it, from their stored parts with the workspace once. The H100's graphs8k call (gpu.sh
+graphs8k) asks whether call 3's 8k shortfall stays fixed as depth grows, as the 2k one did. The H100's
+graphs_memory4 call (gpu.sh graphs_memory4, commit e3f5cdb) runs today's rule: the by-layer copies, and the part
+outside the layers checked against a 2-layer copy compiled whole."""
 from __future__ import annotations
 
 from experiments.figures import HERE, Fig, markdown, pct
 
 S = "speed/results/"
+WHOLE = "by layer + a 2-layer copy compiled whole (today)"
 WORKSPACE_TWICE = "h200_graphs_memory_call3"  # predicted with the workspace counted twice (see above)
 ROWS = [("H100", "h100_graphs_4layer_call", "g2k_model_graphs_fused", "eager (until calls 2-3)", "graphs"),
         ("H100", "h100_graphs_full_call", "f2k_model_graphs_fused", "eager (until calls 2-3)", "graphs"),
         ("H200", "h200_graphs_memory_call1", "graphs_mem_l4", "compiled whole (reverted)", "graphs"),
         ("H200", "h200_graphs_memory_call1", "graphs_mem_l8", "compiled whole (reverted)", "graphs"),
-        ("H200", "h200_graphs_memory_call2", "graphs_mem2_l4", "compiled by layer (today)", "graphs"),
-        ("H200", "h200_graphs_memory_call2", "graphs_mem2_l8", "compiled by layer (today)", "graphs"),
-        ("H200", "h200_graphs_memory_call2", "graphs_mem2_full", "compiled by layer (today)", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "graphs_mem2_l4", "compiled by layer", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "graphs_mem2_l8", "compiled by layer", "graphs"),
+        ("H200", "h200_graphs_memory_call2", "graphs_mem2_full", "compiled by layer", "graphs"),
         ("H200", "h200_graphs_memory_call2", "regional_mem2_l8", "compiled by layer", "regional compile, no graphs"),
-        ("H200", "h200_graphs_memory_call3", "graphs_mem3_8k_l4", "compiled by layer (today)", "graphs, 8k packs"),
-        ("H200", "h200_graphs_memory_call3", "graphs_mem3_fp8_8k_l4", "compiled by layer (today)",
+        ("H200", "h200_graphs_memory_call3", "graphs_mem3_8k_l4", "compiled by layer", "graphs, 8k packs"),
+        ("H200", "h200_graphs_memory_call3", "graphs_mem3_fp8_8k_l4", "compiled by layer",
          "graphs, 8k packs, FP8 + fused"),
-        ("H100", "h100_graphs8k_call1", "graphs8k_l8", "compiled by layer (today)", "graphs, 8k packs"),
-        ("H100", "h100_graphs8k_call1", "graphs8k_fp8_l8", "compiled by layer (today)", "graphs, 8k packs, FP8 + fused"),
-        ("H100", "h100_graphs8k_call1", "graphs8k_full", "compiled by layer (today)", "graphs, 8k packs")]
+        ("H100", "h100_graphs8k_call1", "graphs8k_l8", "compiled by layer", "graphs, 8k packs"),
+        ("H100", "h100_graphs8k_call1", "graphs8k_fp8_l8", "compiled by layer", "graphs, 8k packs, FP8 + fused"),
+        ("H100", "h100_graphs8k_call1", "graphs8k_full", "compiled by layer", "graphs, 8k packs"),
+        ("H100", "h100_graphs_memory4_call1", "gm4_2k_l4", WHOLE, "graphs"),
+        ("H100", "h100_graphs_memory4_call1", "gm4_8k_l4", WHOLE, "graphs, 8k packs"),
+        ("H100", "h100_graphs_memory4_call1", "gm4_8k_l8", WHOLE, "graphs, 8k packs"),
+        ("H100", "h100_graphs_memory4_call1", "gm4_8k_fp8_l8", WHOLE, "graphs, 8k packs, FP8 + fused"),
+        ("H100", "h100_graphs_memory4_call1", "gm4_8k_nographs_l8", WHOLE, "compiled whole, no graphs, 8k packs")]
 
 
 def speed_memory_graphs() -> str:
