@@ -363,5 +363,43 @@ CASES = [
     Case("bert_pair_pad8", "bert_pair_pad8.py", ("{bert}", "{data}/sts.csv", "{out}"),
          "classification", "sentence pairs with token_type_ids, DataCollatorWithPadding(pad_to_multiple_of=8), "
          "cosine_with_min_lr (min_lr), accuracy and F1"),
+    # a third hand: an optimizer class in the constructor, a teacher inside compute_loss, inputs without
+    # input_ids or labels, Subsets and a collator padding to a width, datasets' streaming, a model that is no
+    # transformers model, two regression targets, a weighted sampler in get_train_dataloader
+    Case("optimizer_cls_kwargs_click", "optimizer_cls_kwargs_click.py",
+         ("--model", "{qwen3}", "--train-csv", "{data}/cls_train.csv", "--output-dir", "{out}"),
+         "classification", "Trainer(optimizer_cls_and_kwargs=(RAdam, {lr: 3e-3, ...})) with learning_rate left at "
+         "its default (unused), weight_decay groups, polynomial schedule with lr_scheduler_kwargs, "
+         "dataloader_drop_last, a click command line"),
+    Case("distill_teacher_subclass", "distill_teacher_subclass.py",
+         ("--teacher", "{qwen3}", "--text_file", "{data}/text.txt", "--per_device_train_batch_size", "4",
+          "--gradient_accumulation_steps", "2", "--max_steps", "8", "--learning_rate", "1e-3", "--seed", "7",
+          *_HF_RUN),
+         "causal_lm", "a Trainer subclass distilling a frozen teacher (self.teacher, its forward under no_grad in "
+         "compute_loss: CE + T^2 KL), a 1-layer student from_config, a TrainingArguments subclass dataclass with "
+         "alpha/temperature, grad accum 2 with a per-micro-batch mean"),
+    Case("biencoder_inbatch", "biencoder_inbatch.py", ("{bert}", "{data}/cls_train.csv", "{out}"),
+         "contrastive", "a two-tower nn.Module over one BERT, rows of q_input_ids/p_input_ids (no input_ids, no "
+         "labels: in-batch negatives built in forward), a collator padding each side with tokenizer.pad"),
+    Case("random_split_collator_maxlen", "random_split_collator_maxlen.py",
+         ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "torch random_split Subsets of a datasets.Dataset (text column removed per batch by the "
+         "Trainer's column-removing collator), DataCollatorWithPadding(padding='max_length', max_length=64), "
+         "grad accum 2"),
+    Case("hf_streaming_omegaconf", "hf_streaming_omegaconf.py",
+         ("model={qwen3}", "data={data}/chat.jsonl", "out={out}"),
+         "causal_lm", "load_dataset(streaming=True): a datasets.IterableDataset shuffled by a seeded buffer, chat "
+         "template rendered in a lazy map, max_steps; OmegaConf YAML defaults merged with a dotlist; grad accum 2"),
+    Case("gru_tuple_output", "gru_tuple_output.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "a GRU classifier of the script's own (no transformers model), forward(token_ids, "
+         "lengths, targets) returning a tuple (loss, logits), label_names=['targets'], pad_sequence collate_fn, "
+         "grad accum 2, an Experiment class"),
+    Case("multi_target_regression", "multi_target_regression.py", ("{qwen3}", "{data}/sts.csv", "{out}"),
+         "regression", "num_labels=2 with problem_type='regression' (MSE over two float targets a row), sentence "
+         "pairs, num_train_epochs=2 with eval once an epoch and a loss every 2 steps"),
+    Case("weighted_sampler_typer", "weighted_sampler_typer.py",
+         ("--model", "{qwen3}", "--csv", "{data}/cls_train.csv", "--out", "{out}"),
+         "classification", "a subclass's get_train_dataloader returning its own DataLoader with a "
+         "WeightedRandomSampler (accelerator.prepare'd), imbalanced classes, a typer command line, grad accum 2"),
 ]
 BY_NAME = {case.name: case for case in CASES}
