@@ -403,3 +403,53 @@ def test_a_resumed_run_too_short_to_time_says_it_resumed(tmp_path):
     assert _report(tmp_path)["flags"]["reasons"] == [
         "too few steps to measure: max_steps=8 from step 4 (resumed: 4 steps) leaves no timed step after 5 "
         "warm-up"]
+
+
+def test_the_rate_and_schedule_are_the_optimizers_not_the_arguments_defaults(tmp_path):
+    """optimizer_cls_and_kwargs trains at its own lr while learning_rate stays at 5e-05 (user corpus:
+    optimizer_cls_kwargs_click): the head-step check judged the default; a scheduler the script passes in
+    (optimizers=(opt, sched)) was replayed as lr_scheduler_type's linear schedule, which never ran."""
+    tokenizer = _tokenizer()
+    data = _classified(tokenizer)
+    set_seed(0)
+    own_cls = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path / "a"),
+                      train_dataset=data, data_collator=DataCollatorWithPadding(tokenizer),
+                      optimizer_cls_and_kwargs=(torch.optim.RAdam, {"lr": 0.05}))
+    attach(own_cls)
+    own_cls.train()
+    rep = _report(tmp_path / "a")
+    assert rep["config"]["trainer"]["lr"] == pytest.approx(0.05) and rep["config"]["trainer"]["scheduler"] == "linear"
+    assert _checks(tmp_path / "a")["train.head_step"]["value"]["lr"] == pytest.approx(0.05)
+
+    set_seed(0)
+    model = Qwen3ForSequenceClassification(_config(num_labels=3))
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=6)
+    own = Trainer(model=model, args=_args(tmp_path / "b", warmup_steps=5), train_dataset=data,
+                  data_collator=DataCollatorWithPadding(tokenizer), optimizers=(opt, sched))
+    attach(own)
+    own.train()
+    assert _report(tmp_path / "b")["config"]["trainer"]["lr"] == pytest.approx(2e-3)
+    schedule = _checks(tmp_path / "b")["train.schedule"]
+    assert schedule["status"] == "info" and "CosineAnnealingLR" in schedule["hint"]  # warmup_steps=5 of 6 never ran
+
+
+def test_a_collator_padding_every_batch_to_max_length_is_read_as_such(tmp_path):
+    """DataCollatorWithPadding(padding="max_length", max_length=32) makes every batch 32 wide (user corpus:
+    random_split_collator_maxlen): the report said "dynamic", its waste estimate was each batch's longest, and the
+    hint offered grouping by length, which saves nothing at a fixed width."""
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=_classified(tokenizer),
+                      data_collator=DataCollatorWithPadding(tokenizer, padding="max_length", max_length=32))
+    attach(trainer)
+    trainer.train()
+    rep = _report(tmp_path)
+    assert rep["config"]["padding"]["strategy"] == "max_length" and rep["config"]["data"]["max_length"] == 32
+    waste = _checks(tmp_path)["data.padding_waste"]
+    assert waste["value"]["chosen"] == "max_length" and waste["status"] == "warn"
+    # the estimate over the train rows, beside the few timed steps' own share
+    assert waste["value"]["max_length"] == pytest.approx(rep["throughput"]["pad_fraction"], abs=0.1)
+    assert "padding='max_length'" in waste["hint"]
+    assert "padding max_length (by the collator, to 32)" in (tmp_path / "trainsweep" / "report.md").read_text()

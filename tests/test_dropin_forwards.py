@@ -285,6 +285,35 @@ def test_a_reference_models_scoring_pass_is_counted_at_its_forward_flops(tmp_pat
     assert plain["flops"]["scoring_passes"] is None
 
 
+class DistillTrainer(Trainer):
+    """A distilling subclass of a user's own: its teacher kept as `self.teacher`, a name TRL does not use, beside a
+    loss module of its own (no config: never counted as a model)."""
+
+    def __init__(self, *args, teacher=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.teacher, self.kl = teacher, nn.KLDivLoss(reduction="batchmean")
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        features = {k: v for k, v in inputs.items() if k != "labels"}
+        with torch.no_grad():
+            soft = self.teacher(**features).logits.softmax(-1)
+        out = model(**features)
+        loss = nn.functional.cross_entropy(out.logits, inputs["labels"]) + self.kl(out.logits.log_softmax(-1), soft)
+        return (loss, out) if return_outputs else loss
+
+
+def test_a_teacher_under_a_name_of_the_scripts_own_is_counted(tmp_path):
+    """user corpus: distill_teacher_subclass kept its teacher as `self.teacher`; only TRL's names were looked for,
+    so its forwards went uncounted and MFU read low by the teacher's share."""
+    trainer = DistillTrainer(model=_bert(), args=_args(tmp_path), train_dataset=ROWS, teacher=_bert().eval())
+    dropin = attach(trainer, warmup_steps=1, peak_tflops=1.0)
+    kept = Kept(dropin)
+    trainer.add_callback(kept)
+    trainer.train()
+    assert kept.counter.scoring == {"teacher": kept.counter.fetched} and "kl" not in kept.counter.modules
+    assert _report(tmp_path)["flops"]["scoring_passes"] == {"teacher": 1.0}
+
+
 def test_trls_dpo_reference_is_counted_with_a_ref_model_and_with_adapters_off(tmp_path):
     """TRL's own DPOTrainer: a full fine-tune keeps a ref_model copy; a LoRA run scores with the adapters off, the
     model itself without grad. Either way one scoring pass a micro-batch."""

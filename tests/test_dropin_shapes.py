@@ -60,6 +60,9 @@ def test_a_model_without_config_is_measured_not_turned_off(tmp_path, capsys):
     rep = _report(tmp_path)
     assert rep["status"] == "ok" and rep["config"]["model"]["name"] == "OwnClassifier"
     assert rep["throughput"]["samples_per_s"] > 0 and rep["loss"]["expected_initial"] is None
+    # no transformers model inside: no attention named (it read "eager"), and its class said once, not as its task too
+    assert rep["resolved"]["attention"] == "unknown (a model of your own)"
+    assert "| model | OwnClassifier, peft none" in (tmp_path / "trainsweep" / "report.md").read_text()
 
 
 def test_image_batches_count_their_samples_and_no_tokens(tmp_path, capsys):
@@ -90,6 +93,17 @@ def test_token_counter_on_audio_batches_counts_rows():
     assert th.loss_tokens_per_s is None and th.pad_fraction is None
     assert analysis.tokens_section(tokens).to_dict() == {"samples": 4, "all": None, "real": None, "loss": None}
     assert Throughput(samples_per_s=8.0).real_tok_text() == "-"
+
+
+def test_token_counter_counts_the_rows_of_batches_under_keys_of_the_scripts_own():
+    """A bi-encoder's q_input_ids and p_input_ids, a GRU's token_ids, lengths and targets (user corpus:
+    biencoder_inbatch, gru_tuple_output): rows were there, and the report said the batches held none."""
+    counter = TokenCounter("BiEncoder")
+    start = counter.snapshot()
+    counter.add({"q_input_ids": torch.ones(8, 12, dtype=torch.long), "p_input_ids": torch.ones(8, 30, dtype=torch.long)})
+    counter.add({"token_ids": torch.ones(6, 9, dtype=torch.long), "lengths": torch.full((6,), 9), "targets": torch.zeros(6)})
+    counter.add({"a": torch.ones(4, 5), "b": torch.ones(5, 4)})  # no dimension every tensor shares: not guessed at
+    assert window_tokens(start, counter.snapshot()) == {"samples": 14, "all": 0, "real": 0, "loss": 0}
 
 
 def test_the_uniform_guess_is_said_only_where_the_width_is_known():

@@ -416,6 +416,7 @@ def test_the_drop_ins_hints_speak_the_scripts_words():
               {"check": "train.schedule", "status": "warn", "expected": "", "value": {}, "hint": "... shorten trainer.warmup_steps"}]
     hints = [c["hint"] for c in in_script_words(checks, padded_at_map_time=True)]
     assert "padding=longest" not in hints[0] and "padding=packed" not in hints[0] and "--pad_to_max_length False" in hints[0] and "DataCollatorWithFlattening" in hints[0]
+    assert "trainsweep.speedup packs a classifier's" in hints[0]  # the flattening collator would drop its class
     assert "--max_seq_length; now 128" in hints[1] and "data.max_length" not in hints[1]
     assert hints[2].endswith("shorten warmup_steps (or warmup_ratio)")
     assert "--pad_to_max_length" not in in_script_words(checks, padded_at_map_time=False)[0]["hint"]

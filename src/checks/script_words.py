@@ -21,12 +21,15 @@ SCRIPT_WORDS = (
      "(normal_(0, 1/norm) on the score/classifier weight) or zero (zero_() on it) before training"),
 )
 PADDING_WORDS = {  # the padding check's strategies, as a script sets them
-    "max_length": "rows padded to one length (a script's --pad_to_max_length)",
+    "max_length": "rows padded to one length (a script's --pad_to_max_length, or a collator's padding='max_length')",
     "longest": "rows padded when tokenising (padding='longest' in map)",
     "dynamic": "the collator padding each batch ({collator})",
     "grouped": "the collator padding each batch, rows of similar length together "
                "(train_sampling_strategy='group_by_length')",
-    "packed": "no padding at all (DataCollatorWithFlattening, or TRL's padding_free=True)",
+    # DataCollatorWithFlattening makes token-level LM labels: a classifier's rows would lose their class
+    "packed": "rows packed side by side, padding only in each pack's unfilled tail (trainsweep.speedup packs a "
+              "classifier's or a causal LM's rows; for a causal LM, DataCollatorWithFlattening or TRL's "
+              "padding_free=True too)",
 }
 
 

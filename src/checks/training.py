@@ -21,6 +21,10 @@ def schedule_check(cfg, at_step: int = 20) -> dict:
                       "a schedule known before training",
                       "the learning rate follows your evaluation metric (reduce_lr_on_plateau): nothing to check "
                       "before training")
+    if str(tr.scheduler).startswith("own: "):  # the drop-in's: a scheduler the script made and passed in
+        return result("train.schedule", "info", {"scheduler": str(tr.scheduler)}, "a schedule known before training",
+                      f"your script's own scheduler ({str(tr.scheduler)[5:]}): lr_scheduler_type and warmup_steps "
+                      "don't describe it, so it is not replayed from them")
     param = torch.zeros(1, requires_grad=True)
     opt = torch.optim.SGD([param], lr=tr.lr)
     kwargs = dict((tr.get("args") or {}).get("lr_scheduler_kwargs") or {})  # a scheduler's own settings (min_lr, ...)

@@ -110,7 +110,7 @@ class TrainsweepCallback(TrainerCallback):
         tokenizer = tokenizer_of(processing_class, collator)
         trl = trl_trainer(self.trainer) if self.trainer is not None else None
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings, trl,
-                                  untokenised)
+                                  untokenised, self.trainer)
         if speedup is not None and speedup.on("padding-free batches"):  # the script's own batches, for the checks
             OmegaConf.update(cfg, "batch", {"size": args.per_device_train_batch_size,
                                             "grad_accum": speedup.packing["grad_accum_before"]}, merge=True)

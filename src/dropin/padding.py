@@ -26,11 +26,14 @@ def padding_of(rows, args, collator, untokenised: dict | None = None) -> dict:
     flattening = type(collator).__name__ == "DataCollatorWithFlattening" or getattr(collator, "padding_free", False)
     grouped = getattr(args, "group_by_length", False) or \
         getattr(args, "train_sampling_strategy", None) == "group_by_length"
-    note = None
+    note = width = None
     if (rows and rows.packed) or flattening:  # padding-free: sequences side by side, no pad between them
         strategy = "packed"
     elif rows and rows.padded:
         strategy = "max_length" if len({len(tokens(r)) for r in rows.rows}) == 1 else "longest"
+    elif rows and _collator_width(collator):  # DataCollatorWithPadding(padding="max_length", max_length=64)
+        strategy, width = "max_length", _collator_width(collator)
+        note = f"by the collator, to {width}"
     elif not rows and untokenised:
         strategy, note = _untokenised(untokenised, grouped)
     elif grouped:
@@ -38,7 +41,17 @@ def padding_of(rows, args, collator, untokenised: dict | None = None) -> dict:
     else:
         strategy = "dynamic"
     return {"strategy": strategy, "pad_to_multiple_of": multiple, "chunk_size": 1000,
-            **({"note": note} if note else {})}
+            **({"note": note} if note else {}), **({"width": width} if width else {})}
+
+
+def _collator_width(collator) -> int | None:
+    """The width a collator pads every batch to (transformers' padding collators with padding="max_length": their
+    max_length, else the tokenizer's limit), or None: it pads each batch to its longest row."""
+    padding = getattr(collator, "padding", None)
+    if str(getattr(padding, "value", padding)) != "max_length":
+        return None
+    width = getattr(collator, "max_length", None) or getattr(getattr(collator, "tokenizer", None), "model_max_length", None)
+    return width if isinstance(width, int) and 0 < width < 10**6 else None
 
 
 def _untokenised(seen: dict, grouped: bool) -> tuple[str, str]:

@@ -245,8 +245,10 @@ def resolved_of(args, model) -> env.Resolved:
     world = args.world_size
     strategy = "none" if world == 1 else "fsdp" if args.fsdp else "ddp"
     # a model of the script's own (no config) attends as the first transformers model inside it does
-    inner = next((m for m in model.modules() if getattr(m, "config", None) is not None), model)
-    attention = getattr(config_of(inner), "_attn_implementation", None) or "eager"
+    inner = next((m for m in model.modules() if getattr(m, "config", None) is not None), None)
+    # none inside (a GRU of the script's own): no attention transformers could name
+    attention = (getattr(inner.config, "_attn_implementation", None) or "eager") if inner is not None \
+        else "unknown (a model of your own)"
     return env.Resolved("cuda" if args.device.type == "cuda" else "cpu", next(model.parameters()).dtype, amp,
                         attention, strategy, world)
 
@@ -271,8 +273,8 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) 
     --max_length); the length the rows were cut to when tokenising (a script's --max_seq_length 128, under the
     tokenizer's 512): the longest row length when rows pile up there (at least three times as many as at each
     length just under it, which uncut text doesn't do); else the longest the tokenizer or the model takes."""
-    if rows and padding["strategy"] == "max_length":
-        return len(tokens(rows.rows[0]))
+    if rows and padding["strategy"] == "max_length":  # padded when tokenised, or by the collator to its width
+        return padding.get("width") or len(tokens(rows.rows[0]))
     trl_cut = getattr(args, "max_length", None)  # transformers' own TrainingArguments has no such field
     if isinstance(trl_cut, int) and not isinstance(trl_cut, bool) and trl_cut > 0:
         return trl_cut
@@ -289,14 +291,31 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) 
     return limit
 
 
+def rate_and_schedule_of(args, trainer) -> tuple[float, str]:
+    """The peak learning rate the optimizer trains at, and the schedule's name. The optimizer's groups hold the rate
+    (optimizer_cls_and_kwargs, `optimizers=(opt, sched)`, a create_optimizer of layer-wise rates: the highest
+    group's), which TrainingArguments' learning_rate need not be; a scheduler the script made is not the one
+    lr_scheduler_type names ("own: <class>")."""
+    groups = getattr(getattr(trainer, "optimizer", None), "param_groups", None) or []
+    rates = [g.get("initial_lr", g.get("lr")) for g in groups if isinstance(g, dict)]
+    rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool)]
+    scheduler = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
+    made = getattr(trainer, "lr_scheduler", None)
+    if made is not None and getattr(trainer, "_created_lr_scheduler", True) is False:  # passed in by the script
+        scheduler = f"own: {type(made).__name__}"
+    return (max(rates) if rates else args.learning_rate), scheduler
+
+
 def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict,
-                        trl: str | None = None, untokenised: dict | None = None):
+                        trl: str | None = None, untokenised: dict | None = None, trainer=None):
     """The keys of trainsweep's config that measuring, the analysis, the checks and the summary read, from
     the Trainer's arguments, its model, tokenizer and collator, and the first rows of its train dataset (`trl`:
-    the TRL trainer's name, trl_trainer's; `untokenised`: padding.untokenised_of's, for rows without input_ids)."""
+    the TRL trainer's name, trl_trainer's; `untokenised`: padding.untokenised_of's, for rows without input_ids;
+    `trainer`: its optimizer and scheduler, as train() made them)."""
     conf = config_of(model)
     padding = padding_of(rows, args, collator, untokenised)
     checkpointing, reentrant = checkpointing_of(args, model)
+    lr, scheduler = rate_and_schedule_of(args, trainer)
     task = task_of(model, rows, trl)
     layout = layout_of(rows, task, padding)
     if getattr(args, "packing", False) and getattr(args, "packing_strategy", None) == "wrapped" and rows:
@@ -318,9 +337,8 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
                  "layout": layout, "packable": attention_is_causal(model) is True},
         "peft": peft_of(model),
         # first_step: a resumed run starts past its checkpoint's steps, which it does not run
-        "trainer": {"max_steps": state.max_steps, "first_step": state.global_step, "lr": args.learning_rate,
-                    "warmup_steps": args.get_warmup_steps(state.max_steps),
-                    "scheduler": str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)),
+        "trainer": {"max_steps": state.max_steps, "first_step": state.global_step, "lr": lr,
+                    "warmup_steps": args.get_warmup_steps(state.max_steps), "scheduler": scheduler,
                     "args": {"lr_scheduler_kwargs": dict(args.lr_scheduler_kwargs or {})},
                     "max_grad_norm": args.max_grad_norm, "gradient_checkpointing": checkpointing,
                     "checkpoint_reentrant": reentrant, "torch_compile": args.torch_compile, "seed": args.seed},

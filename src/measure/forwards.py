@@ -54,10 +54,14 @@ class ForwardCounter:
 
     @classmethod
     def of_trainer(cls, module, trainer, on_error=None) -> "ForwardCounter":
-        """A counter on the Trainer's model and on each other model it names in SCORERS."""
-        scorers = {name: getattr(trainer, name, None) for name in SCORERS}
-        return cls(module, on_error, {name: m for name, m in scorers.items()
-                                      if isinstance(m, torch.nn.Module) and m is not module and m is not trainer.model})
+        """A counter on the Trainer's model and on each other model the Trainer holds: TRL's SCORERS, and a
+        subclass's own (`self.teacher`, `self.reference`): an attribute that is a module with a config (a
+        transformers model, or a PEFT one), which a loss module (nn.CrossEntropyLoss) has not."""
+        held = {name: getattr(trainer, name, None) for name in SCORERS}
+        held.update((name, m) for name, m in vars(trainer).items() if name not in held and hasattr(m, "config"))
+        ours = {id(module), id(trainer.model), id(getattr(trainer, "model_wrapped", None))}
+        return cls(module, on_error, {name: m for name, m in held.items()
+                                      if isinstance(m, torch.nn.Module) and id(m) not in ours})
 
     def _pre_hook(self, name, module, args, kwargs):
         if torch.compiler.is_compiling():  # first: in a traced graph, each Python value read becomes a guard on it

@@ -93,9 +93,14 @@ class TokenCounter:
 
     def _add_untokenised(self, inputs: dict) -> None:
         """A batch of pixel_values, input_values or input_features: its rows are counted, and no token, since it
-        has none (the report reads its token rates as unknown, not 0)."""
+        has none (the report reads its token rates as unknown, not 0). A batch under keys of a script's own (a
+        bi-encoder's q_input_ids and p_input_ids, a GRU's token_ids and targets): its rows where every tensor in it
+        has the same first dimension, which then can only be the batch's."""
         rows = next((v for k in ("pixel_values", "input_values", "input_features", "inputs_embeds", "labels")
                      if hasattr(v := inputs.get(k), "shape") and len(v.shape)), None)
+        if rows is None:
+            tensors = [v for v in inputs.values() if hasattr(v, "shape") and len(v.shape)]
+            rows = tensors[0] if tensors and len({v.shape[0] for v in tensors}) == 1 else None
         if rows is not None:
             self.shapes.append((self.step, tuple(rows.shape)))
             self.host["samples"] += rows.shape[0]

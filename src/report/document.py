@@ -122,7 +122,9 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     rows = [("status", r.status + (f": {r.error}" if r.error else ""))]
     peft = c["peft"]["method"]
     if r.get("params"):
-        rows.append(("model", f"{c['model']['name']} {c['task']['name']}, peft {peft}"
+        # a model of the script's own names no task: its class stands for both (BiEncoder), said once
+        task = "" if c["task"]["name"] == c["model"]["name"] else f" {c['task']['name']}"
+        rows.append(("model", f"{c['model']['name']}{task}, peft {peft}"
                      # no rank: a full fine-tune, IA3, prompt tuning
                      + (f" r={c['peft']['r']}" if peft != "none" and c["peft"].get("r") is not None else "")
                      + f", {_fmt(r.params['trainable_fraction'], '.2%')} trainable"))

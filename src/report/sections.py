@@ -69,8 +69,8 @@ class Throughput(Section):
 
     def line(self) -> str:
         if self.samples_per_s is None:  # GRPO, RLOO, on-policy distillation: the batches are made inside the step
-            return ("unknown: the batches the Trainer fetched held no rows to count (GRPO, RLOO and on-policy "
-                    "distillation make theirs inside the step)")
+            return ("unknown: the batches the Trainer fetched held no rows to count (no input_ids, and no tensors "
+                    "sharing a batch dimension; GRPO, RLOO and on-policy distillation make theirs inside the step)")
         return (f"{_fmt(self.samples_per_s, ',.1f')} samples/s | {self.real_tok_text()} real tok/s | "
                 f"{_fmt(self.tokens_per_s)} all tok/s | {_fmt(self.loss_tokens_per_s)} loss tok/s | "
                 f"pad {_fmt(self.pad_fraction, '.1%')}"
