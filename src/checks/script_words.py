@@ -11,7 +11,9 @@ import re
 SCRIPT_WORDS = (
     (r"raise data\.max_length \(now (\d+)\)", r"raise the length rows are cut to when tokenising (the tokenizer's "
                                                  r"max_length, a script's --max_seq_length; now \1)"),
-    (r"data\.max_length", "the length rows are cut to when tokenising"),
+    # read off the rows (many at one length), or where none pile up, the tokenizer's limit: a cut no row reached
+    # is not seen
+    (r"data\.max_length", "the cut length your rows show, else the tokenizer's limit"),
     (r"shorten trainer\.warmup_steps", "shorten warmup_steps (or warmup_ratio)"),
     (r"trainer\.max_grad_norm", "max_grad_norm"),
     (r"trainer\.lr\b", "learning_rate"),
