@@ -135,3 +135,21 @@ def test_multiple_choice_rows_are_not_said_to_lack_input_ids():
     counter = TokenCounter("MultipleChoice", sequences_per_sample=4)
     counter.add(collate(rows))
     assert counter.host["samples"] == 8 and counter.host["all"] == 8 * 4 * 4
+
+
+def test_multiple_choice_under_grad_accum_gets_its_loss_scale_checked(tmp_path):
+    """run_swag with --gradient_accumulation_steps 2 logs 2 ln 4 at step 1: BertForMultipleChoice's loss is each
+    micro-batch's mean. Its rows (4 sequences each) are read as no token rows, and the accumulated-loss check,
+    which needs none, was skipped without a word: "0 fail"."""
+    from transformers import BertConfig, BertForMultipleChoice
+
+    torch.manual_seed(0)
+    model = BertForMultipleChoice(BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                             intermediate_size=32))
+    rows = [{"input_ids": [[2 + (i + c + j) % 29 for j in range(6)] for c in range(4)],
+             "attention_mask": [[1] * 6 for _ in range(4)], "label": i % 4} for i in range(32)]
+    trainer = Trainer(model=model, args=_args(tmp_path, gradient_accumulation_steps=2), train_dataset=rows)
+    attach(trainer)
+    trainer.train()
+    checks = {c["check"]: c for c in _report(tmp_path)["diagnostics"]}
+    assert checks["train.grad_accum_loss"]["status"] == "fail" and "2x too large" in checks["train.grad_accum_loss"]["hint"]

@@ -329,6 +329,32 @@ def test_attach_with_speedup_reports_what_it_did(tmp_path):
     assert waste["status"] == "warn" and "without speedup: this run trained on its padding-free packs" in waste["hint"]
 
 
+def test_measuring_a_sped_up_bf16_classifier_keeps_its_autocast(tmp_path):
+    """run_glue --bf16 under `trainsweep measure --speedup` (upstream scripts under the drop-in): the checks toggle
+    the packing lever off and on after train() has prepared the model, and taking the pooling off took accelerate's
+    autocast wrapper with it: the run trained in fp32 while the report said bf16."""
+    from src import attach
+
+    def run(out, measured):
+        set_seed(0)
+        args = TrainingArguments(output_dir=str(out), max_steps=6, per_device_train_batch_size=8, learning_rate=1e-3,
+                                 logging_steps=1, report_to=[], save_strategy="no", seed=0, use_cpu=True,
+                                 bf16=True)  # the CPU's autocast in bf16
+        trainer = Trainer(model=_classifier(), args=args, train_dataset=_rows(), data_collator=DataCollatorWithPadding(Tok()))
+        seen = []
+        trainer.model.model.register_forward_pre_hook(lambda m, a: seen.append(torch.is_autocast_enabled("cpu")))
+        if measured:
+            attach(trainer, speedup={"verify": False})
+        else:
+            speedup(trainer, verify=False, quiet=True)
+        return _losses(trainer), seen
+
+    sped, seen_sped = run(tmp_path / "sped", measured=False)
+    both, seen_both = run(tmp_path / "both", measured=True)
+    assert all(seen_sped) and all(seen_both) and len(seen_both) >= 6
+    assert both == sped
+
+
 @pytest.mark.parametrize("compiled", ["regional compile", "CUDA graphs"])
 def test_a_compile_arm_that_loses_is_turned_off_and_a_different_loss_turns_everything_off(compiled):
     from src.levers.outcome import Speedup

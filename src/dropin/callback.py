@@ -129,8 +129,7 @@ class TrainsweepCallback(TrainerCallback):
             if checks is None:  # the checks turned themselves off: the report says none of them ran
                 checks = judging.not_run(("preflight",), self.guard.off[CHECKS])
             script_collator = getattr(collator, "data_collator", collator)  # transformers' column-removing wrapper
-            # a collate_fn, or a collator object
-            named = getattr(script_collator, "__name__", None) or type(script_collator).__name__
+            named = getattr(script_collator, "__name__", None) or type(script_collator).__name__  # a function, or a class
             rep.diagnostics = in_script_words(checks, bool(rows) and rows.padded, named, own_objective(self.trainer))
             if speedup is not None and speedup.on("padding-free batches"):
                 rep.diagnostics = [_judged_unpacked(c) for c in rep.diagnostics]
@@ -172,14 +171,15 @@ class TrainsweepCallback(TrainerCallback):
         try:
             with rng_kept():
                 out = []
-                if self.trainer is not None and rows:
+                if self.trainer is not None and (rows or str(cfg.task.name).endswith("ForMultipleChoice")):
                     out += preflight.each([("train.grad_accum_loss",
                                             lambda: [judging.grad_accum_loss(self.trainer)])])
                 if rows and collator is not None and cfg.task.name in TASKS:
                     return out + preflight.preflight(cfg, res, model, None, collator, rows, tokenizer,
                                                      config_of(model), expensive=False)
                 missing = why or f"{cfg.task.name}: a task the data and model checks don't know"
-                return out + judging.not_run(("tokenizer", "data", "model"), missing) + preflight.each(
+                unjudged = ("train.grad_accum_loss",) if not out and cfg.batch.grad_accum > 1 else ()  # never silent
+                return out + judging.not_run(("tokenizer", "data", "model") + unjudged, missing) + preflight.each(
                     [("train.schedule", lambda: [schedule_check(cfg)]),
                      ("precision", lambda: precision_checks(cfg, res, device_facts(res)))])
         finally:  # a check cut short must not leave its gradients for the first step to add to

@@ -292,10 +292,8 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) 
 
 
 def rate_and_schedule_of(args, trainer) -> tuple[float, str]:
-    """The peak learning rate the optimizer trains at, and the schedule's name. The optimizer's groups hold the rate
-    (optimizer_cls_and_kwargs, `optimizers=(opt, sched)`, a create_optimizer of layer-wise rates: the highest
-    group's), which TrainingArguments' learning_rate need not be; a scheduler the script made is not the one
-    lr_scheduler_type names ("own: <class>")."""
+    """The peak rate the optimizer trains at (its groups' highest: optimizer_cls_and_kwargs, `optimizers=`, a
+    create_optimizer of layer-wise rates), not always learning_rate; a scheduler the script made: "own: <class>"."""
     groups = getattr(getattr(trainer, "optimizer", None), "param_groups", None) or []
     rates = [g.get("initial_lr", g.get("lr")) for g in groups if isinstance(g, dict)]
     rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool)]
@@ -325,8 +323,9 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         "model": {"name": conf.name_or_path or conf.model_type or type(model).__name__,
                   "model_type": conf.model_type, "pretrained": bool(conf.name_or_path),
                   "init": {"hidden_norm": None, "head_init": "default"}},
-        # a config's num_labels defaults to 2 whatever the head: a generative model's head is its vocabulary
-        "task": {"name": task, "num_labels": 0 if task in ("causal_lm", "seq2seq") else getattr(conf, "num_labels", 0)},
+        # num_labels defaults to 2 whatever the head: an LM's scores its vocabulary, multiple choice's the choices
+        "task": {"name": task, "num_labels": 0 if task in ("causal_lm", "seq2seq") or task.endswith(
+            ("ForMultipleChoice", "ForQuestionAnswering")) else getattr(conf, "num_labels", 0)},
         "batch": {"size": args.per_device_train_batch_size, "grad_accum": args.gradient_accumulation_steps,
                   "tokens": None},
         "padding": padding,

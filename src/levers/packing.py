@@ -148,7 +148,6 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
     out.packing = {**plan, "micro_batches_per_epoch": len(packed), "loss_scale": factor}
     saved = {"accum": args.gradient_accumulation_steps, "batch": trainer._train_batch_size,
              "loss_kwargs": getattr(trainer, "model_accepts_loss_kwargs", None)}
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
     out.batches = (packed, collator)
     if hasattr(trainer, "_set_signature_columns_if_needed"):
         # the columns the script's own batches keep are read from the model's own forward, not the pooling one
@@ -166,6 +165,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             prefetch_factor=args.dataloader_prefetch_factor)
         return trainer.accelerator.prepare(dl)
 
+    pooling = []  # pool_per_sequence's switch, once it is installed
+
     def toggle(on: bool) -> None:
         if on:
             trainer.get_train_dataloader = loader
@@ -175,7 +176,10 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             if task == "classification":
                 # the packed classifier sums its loss over num_items_in_batch: grad-accum equals the larger batch
                 trainer.model_accepts_loss_kwargs = True
-                pool_per_sequence(model, scale=factor)
+                if pooling:
+                    pooling[0](True)
+                else:
+                    pooling.append(pool_per_sequence(model, scale=factor))
         else:
             vars(trainer).pop("get_train_dataloader", None)
             args.gradient_accumulation_steps, trainer._train_batch_size = saved["accum"], saved["batch"]
@@ -185,7 +189,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
                 row_rate.remove_tokens_seen(trainer, taps, seen.pop())
             if task == "classification":
                 trainer.model_accepts_loss_kwargs = saved["loss_kwargs"]
-                vars(base).pop("forward", None)  # the model's own forward again
+                if pooling:  # the model's own forward again, under what wrapped it since (accelerate's autocast)
+                    pooling[0](False)
 
     toggle(True)
     accum = (f"grad_accum {plan['grad_accum_before']} -> {plan['grad_accum']}"

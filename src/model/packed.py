@@ -58,21 +58,30 @@ def register_varlen() -> None:
 
 
 # -- classification ---------------------------------------------------------------------------------
-def pool_per_sequence(model, scale: float = 1) -> None:
+def pool_per_sequence(model, scale: float = 1):
     """Teach a sequence classifier packed batches: with cu_seq_lens_q in the inputs it pools each sequence's
     last token that is not the pad id (as the model's own pooling reads a row) and scores one loss per sequence
     (summed, over num_items_in_batch when given, so grad-accum equals the larger batch), times `scale` (a user's
     script whose accumulated loss was grad_accum times the mean keeps that scale: src/levers/packing.py). Without
-    them it is the model's own forward."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    original = base.forward
+    them it is the model's own forward.
 
-    def forward(self, input_ids=None, position_ids=None, labels=None, cu_seq_lens_q=None, num_items_in_batch=None,
-                **kwargs):
+    Returns switch(on). Off gives the model's own forward back: the pooling removed where nothing wrapped it since,
+    else passed through untouched, so that a wrapper put on top of it stays (accelerate's autocast under --bf16,
+    set when train() prepares the model: removing ours with it ran the script's bf16 run in fp32). On brings the
+    pooling back without wrapping twice."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    original, previous = base.forward, vars(base).get("forward")
+    state = {"on": True}
+
+    def forward(self, *args, **kwargs):
+        if not state["on"]:
+            return original(*args, **kwargs)
+        cu_seq_lens_q, num_items_in_batch = kwargs.pop("cu_seq_lens_q", None), kwargs.pop("num_items_in_batch", None)
         if cu_seq_lens_q is None:
-            return original(input_ids=input_ids, position_ids=position_ids, labels=labels, **kwargs)
+            return original(*args, **kwargs)
         from transformers.modeling_outputs import SequenceClassifierOutputWithPast
 
+        input_ids, position_ids, labels = (kwargs.get(k) for k in ("input_ids", "position_ids", "labels"))
         attn = {k: kwargs[k] for k in ("cu_seq_lens_k", "max_length_q", "max_length_k") if k in kwargs}
         backbone = getattr(self, self.base_model_prefix)
         hidden = backbone(input_ids=input_ids, position_ids=position_ids, cu_seq_lens_q=cu_seq_lens_q, **attn).last_hidden_state
@@ -92,4 +101,18 @@ def pool_per_sequence(model, scale: float = 1) -> None:
             loss = loss * scale if scale != 1 else loss
         return SequenceClassifierOutputWithPast(loss=loss, logits=logits)
 
-    base.forward = types.MethodType(forward, base)
+    installed = types.MethodType(forward, base)
+    base.forward = installed
+
+    def switch(on: bool) -> None:
+        state["on"] = on
+        inside = vars(base).get("forward") is installed  # nothing wrapped it since
+        if not on and inside:
+            if previous is None:
+                vars(base).pop("forward")
+            else:
+                base.forward = previous
+        elif on and vars(base).get("forward") is previous:  # taken off above: put back
+            base.forward = installed
+
+    return switch
