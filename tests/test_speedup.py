@@ -746,3 +746,13 @@ def test_clipping_follows_weights_unfrozen_between_and_during_train_calls(tmp_pa
         return first + _losses(trainer)
 
     assert two_stages(tmp_path / "sped", sped=True) == two_stages(tmp_path / "plain", sped=False)
+
+
+def test_preference_rows_are_said_to_be_tokenised_but_not_one_sequence_each():
+    """TRL's DPO rows hold prompt_ids, chosen_ids and rejected_ids: the refusal said they were not tokenised."""
+    from src.levers.rows import TrainRows
+
+    rows = [{"prompt_ids": [3, 4], "chosen_ids": [5, 6], "rejected_ids": [7]}] * 4
+    read, why = TrainRows.read(rows, lambda batch: batch, "causal_lm", 0)
+    assert read is None and "rows with prompt_ids, chosen_ids, rejected_ids and no input_ids" in why
+    assert "one input_ids sequence each" in why and "tokenised rows are what" not in why

@@ -70,7 +70,8 @@ def _pad_is_eos(tokenizer, train_ds, task: str, pad, eos) -> dict:
     first = as_row(train_ds[0]) or {}
     if task == "causal_lm" and isinstance(first.get("labels"), list):  # token labels of the row's own
         return result("tokenizer.pad_is_eos", "pass", value, "pad != eos, or labels that keep eos scored",
-                      "the rows carry their own labels, so every eos in them stays scored whatever the padding")
+                      "each row's labels are set by position (its own, or its collator's), not by the pad id, so "
+                      "every eos in a row stays scored whatever the padding")
     return result("tokenizer.pad_is_eos", "warn", value, "pad != eos",
                   "a collator that unscores pad ids (DataCollatorForLanguageModeling) unscores every eos too: the "
                   "model never learns to stop. Add a dedicated pad token and resize the embeddings")

@@ -33,11 +33,12 @@ def schedule_check(cfg, at_step: int = 20) -> dict:
     step = min(at_step, tr.max_steps)
     reached = 0.0
     for _ in range(step):
+        # the rate each of steps 1..step trains at (read before its scheduler step: step 1 trains at the first),
+        # the highest, not the last: a run shorter than `at_step` has decayed by its end, which is the schedule's
+        # end, not a warm-up that never arrived (a 9-step script read "0.00%" and was told to shorten it)
+        reached = max(reached, sched.get_last_lr()[0] / tr.lr)
         opt.step()
         sched.step()
-        # the highest rate so far, not the last: a run shorter than `at_step` has decayed by its end, which is the
-        # schedule's end, not a warm-up that never arrived (a 9-step script read "0.00%" and was told to shorten it)
-        reached = max(reached, sched.get_last_lr()[0] / tr.lr)
     status = "fail" if tr.warmup_steps >= tr.max_steps else "warn" if reached < 0.1 and tr.warmup_steps > 0.1 * tr.max_steps else "pass"
     return result("train.schedule", status,
                   {"lr_at_step": step, "fraction_of_target": round(reached, 5), "warmup_steps": tr.warmup_steps, "max_steps": tr.max_steps},

@@ -85,7 +85,8 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     if why is not None:
         out.add("padding-free batches", False, why)
         out.add("varlen attention", False, "it reads padding-free batches")
-        out.add("regional compile", False, "without fixed-shape batches it compiles again for every new batch width")
+        # it compiles over the packs (one shape); a script's own batches, fixed-width or not, are left as they are
+        out.add("regional compile", False, "it compiles over padding-free batches" if cuda else "no GPU")
         out.add("Trainer step overheads", False, "a script speedup can't pack is left as it was")
     lora = bool(getattr(model, "peft_config", None))  # the adapter levers say nothing to a script without adapters
     for name, reason in NOT_APPLIED.items():

@@ -233,9 +233,9 @@ def _scale_line(scale, factor: int) -> str:
         return "loss scale as yours"
     if factor == 1:
         return (f"LOSS SCALE CHANGED: yours was {scale.factor}x the batch mean (transformers#47688), the packed loss is "
-                "the mean (fix_loss_scale=True)")
+                "the mean (fix_loss_scale=True; the launcher's --fix-loss-scale)")
     return (f"loss scale as yours: {scale.factor}x the batch mean, as your Trainer computes it (transformers#47688; "
-            "speedup(fix_loss_scale=True) makes it the mean)")
+            "speedup(fix_loss_scale=True), or the launcher's --fix-loss-scale, makes it the mean)")
 
 
 class Refused(Exception):

@@ -124,9 +124,10 @@ class TrainRows:
             return None, "a dataset without indexed rows (an IterableDataset): nothing to regroup ahead of time"
         first = as_row(dataset[0])
         if first is None or tokens(first) is None:
-            own = f" for your collator ({collator_name(collator)})" if kind == OWN else ""
-            return None, (f"rows of type {type(dataset[0]).__name__} without input_ids{own}: tokenised rows are what "
-                          "trainsweep packs")
+            own = f", batched by {collator_name(collator)}" if kind == OWN else ""
+            # TRL's preference rows are tokenised too (prompt_ids, chosen_ids): what they lack is one sequence a row
+            held = f"with {', '.join(list(first)[:4])}" if first else f"of type {type(dataset[0]).__name__}"
+            return None, f"rows {held} and no input_ids{own}: trainsweep packs rows of one input_ids sequence each"
         if task == "classification":
             label = first.get("labels", first.get("label"))
             if not isinstance(label, int) or isinstance(label, bool):
