@@ -132,7 +132,8 @@ def model_checks(cfg, res, model, batch: dict, conf) -> list[dict]:
     status = "fail" if clipped > 0.9 else "warn" if clipped > 0.5 else "pass"
     hint = "" if status == "pass" else (
         f"{clipped:.1%} of the step-1 gradient is clipped away; {share:.0%} of its squared norm is in {top}. "
-        "A constant clip factor cancels in AdamW, a varying one does not: fix the scale at its source "
+        "A constant clip factor cancels in Adam's normalised update (AdamW), a varying one does not, and under SGD "
+        "it scales every step: fix the scale at its source "
         "(the head's init, the loss scale) before raising max_grad_norm")
     if random_weights(cfg):
         # The gradient's scale is the random init's: the head's gradient is (p - y) h^T, and h at a fresh final
