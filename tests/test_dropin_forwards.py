@@ -344,3 +344,23 @@ def test_trls_dpo_reference_is_counted_with_a_ref_model_and_with_adapters_off(tm
         attach(trainer, warmup_steps=1)
         trainer.train()
         assert _report(out)["flops"]["scoring_passes"] == {who: 1.0}
+
+
+def test_a_model_saved_whole_during_training_pickles_with_the_counters_hooks_on_it(tmp_path):
+    """torch.save(model) in a user's callback at step 2 raised into the run under attach: the forward counter's
+    hooks held a lambda of the callback ("Can't pickle local object")."""
+    from transformers import TrainerCallback
+
+    class SaveWhole(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kw):
+            if state.global_step == 2:
+                torch.save(model, tmp_path / "whole.pt")
+
+    trainer = Trainer(model=_bert(), args=_args(tmp_path), train_dataset=ROWS, callbacks=[SaveWhole()])
+    attach(trainer, warmup_steps=1)
+    trainer.train()
+    copy = torch.load(tmp_path / "whole.pt", weights_only=False)
+    copy.train()
+    with torch.enable_grad():
+        copy(input_ids=torch.tensor([ROWS[0]["input_ids"]]))  # its hooks count nothing, and raise nothing
+    assert _report(tmp_path)["status"] == "ok"

@@ -756,3 +756,41 @@ def test_preference_rows_are_said_to_be_tokenised_but_not_one_sequence_each():
     read, why = TrainRows.read(rows, lambda batch: batch, "causal_lm", 0)
     assert read is None and "rows with prompt_ids, chosen_ids, rejected_ids and no input_ids" in why
     assert "one input_ids sequence each" in why and "tokenised rows are what" not in why
+
+
+def test_a_model_subclass_with_its_own_forward_is_not_packed(tmp_path):
+    """A classifier subclass computing a class-weighted loss in its own forward: the packs ran speedup's pooling
+    instead, on the plain cross-entropy, and errors its forward raised never happened."""
+    calls = []
+
+    class WeightedForSequenceClassification(Qwen3ForSequenceClassification):
+        def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
+            calls.append(1)
+            return super().forward(input_ids=input_ids, attention_mask=attention_mask, labels=labels, **kwargs)
+
+    base = _classifier()
+    model = WeightedForSequenceClassification(base.config)
+    trainer = _trainer(tmp_path, model=model)
+    done = speedup(trainer, verify=False, quiet=True)
+    assert not done.on("padding-free batches")
+    assert "WeightedForSequenceClassification.forward is your own" in done.levers[0].detail
+    _losses(trainer)
+    assert len(calls) >= 6
+
+
+def test_a_deep_copy_of_a_sped_up_classifier_computes_with_its_own_weights(tmp_path):
+    """After speedup, copy.deepcopy(model) (an EMA teacher, a best-model snapshot) still ran the original model's
+    forward: zeroing the copy's weights left its logits the original's."""
+    import copy
+
+    trainer = _trainer(tmp_path)
+    speedup(trainer, verify=False, quiet=True)
+    _losses(trainer)
+    batch = DataCollatorWithPadding(Tok())([_rows()[i] for i in range(4)])
+    batch.pop("labels", None)
+    twin = copy.deepcopy(trainer.model)
+    with torch.no_grad():
+        for p in twin.parameters():
+            p.zero_()
+        assert torch.count_nonzero(twin(**batch).logits) == 0
+        assert torch.count_nonzero(trainer.model(**batch).logits) > 0

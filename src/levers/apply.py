@@ -141,6 +141,10 @@ def _fits(trainer, model) -> tuple[str | None, str | None]:
         return None, f"{name} is an encoder (bidirectional attention): packed sequences would attend to each other"
     if task == "classification" and not hasattr(base, "score"):
         return None, f"{name} has no `score` head to pool each sequence with"
+    # a classifier's packs run speedup's pooling, not the subclass's forward; an LM's may not pass their boundaries on
+    own_forward = own_method(base, "forward")
+    if own_forward is not None:
+        return None, f"{own_forward.__name__}.forward is your own: packed batches would not run it as you wrote it"
     for method in ("compute_loss", "training_step"):
         owner = own_method(trainer, method)
         if owner is not None:

@@ -52,6 +52,12 @@ class ForwardCounter:
         self.handles = [m.register_forward_pre_hook(partial(self._pre_hook, name), with_kwargs=True)
                         for name, m in self.modules.items()]
 
+    def __getstate__(self) -> dict:
+        """What a pickle or deep copy of the model carries with its hooks (torch.save(model) in a user's callback):
+        a counter that counts nothing, with no reference to the callback or the Trainer, which don't pickle."""
+        return {"forwards": 0, "micro_batches": 0, "scoring": {}, "fetched": 0, "stepping": False, "failed": True,
+                "on_error": None, "modules": {}, "handles": []}
+
     @classmethod
     def of_trainer(cls, module, trainer, on_error=None) -> "ForwardCounter":
         """A counter on the Trainer's model and on each other model the Trainer holds: TRL's SCORERS, and a

@@ -70,15 +70,23 @@ def pool_per_sequence(model, scale: float = 1):
     set when train() prepares the model: removing ours with it ran the script's bf16 run in fp32). On brings the
     pooling back without wrapping twice."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    original, previous = base.forward, vars(base).get("forward")
+    previous = vars(base).get("forward")
+    # unbound, called on the instance it runs on: a deep copy of the model (an EMA teacher, a snapshot) computes
+    # with its own weights, not with the original's a bound method would hold
+    if previous is None:
+        original = type(base).forward
+    elif isinstance(previous, types.MethodType) and previous.__self__ is base:
+        original = previous.__func__
+    else:
+        original = lambda self, *args, **kwargs: previous(*args, **kwargs)  # noqa: E731
     state = {"on": True}
 
     def forward(self, *args, **kwargs):
         if not state["on"]:
-            return original(*args, **kwargs)
+            return original(self, *args, **kwargs)
         cu_seq_lens_q, num_items_in_batch = kwargs.pop("cu_seq_lens_q", None), kwargs.pop("num_items_in_batch", None)
         if cu_seq_lens_q is None:
-            return original(*args, **kwargs)
+            return original(self, *args, **kwargs)
         from transformers.modeling_outputs import SequenceClassifierOutputWithPast
 
         input_ids, position_ids, labels = (kwargs.get(k) for k in ("input_ids", "position_ids", "labels"))
