@@ -794,3 +794,15 @@ def test_a_deep_copy_of_a_sped_up_classifier_computes_with_its_own_weights(tmp_p
             p.zero_()
         assert torch.count_nonzero(twin(**batch).logits) == 0
         assert torch.count_nonzero(trainer.model(**batch).logits) > 0
+
+
+def test_arguments_a_script_shares_between_trainers_stay_as_it_wrote_them(tmp_path):
+    """A k-fold loop builds one TrainingArguments for every fold: speedup set fold 0's grad_accum and NaN filter on
+    it, and fold 1, sped up or not, trained at fold 0's grad_accum."""
+    first = _trainer(tmp_path / "a", accum=4)
+    shared = first.args
+    done = speedup(first, verify=False, quiet=True)
+    assert done.on("padding-free batches") and first.args is not shared
+    assert shared.gradient_accumulation_steps == 4 and shared.logging_nan_inf_filter is True
+    second = Trainer(model=_classifier(), args=shared, train_dataset=_rows(), data_collator=DataCollatorWithPadding(Tok()))
+    assert speedup(second, verify=False, quiet=True).packing["grad_accum_before"] == 4

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,27 @@ def environment(modes: set[str], out: str | None, speedup_args: dict, reports: s
     return env
 
 
+PASSED_ON = (signal.SIGTERM, signal.SIGHUP)  # a scheduler's or `docker stop`'s stop, a closed terminal
+
+
+def wait_as_a_shell(child) -> int:
+    """The command's exit code as a shell gives it: its own, or 128 + N for a death by signal N (130 for Ctrl-C).
+    Ctrl-C reaches the command from the terminal as it reaches the launcher, so the launcher waits while the
+    script's own handling (a checkpoint saved in `except KeyboardInterrupt`) runs; SIGTERM and SIGHUP, which a
+    scheduler sends to the launcher alone, are passed on to the command to handle."""
+    def pass_on(signum, frame):
+        child.send_signal(signum)
+
+    kept = {sig: signal.signal(sig, pass_on) for sig in PASSED_ON}
+    kept[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
+
+
 def main(argv: list[str]) -> int:
     mode, rest = argv[0], argv[1:]
     args = parser(mode).parse_args(rest)
@@ -63,12 +85,11 @@ def main(argv: list[str]) -> int:
     with tempfile.NamedTemporaryFile("r", prefix="trainsweep-reports-", suffix=".txt") as reports:
         env = environment(modes, getattr(args, "out", None), speedup_args, reports.name)
         try:
-            code = subprocess.call(command, env=env)
+            child = subprocess.Popen(command, env=env)
         except FileNotFoundError:
             print(f"trainsweep {mode}: command not found: {command[0]}", file=sys.stderr)
             return 127
-        except KeyboardInterrupt:  # the child got the same Ctrl-C: its own handling decides what it keeps
-            return 130
+        code = wait_as_a_shell(child)
         written = [line.strip() for line in reports if line.strip()]
     if "measure" in modes:
         listed = "\n".join(f"  {p}" for p in written) or "  none (no Trainer finished train())"

@@ -22,6 +22,7 @@ would change the precision of the script's trainable weights).
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import types
 
@@ -58,6 +59,9 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     (default: keep the script's scale). clock: what the verification times with (tests pass a fake one)."""
     if getattr(trainer, "trainsweep_speedup", None) is not None:  # a second call would wrap what the first wrapped
         return trainer.trainsweep_speedup
+    # the levers set grad_accum and the logs' NaN filter on the Trainer's arguments: a copy of its own, so that
+    # arguments the script shares between Trainers (a k-fold loop) stay as it wrote them
+    trainer.args = copy.copy(trainer.args)
     model, args = trainer.model, trainer.args
     cuda = next(model.parameters()).device.type == "cuda"
     out = trainer.trainsweep_speedup = Speedup(device=torch.cuda.get_device_name() if cuda else "cpu")
