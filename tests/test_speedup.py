@@ -3,6 +3,7 @@ and compute what the script computed (the loss on the same rows and weights agre
 every lever that doesn't fit is refused with its reason and changes nothing, and the verification's A/B turns back
 a lever that loses (timed on a fake clock: a test never judges the wall clock)."""
 import math
+import random
 
 import numpy as np
 import pytest
@@ -806,3 +807,67 @@ def test_arguments_a_script_shares_between_trainers_stay_as_it_wrote_them(tmp_pa
     assert shared.gradient_accumulation_steps == 4 and shared.logging_nan_inf_filter is True
     second = Trainer(model=_classifier(), args=shared, train_dataset=_rows(), data_collator=DataCollatorWithPadding(Tok()))
     assert speedup(second, verify=False, quiet=True).packing["grad_accum_before"] == 4
+
+
+class CroppingRows(torch.utils.data.Dataset):
+    """Rows cropped at random as they are read: with Python's global generator, or with a generator of its own."""
+
+    def __init__(self, own: bool):
+        self.rows, self.rng = _rows(), (np.random.default_rng(5) if own else None)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        row = dict(self.rows[i])
+        keep = int(self.rng.integers(4, 9)) if self.rng is not None else random.randint(4, 8)
+        return {**row, "input_ids": row["input_ids"][:keep], "attention_mask": row["attention_mask"][:keep]}
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_reading_ahead_moves_no_generator_the_rows_draw_from(tmp_path, own):
+    """A dataset cropping rows at random (the global generator, or its own `self.rng`), a masking collator with its
+    own seed: speedup's reading of every row and attach's read-ahead moved their draws, and the losses of a run
+    left as it was differed from the plain run's."""
+    from src import attach
+
+    def run(out, how):
+        random.seed(0)
+        trainer = _trainer(out, data=CroppingRows(own))
+        if how == "speedup":
+            _verified(trainer, plain=1.0, packed=1.0)  # a tie: the script's batches stay
+        elif how == "attach":
+            attach(trainer)
+        return _losses(trainer)
+
+    plain = run(tmp_path / "plain", None)
+    assert run(tmp_path / "sped", "speedup") == plain
+    assert run(tmp_path / "measured", "attach") == plain
+
+
+def test_a_masking_collators_own_seed_is_left_where_it_was(tmp_path):
+    from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling, PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from src import attach
+
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[PAD]", "[UNK]", "[MASK]"] + [f"w{i}" for i in range(40)])},
+                                     unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", mask_token="[MASK]")
+    data = Dataset.from_dict({"text": [" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(64)]})
+    data = data.map(lambda b: tokenizer(b["text"]), batched=True, remove_columns=["text"])
+
+    def run(out, measured):
+        set_seed(0)
+        model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
+                                           num_attention_heads=2, intermediate_size=32))
+        args = TrainingArguments(output_dir=str(out), max_steps=6, per_device_train_batch_size=8, logging_steps=1,
+                                 report_to=[], save_strategy="no", seed=0, use_cpu=True)
+        trainer = Trainer(model=model, args=args, train_dataset=data,
+                          data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=True, seed=42))
+        if measured:
+            attach(trainer)
+        return _losses(trainer)
+
+    assert run(tmp_path / "measured", True) == run(tmp_path / "plain", False)

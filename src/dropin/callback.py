@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from omegaconf import OmegaConf
 from transformers import TrainerCallback
 
-from ..base.rng import rng_kept
+from ..base.rng import held_by, rng_kept
 from ..checks import preflight
 from ..checks.script_words import in_script_words
 from ..checks.training import device_facts, precision_checks, schedule_check
@@ -102,7 +102,7 @@ class TrainsweepCallback(TrainerCallback):
         self.out_dir = own_folder(self.asked_dir or Path(args.output_dir) / "trainsweep", (id(self), self.train_calls))
         speedup = getattr(self.trainer, "trainsweep_speedup", None)
         dataset, collator = self._script_data(train_dataloader, speedup)
-        with rng_kept():  # a dataset may draw random numbers per row: reading ahead must not move them
+        with rng_kept(dataset, collator):  # a dataset may draw per row: reading ahead must not move its draws
             rows, why = Rows.head(dataset, collator) if dataset is not None else (None, "no train dataset")
             per_row = sequences_per_row(dataset, collator) if rows is None and collator is not None else 1
             # images and audio: what their padding is, not token padding
@@ -169,7 +169,7 @@ class TrainsweepCallback(TrainerCallback):
         for lever in levers:
             lever.toggle(False)
         try:
-            with rng_kept():
+            with rng_kept(*held_by(self.trainer)):
                 out = []
                 if self.trainer is not None and (rows or str(cfg.task.name).endswith("ForMultipleChoice")):
                     out += preflight.each([("train.grad_accum_loss",

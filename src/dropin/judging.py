@@ -8,6 +8,9 @@ from ..levers import loss_scale
 
 def grad_accum_loss(trainer) -> dict:
     """Is the logged loss of an accumulated step the mean over its items, or grad_accum times that?"""
+    if trainer.args.gradient_accumulation_steps == 1:  # nothing to scale: no batch made ahead (a collator counting calls)
+        return preflight.result("train.grad_accum_loss", "pass", "gradient_accumulation_steps 1",
+                                "the loss of the whole accumulated batch")
     scale = loss_scale.probe(trainer, loss_scale.first_batch(trainer))
     ga = scale.grad_accum
     if scale.own_step:

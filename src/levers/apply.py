@@ -28,6 +28,7 @@ import types
 
 import torch
 
+from ..base.rng import held_by, rng_kept
 from ..model.build import active_adapter, attention_is_causal, uncompiled
 from ..train.trainer import own_method
 from . import cuda_graphs, packing
@@ -68,10 +69,12 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     rows, why = None, None
     try:
         task, why = _fits(trainer, model)
-        if why is None:
-            rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, _pad_id(trainer, model))
-        if why is None:
-            why = dropped_inputs(trainer.train_dataset, _model_inputs(model))
+        # reading every row (its length, its inputs) must not move what a dataset that draws per row draws next
+        with rng_kept(*held_by(trainer)):
+            if why is None:
+                rows, why = TrainRows.read(trainer.train_dataset, trainer.data_collator, task, _pad_id(trainer, model))
+            if why is None:
+                why = dropped_inputs(trainer.train_dataset, _model_inputs(model))
         if why is None:
             packing.apply(trainer, model, rows, task, tokens, fix_loss_scale, out)
             _varlen(trainer, model, cuda, int(rows.lengths.max()), out)

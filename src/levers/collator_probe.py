@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..base.rng import rng_kept
+from ..base.rng import held_by, rng_kept
 from ..data.row_shapes import as_row
 from .rows import PACKS, collator_name, own_tokens, rebuild
 
@@ -59,7 +59,7 @@ def probe(trainer, rows) -> tuple[Reading | None, str | None]:
     """(the reading, None), or (None, why the script's batches stay as its collator makes them)."""
     name = collator_name(trainer.data_collator)
     try:
-        with rng_kept():  # a collator that draws leaves training's random state as it was
+        with rng_kept(*held_by(trainer)):  # a collator that draws: as it was
             return _read(trainer, rows, name), None
     except Refusal as exc:
         return None, f"your collator ({name}) {exc}: your batches stay as it makes them. {PACKS}"

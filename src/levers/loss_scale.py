@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..base.rng import rng_kept
+from ..base.rng import held_by, rng_kept
 from ..train.trainer import own_method
 
 # What a loss computation may write on a Trainer: TRL logs token counts and metrics from compute_loss.
@@ -74,9 +74,10 @@ def first_batch(trainer) -> dict:
         ds = trainer._remove_unused_columns(ds, description="training")
     if hasattr(trainer, "_get_collator_with_removed_columns"):
         collator = trainer._get_collator_with_removed_columns(collator, description="training")
-    with rng_kept():  # a dataset may draw random numbers per row
+    # a dataset may draw per row, a collator too (masking): from the global generators or their own
+    with rng_kept(*held_by(trainer)):
         items = [ds[i] for i in range(min(len(ds), trainer.args.per_device_train_batch_size))]
-    return trainer._prepare_inputs(collator(items))
+        return trainer._prepare_inputs(collator(items))
 
 
 def probe(trainer, batch: dict) -> LossScale:

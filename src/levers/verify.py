@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from ..base.rng import rng_kept
+from ..base.rng import held_by, rng_kept
 from ..base.stats import MIN_EFFECT, Comparison, of_repeats
 from ..data.packing import PACK_STATS, first_fit
 from .loss_scale import TRAINER_STATE
@@ -73,7 +73,7 @@ def verify(trainer, out: Speedup, rows, rounds: int = 5, micro: int = MICRO, clo
     trl_state = {k: copy.deepcopy(vars(trainer)[k]) for k in TRAINER_STATE if k in vars(trainer)}
     was_training = model.training
     try:
-        with rng_kept():
+        with rng_kept(*held_by(trainer)):
             use("your batches")
             rounds, micro = _fit_rounds(out, len(rows), rounds, micro)
             plain, packed = _batches(trainer, out, rows, rounds, micro)
