@@ -453,3 +453,40 @@ def test_a_collator_padding_every_batch_to_max_length_is_read_as_such(tmp_path):
     assert waste["value"]["max_length"] == pytest.approx(rep["throughput"]["pad_fraction"], abs=0.1)
     assert "padding='max_length'" in waste["hint"]
     assert "padding max_length (by the collator, to 32)" in (tmp_path / "trainsweep" / "report.md").read_text()
+
+
+class AuxLogging(Trainer):
+    """A compute_loss that tallies its parts in a dict of its own and logs their means with each loss."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.aux, self.aux_calls = {"ce": 0.0}, 0
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        out = model(**inputs)
+        self.aux["ce"] += float(out.loss)
+        self.aux_calls += 1
+        return (out.loss, out) if return_outputs else out.loss
+
+    def log(self, logs, *args, **kwargs):
+        if "loss" in logs:
+            logs["ce_loss"], self.aux, self.aux_calls = self.aux["ce"] / max(self.aux_calls, 1), {"ce": 0.0}, 0
+        super().log(logs, *args, **kwargs)
+
+
+def test_a_subclass_tally_of_its_loss_parts_is_left_as_training_made_it(tmp_path):
+    """The accumulated-loss probe calls the script's compute_loss: its own ce_loss tally logged at step 1 took the
+    probe's calls in too (upstream-style aux metrics, adversarial run), though the loss itself was bit for bit."""
+    tokenizer = _tokenizer()
+
+    def run(out, measured):
+        set_seed(0)
+        trainer = AuxLogging(model=Qwen3ForSequenceClassification(_config(num_labels=3)),
+                             args=_args(out, gradient_accumulation_steps=2), train_dataset=_classified(tokenizer),
+                             data_collator=DataCollatorWithPadding(tokenizer))
+        if measured:
+            attach(trainer)
+        trainer.train()
+        return [(e["loss"], e["ce_loss"]) for e in trainer.state.log_history if "loss" in e]
+
+    assert run(tmp_path / "measured", True) == run(tmp_path / "plain", False)

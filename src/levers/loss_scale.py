@@ -23,17 +23,29 @@ from ..train.trainer import own_method
 
 # What a loss computation may write on a Trainer: TRL logs token counts and metrics from compute_loss.
 TRAINER_STATE = ("_metrics", "_total_train_tokens")
+PLAIN = (dict, list, set, tuple, int, float, str, bool, type(None))  # what a subclass keeps its own tallies in
 
 
 @contextlib.contextmanager
 def trainer_kept(trainer):
-    """The Trainer's logged metrics and counters and every generator as they were: a probe's compute_loss
+    """The Trainer's logged metrics and counters, a subclass's own (a compute_loss adding its ce_loss and z_loss to
+    a dict it logs: the probe's call added to them), and every generator as they were: a probe's compute_loss
     leaves nothing for training's logs to pick up, and draws nothing training would have drawn."""
-    saved = {k: copy.deepcopy(vars(trainer)[k]) for k in TRAINER_STATE if k in vars(trainer)}
+    saved = {}
+    for k, v in vars(trainer).items():
+        if k in TRAINER_STATE or isinstance(v, PLAIN):
+            try:
+                saved[k] = copy.deepcopy(v)
+            except Exception:  # a container holding what doesn't copy: left as the probe leaves it
+                pass
+    before = set(vars(trainer))
     try:
-        with rng_kept():
+        with rng_kept(*held_by(trainer)):
             yield
     finally:
+        for k in set(vars(trainer)) - before:  # set by the probe's call: set again by training's first
+            if isinstance(vars(trainer)[k], PLAIN):
+                del vars(trainer)[k]
         vars(trainer).update(saved)
 
 
