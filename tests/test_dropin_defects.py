@@ -490,3 +490,21 @@ def test_a_subclass_tally_of_its_loss_parts_is_left_as_training_made_it(tmp_path
         return [(e["loss"], e["ce_loss"]) for e in trainer.state.log_history if "loss" in e]
 
     assert run(tmp_path / "measured", True) == run(tmp_path / "plain", False)
+
+
+def test_a_run_a_callback_stopped_early_says_so_in_its_flag(tmp_path):
+    """A callback stopping the run at step 2 of 6: the flag blamed max_steps=6 alone."""
+    from transformers import TrainerCallback
+
+    class StopAt2(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            control.should_training_stop = state.global_step >= 2
+
+    tokenizer = _tokenizer()
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path),
+                      train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer),
+                      callbacks=[StopAt2()])
+    attach(trainer)
+    trainer.train()
+    assert _report(tmp_path)["flags"]["reasons"] == [
+        "too few steps to measure: max_steps=6, stopped at step 2 leaves no timed step after 5 warm-up"]

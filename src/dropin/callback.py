@@ -105,8 +105,7 @@ class TrainsweepCallback(TrainerCallback):
         with rng_kept(dataset, collator):  # a dataset may draw per row: reading ahead must not move its draws
             rows, why = Rows.head(dataset, collator) if dataset is not None else (None, "no train dataset")
             per_row = sequences_per_row(dataset, collator) if rows is None and collator is not None else 1
-            # images and audio: what their padding is, not token padding
-            untokenised = untokenised_of(dataset, collator) if rows is None and dataset is not None else None
+            untokenised = untokenised_of(dataset, collator) if rows is None and dataset is not None else None  # images
         tokenizer = tokenizer_of(processing_class, collator)
         trl = trl_trainer(self.trainer) if self.trainer is not None else None
         cfg = config_from_trainer(args, state, model, rows, collator, tokenizer, self.measure_settings, trl,
@@ -295,7 +294,8 @@ class TrainsweepCallback(TrainerCallback):
         if rep.get("flops") is not None:
             rep.flops.count_forwards(self.forwards, caller_of_model(self.trainer))
             rep.flops.trainable_at_end(rep.params["trainable_fraction"], models.parameter_counts(model)["trainable_fraction"])
-        ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step])
+        ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step],
+                              global_step=state.global_step)
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
                          own_objective=own_objective(self.trainer)), self.res.device)
         best = best_loaded(args, state)

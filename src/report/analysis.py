@@ -265,9 +265,11 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         me = cfg.measure
         profiled = f" + {me.profile_steps} profiled" if device == "cuda" else ""
         start = cfg.trainer.get("first_step")  # the drop-in's: a Trainer script sets TrainingArguments' max_steps
-        key = "trainer.max_steps" if start is None else "max_steps"
-        resumed = f" from step {start} (resumed: {cfg.trainer.max_steps - start} steps)" if start else ""
-        rep.flags = Flags(reasons=[f"too few steps to measure: {key}={cfg.trainer.max_steps}{resumed} "
+        key, last = ("trainer.max_steps" if start is None else "max_steps"), getattr(trainer.state, "global_step", None)
+        last = cfg.trainer.max_steps if last is None else last
+        resumed = f" from step {start} (resumed: {last - start} steps)" if start else ""
+        stopped = f", stopped at step {last}" if last < cfg.trainer.max_steps else ""  # a callback, early stopping
+        rep.flags = Flags(reasons=[f"too few steps to measure: {key}={cfg.trainer.max_steps}{resumed}{stopped} "
                                    f"leaves no timed step after {me.warmup_steps} warm-up{profiled}"])
         return
     th = throughput(m["tokens"], m["window_steps"], step.mean)
