@@ -508,3 +508,12 @@ def test_a_run_a_callback_stopped_early_says_so_in_its_flag(tmp_path):
     trainer.train()
     assert _report(tmp_path)["flags"]["reasons"] == [
         "too few steps to measure: max_steps=6, stopped at step 2 leaves no timed step after 5 warm-up"]
+
+
+def test_a_misspelt_measure_setting_is_a_type_error_at_the_call(tmp_path):
+    """attach(trainer, warmup_step=2) turned measuring off at train begin and wrote no report; speedup(token=64)
+    raised at once. Both say it at the call now, before any training."""
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path))
+    with pytest.raises(TypeError, match="'warmup_step'.*warmup_steps"):
+        attach(trainer, warmup_step=2)
+    assert attach(trainer, warmup_steps=2).measure_settings == {"warmup_steps": 2}

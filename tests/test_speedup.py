@@ -871,3 +871,10 @@ def test_a_masking_collators_own_seed_is_left_where_it_was(tmp_path):
         return _losses(trainer)
 
     assert run(tmp_path / "measured", True) == run(tmp_path / "plain", False)
+
+
+def test_a_budget_that_is_no_positive_int_is_refused_at_the_call(tmp_path):
+    trainer = _trainer(tmp_path)
+    with pytest.raises(ValueError, match="tokens=-5"):
+        speedup(trainer, tokens=-5)
+    assert getattr(trainer, "trainsweep_speedup", None) is None  # nothing applied

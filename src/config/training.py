@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
 from omegaconf import II, MISSING, DictConfig
@@ -185,6 +185,17 @@ class MeasureConfig:
     rel_error: float = 0.03  # stop_when_stable: the 95% interval's half-width / mean step time to stop at
     min_steps: int = 20  # timed steps before stop_when_stable may stop (an interval needs a few batch means)
     enabled: bool = True
+
+    @staticmethod
+    def known(settings: dict) -> dict:
+        """attach()'s measure settings, or a TypeError naming one it doesn't have, at the call (a typo such as
+        warmup_step=2 turned measuring off at train begin, with no report)."""
+        names = [f.name for f in fields(MeasureConfig)]
+        for key in settings:
+            if key not in names:
+                raise TypeError(f"attach() got an unexpected keyword argument {key!r}; measure settings: "
+                                f"{', '.join(names)}")
+        return settings
 
     @staticmethod
     def check(cfg: DictConfig, on_gpu: bool) -> None:

@@ -32,8 +32,8 @@ from ..measure.forwards import ForwardCounter, compiled_top
 from ..measure.tap import tap
 from ..model import build as models
 from ..model import flops
-from ..report import analysis, document
-from ..report import files as report_files
+from ..config.training import MeasureConfig
+from ..report import analysis, document, files as report_files
 from ..report.sections import Flops
 from . import judging
 from .guard import Guard
@@ -82,7 +82,7 @@ class TrainsweepCallback(TrainerCallback):
     def __init__(self, out_dir: str | Path | None = None, checks: bool = True, **measure_settings):
         self.asked_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
         self.out_dir, self.train_calls, self.checks = None, 0, checks
-        self.measure_settings = measure_settings  # MeasureConfig's fields: warmup_steps=5, profile_steps=3, ...
+        self.measure_settings = MeasureConfig.known(measure_settings)  # warmup_steps=5, profile_steps=3, ...
         self.meter = self.report = self.trainer = self.forwards = None
         self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
         self.guard, self._detachers = Guard(), []
@@ -313,8 +313,8 @@ class TrainsweepCallback(TrainerCallback):
                             "figures; your training ran as without it"
         rep.timing_s["total"] = time.perf_counter() - self.started
         if state.is_world_process_zero:  # under torchrun every rank measures; rank 0 writes
+            report_files.write(self.out_dir, rep)  # first: a path printed is a file written
             print(f"\ntrainsweep report: {self.out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
-            report_files.write(self.out_dir, rep)
 
 
 def _judged_unpacked(check: dict) -> dict:

@@ -58,6 +58,8 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
     losses; verify=False applies them unmeasured, and the line says so. fix_loss_scale: where the script's
     accumulated loss is grad_accum times the batch mean (transformers#47688), make the packed loss the mean
     (default: keep the script's scale). clock: what the verification times with (tests pass a fake one)."""
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0):
+        raise ValueError(f"speedup(tokens={tokens!r}): a packed micro-batch's token budget is a positive int")
     if getattr(trainer, "trainsweep_speedup", None) is not None:  # a second call would wrap what the first wrapped
         return trainer.trainsweep_speedup
     # the levers set grad_accum and the logs' NaN filter on the Trainer's arguments: a copy of its own, so that
