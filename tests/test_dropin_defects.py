@@ -517,3 +517,23 @@ def test_a_misspelt_measure_setting_is_a_type_error_at_the_call(tmp_path):
     with pytest.raises(TypeError, match="'warmup_step'.*warmup_steps"):
         attach(trainer, warmup_step=2)
     assert attach(trainer, warmup_steps=2).measure_settings == {"warmup_steps": 2}
+
+
+def test_a_second_train_after_measuring_turned_off_writes_no_stale_report(tmp_path, capsys):
+    """Measuring turned itself off in the first train(); the second call printed and rewrote the first call's
+    report (its max_steps, its figures) as if it were its own."""
+    from src.dropin.callback import MEASURING
+
+    tokenizer = _tokenizer()
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path, max_steps=8),
+                      train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer))
+    dropin = attach(trainer)
+    trainer.train()
+    first = (tmp_path / "trainsweep" / "report.json").read_text()
+    dropin.guard.turn_off(MEASURING, RuntimeError("a meter failure"))
+    capsys.readouterr()
+    trainer.args.max_steps = 12
+    trainer.train()
+    assert "trainsweep report:" not in capsys.readouterr().out
+    assert (tmp_path / "trainsweep" / "report.json").read_text() == first
+    assert not (tmp_path / "trainsweep-2").exists()

@@ -89,7 +89,7 @@ class TrainsweepCallback(TrainerCallback):
 
     # -- train begin -----------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kw):
-        self.started = time.perf_counter()
+        self.started, self.report = time.perf_counter(), None  # this call's: none where measuring is off (not the last)
         self.trainer = self.trainer or self.guard.run(MEASURING, trainer_of)
         self.guard.run(MEASURING, self._begin, args, state, control, model, processing_class, train_dataloader, kw)
         if not self.guard.is_on(MEASURING):
