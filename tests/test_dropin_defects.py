@@ -537,3 +537,18 @@ def test_a_second_train_after_measuring_turned_off_writes_no_stale_report(tmp_pa
     assert "trainsweep report:" not in capsys.readouterr().out
     assert (tmp_path / "trainsweep" / "report.json").read_text() == first
     assert not (tmp_path / "trainsweep-2").exists()
+
+
+def test_the_probe_copies_tallies_not_models_a_subclass_keeps():
+    """A dict of teachers on the Trainer is no tally: copying it would copy their weights, and putting the copy back
+    would swap the script's models for the probe's copies."""
+    from types import SimpleNamespace
+
+    from src.levers.loss_scale import trainer_kept
+
+    teacher = Qwen3ForSequenceClassification(_config(num_labels=3))
+    trainer = SimpleNamespace(models={"teacher": teacher}, aux={"ce": 1.0}, train_dataset=None, data_collator=None)
+    with trainer_kept(trainer):
+        trainer.aux["ce"] += 2.0
+        trainer.added = 3
+    assert trainer.models["teacher"] is teacher and trainer.aux == {"ce": 1.0} and not hasattr(trainer, "added")

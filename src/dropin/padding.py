@@ -26,14 +26,13 @@ def padding_of(rows, args, collator, untokenised: dict | None = None) -> dict:
     flattening = type(collator).__name__ == "DataCollatorWithFlattening" or getattr(collator, "padding_free", False)
     grouped = getattr(args, "group_by_length", False) or \
         getattr(args, "train_sampling_strategy", None) == "group_by_length"
-    note = width = None
+    note, width = None, _collator_width(collator)  # DataCollatorWithPadding(padding="max_length", max_length=64)
     if (rows and rows.packed) or flattening:  # padding-free: sequences side by side, no pad between them
         strategy = "packed"
     elif rows and rows.padded:
         strategy = "max_length" if len({len(tokens(r)) for r in rows.rows}) == 1 else "longest"
-    elif rows and _collator_width(collator):  # DataCollatorWithPadding(padding="max_length", max_length=64)
-        strategy, width = "max_length", _collator_width(collator)
-        note = f"by the collator, to {width}"
+    elif rows and width:
+        strategy, note = "max_length", f"by the collator, to {width}"
     elif not rows and untokenised:
         strategy, note = _untokenised(untokenised, grouped)
     elif grouped:
@@ -41,7 +40,7 @@ def padding_of(rows, args, collator, untokenised: dict | None = None) -> dict:
     else:
         strategy = "dynamic"
     return {"strategy": strategy, "pad_to_multiple_of": multiple, "chunk_size": 1000,
-            **({"note": note} if note else {}), **({"width": width} if width else {})}
+            **({"note": note} if note else {}), **({"width": width} if note and width else {})}
 
 
 def _collator_width(collator) -> int | None:

@@ -23,7 +23,19 @@ from ..train.trainer import own_method
 
 # What a loss computation may write on a Trainer: TRL logs token counts and metrics from compute_loss.
 TRAINER_STATE = ("_metrics", "_total_train_tokens")
-PLAIN = (dict, list, set, tuple, int, float, str, bool, type(None))  # what a subclass keeps its own tallies in
+
+
+def _tally(value, depth: int = 3) -> bool:
+    """Numbers, strings and one-element tensors, or small containers of them: a subclass's running tallies, cheap
+    to copy. Not a container holding a model or a batch (a dict of teachers: copying it would copy their weights)."""
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return True
+    if isinstance(value, torch.Tensor):
+        return value.numel() <= 1
+    if depth and isinstance(value, (dict, list, set, tuple)) and len(value) <= 10_000:
+        items = value.values() if isinstance(value, dict) else value
+        return all(_tally(v, depth - 1) for v in items)
+    return False
 
 
 @contextlib.contextmanager
@@ -31,20 +43,14 @@ def trainer_kept(trainer):
     """The Trainer's logged metrics and counters, a subclass's own (a compute_loss adding its ce_loss and z_loss to
     a dict it logs: the probe's call added to them), and every generator as they were: a probe's compute_loss
     leaves nothing for training's logs to pick up, and draws nothing training would have drawn."""
-    saved = {}
-    for k, v in vars(trainer).items():
-        if k in TRAINER_STATE or isinstance(v, PLAIN):
-            try:
-                saved[k] = copy.deepcopy(v)
-            except Exception:  # a container holding what doesn't copy: left as the probe leaves it
-                pass
+    saved = {k: copy.deepcopy(v) for k, v in vars(trainer).items() if k in TRAINER_STATE or _tally(v)}
     before = set(vars(trainer))
     try:
         with rng_kept(*held_by(trainer)):
             yield
     finally:
         for k in set(vars(trainer)) - before:  # set by the probe's call: set again by training's first
-            if isinstance(vars(trainer)[k], PLAIN):
+            if _tally(vars(trainer)[k]):
                 del vars(trainer)[k]
         vars(trainer).update(saved)
 
