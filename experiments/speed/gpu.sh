@@ -28,6 +28,7 @@
 #   bash experiments/speed/gpu.sh fp8learn  # issue 53 G5: the same on 32 learnable classes, 16k rows, eval set; G3's reused trace
 #   bash experiments/speed/gpu.sh fp8cue    # issue 53 G5: the same with each class's cue on 8 ids, learnable by LoRA on random weights
 #   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
+#   bash experiments/speed/gpu.sh fullft_heldout  # issue 53 G4: today's full fine-tune rule on shapes neither of its calls ran
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
@@ -357,6 +358,20 @@ if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradien
   run ft16_bf16_bs16_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=16 batch.grad_accum=2
   run ft4_fp32_bs4_ga1 model.arch.num_hidden_layers=4 precision=fp32 batch=4
   run ft4_fp32_bs4_ga2 model.arch.num_hidden_layers=4 precision=fp32 batch=4 batch.grad_accum=2
+fi
+if [ "$what" = fullft_heldout ]; then  # issue 53 G4: today's full fine-tune rule (read off calls 1 and 3 above) on
+  # depths, batches and grad_accum neither call ran: a held-out check. Both of its regimes at grad_accum 1 (activations
+  # with one largest gradient: large batches; all the gradients: small batches, fp32), and grad_accum 2-3
+  COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=90
+  run ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32
+  run ft6_bf16_bs4_ga3 model.arch.num_hidden_layers=6 precision=bf16 batch=4 batch.grad_accum=3
+  run ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32
+  run ft10_fp32_bs2_ga1 model.arch.num_hidden_layers=10 precision=fp32 batch=2
+  run ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2
+  run ft20_bf16_bs16_ga1 model.arch.num_hidden_layers=20 precision=bf16 batch=16
+  run ft24_fp32_bs4_ga1 model.arch.num_hidden_layers=24 precision=fp32 batch=4
+  run ft24_fp32_bs4_ga2 model.arch.num_hidden_layers=24 precision=fp32 batch=4 batch.grad_accum=2
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)
