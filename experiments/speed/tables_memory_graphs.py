@@ -7,7 +7,8 @@ which also counted the first step's workspace twice under CUDA graphs (a rule re
 3): its rows are predicted without it, from their stored parts with the workspace once. The H100's graphs8k call (gpu.sh
 graphs8k) asks whether call 3's 8k shortfall stays fixed as depth grows, as the 2k one did. The H100's
 graphs_memory4 call (gpu.sh graphs_memory4, commit e3f5cdb) runs today's rule: the by-layer copies, and the part
-outside the layers checked against a 2-layer copy compiled whole."""
+outside the layers checked against a 2-layer copy compiled whole; its call 2 (ONLY_FULL=1, another H100) the same at full
+depth."""
 from __future__ import annotations
 
 from experiments.figures import HERE, Fig, markdown, pct
@@ -33,7 +34,8 @@ ROWS = [("H100", "h100_graphs_4layer_call", "g2k_model_graphs_fused", "eager (un
         ("H100", "h100_graphs_memory4_call1", "gm4_8k_l4", WHOLE, "graphs, 8k packs"),
         ("H100", "h100_graphs_memory4_call1", "gm4_8k_l8", WHOLE, "graphs, 8k packs"),
         ("H100", "h100_graphs_memory4_call1", "gm4_8k_fp8_l8", WHOLE, "graphs, 8k packs, FP8 + fused"),
-        ("H100", "h100_graphs_memory4_call1", "gm4_8k_nographs_l8", WHOLE, "compiled whole, no graphs, 8k packs")]
+        ("H100", "h100_graphs_memory4_call1", "gm4_8k_nographs_l8", WHOLE, "compiled whole, no graphs, 8k packs"),
+        ("H100", "h100_graphs_memory4_call2", "gm4_8k_full", WHOLE, "graphs, 8k packs")]
 
 
 def speed_memory_graphs() -> str:
