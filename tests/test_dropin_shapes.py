@@ -128,7 +128,7 @@ def test_multiple_choice_rows_are_not_said_to_lack_input_ids():
     read, why = Rows.head(rows, collate)
     assert read is None and "4 sequences" in why and "without input_ids" not in why
     # a sample is the row ([rows, choices, length]), and each row is 4 sequences for the attention's length
-    from src.dropin.reading import sequences_per_row
+    from src.dropin.padding import sequences_per_row
     from src.measure.meter import TokenCounter
 
     assert sequences_per_row(rows, collate) == 4

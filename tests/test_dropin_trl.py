@@ -96,7 +96,7 @@ def test_a_resumed_run_reports_the_steps_it_ran_not_its_checkpoints(tmp_path):
 def test_preference_collators_make_two_sequences_of_a_row_and_plain_ones_one():
     from transformers import DataCollatorWithPadding
 
-    from src.dropin.reading import sequences_per_row
+    from src.dropin.padding import sequences_per_row
     from trl.trainer.dpo_trainer import DataCollatorForPreference as DPOPairs
     from trl.trainer.reward_trainer import DataCollatorForPreference as RewardPairs
 

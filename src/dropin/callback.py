@@ -36,9 +36,10 @@ from ..config.training import MeasureConfig
 from ..report import analysis, document, files as report_files
 from ..report.sections import Flops
 from . import judging
+from .judging import own_objective
 from .guard import Guard
-from .padding import untokenised_of
-from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_of, resolved_of, sequences_per_row,
+from .padding import sequences_per_row, untokenised_of
+from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_of, resolved_of,
                       tokenizer_of, trainer_of, trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
@@ -86,14 +87,26 @@ class TrainsweepCallback(TrainerCallback):
         self.meter = self.report = self.trainer = self.forwards = None
         self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
         self.guard, self._detachers = Guard(), []
+        self.ended, self.tries = True, []  # tries: this train() call's batch sizes that ran out of memory
 
     # -- train begin -----------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kw):
-        self.started, self.report = time.perf_counter(), None  # this call's: none where measuring is off (not the last)
-        self.trainer = self.trainer or self.guard.run(MEASURING, trainer_of)
+        self._retrying()
+        self.started, self.report, self.ended = time.perf_counter(), None, False  # none where measuring is off
+        self.trainer = self.guard.run(MEASURING, trainer_of, self) or self.trainer  # an instance each fold's Trainer holds
         self.guard.run(MEASURING, self._begin, args, state, control, model, processing_class, train_dataloader, kw)
         if not self.guard.is_on(MEASURING):
             self._detach()
+
+    def _retrying(self) -> None:
+        """A begin with no end since the last: auto_find_batch_size's next try at a smaller batch in the same train()
+        call. The earlier try's taps come off; the report is the last try's, in its folder, naming the others."""
+        if self.ended:
+            self.tries = []
+        else:
+            self.tries += [self.cfg.batch.size] if self.report is not None else []
+            self._detach()
+            self.train_calls -= 1
 
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
         model = models.uncompiled(model)  # read as the module it compiles (the timing wraps the Trainer's calls)
@@ -122,6 +135,9 @@ class TrainsweepCallback(TrainerCallback):
             rep.flops = self._flops(model, rep.data["lengths"]["token_weighted_mean"])
         if speedup is not None:
             rep.speedup = speedup.as_dict()
+        if self.tries:
+            rep.retried = (f"auto_find_batch_size: batch {', '.join(map(str, self.tries))} ran out of memory; this report "
+                           f"is batch {cfg.batch.size}'s")
         self.report = rep
         if self.checks:
             checks = self.guard.run(CHECKS, self._checks, model, tokenizer, collator, rows, why, speedup)
@@ -131,7 +147,7 @@ class TrainsweepCallback(TrainerCallback):
             named = getattr(script_collator, "__name__", None) or type(script_collator).__name__  # a function, or a class
             rep.diagnostics = in_script_words(checks, bool(rows) and rows.padded, named, own_objective(self.trainer))
             if speedup is not None and speedup.on("padding-free batches"):
-                rep.diagnostics = [_judged_unpacked(c) for c in rep.diagnostics]
+                rep.diagnostics = [judging.judged_unpacked(c) for c in rep.diagnostics]
             rep.timing_s["diagnostics"] = time.perf_counter() - self.started
         if speedup is not None and speedup.on("padding-free batches"):  # what trains: one pack a micro-batch
             OmegaConf.update(cfg, "batch", {"size": 1, "tokens": speedup.packing["tokens"],
@@ -275,6 +291,7 @@ class TrainsweepCallback(TrainerCallback):
 
     # -- train end -------------------------------------------------------------------------------------
     def on_train_end(self, args, state, control, model=None, **kw):
+        self.ended = True
         if self.report is None:  # it never began: the one line at train begin said why
             return
         if self.meter is not None:
@@ -315,23 +332,6 @@ class TrainsweepCallback(TrainerCallback):
         if state.is_world_process_zero:  # under torchrun every rank measures; rank 0 writes
             report_files.write(self.out_dir, rep)  # first: a path printed is a file written
             print(f"\ntrainsweep report: {self.out_dir / 'report.json'}\n{document.format_summary(rep)}", flush=True)
-
-
-def _judged_unpacked(check: dict) -> dict:
-    """The padding check judges the script's own batches; beside a run that trained on speedup's packs it read as a
-    contradiction (a newcomer's report: "padding packed, pad 3.0%" above "20% of the positions are padding")."""
-    if check["check"] != "data.padding_waste" or check["status"] == "pass":
-        return check
-    return {**check, "hint": check["hint"] + ". These are your batches' figures, without speedup: this run trained "
-            "on its padding-free packs, whose padding the throughput line shows"}
-
-
-def own_objective(trainer) -> bool:
-    """Whether the trainer trains on its own objective rather than the model's cross-entropy: TRL's preference and
-    RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), and SFT's loss_type="dft" (each token's loss
-    weighted by its probability), whose loss never starts at a uniform guess over the vocabulary."""
-    dft = getattr(getattr(trainer, "args", None), "loss_type", "nll") not in (None, "nll")
-    return trl_trainer(trainer) not in (None, "SFTTrainer") or dft
 
 
 def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = False, **settings) -> TrainsweepCallback:

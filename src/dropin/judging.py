@@ -1,9 +1,11 @@
 """The checks a user's Trainer gets beyond src.run's: the loss scale of an accumulated step, measured on the
-script's own compute_loss (src/levers/loss_scale.py), and what could not be checked, and why."""
+script's own compute_loss (src/levers/loss_scale.py), and what could not be checked, and why; which trainers train
+on an objective of their own, and the padding check's words beside speedup's packs."""
 from __future__ import annotations
 
 from ..checks import preflight
 from ..levers import loss_scale
+from .reading import trl_trainer
 
 
 def grad_accum_loss(trainer) -> dict:
@@ -33,3 +35,20 @@ def grad_accum_loss(trainer) -> dict:
 def not_run(groups: tuple, why: str) -> list[dict]:
     """The check groups that could not run, each saying why: a silent gap reads like a pass."""
     return [preflight.result(group, "not_run", why, "checks that run", f"not checked: {why}") for group in groups]
+
+
+def judged_unpacked(check: dict) -> dict:
+    """The padding check judges the script's own batches; beside a run that trained on speedup's packs it read as a
+    contradiction (a newcomer's report: "padding packed, pad 3.0%" above "20% of the positions are padding")."""
+    if check["check"] != "data.padding_waste" or check["status"] == "pass":
+        return check
+    return {**check, "hint": check["hint"] + ". These are your batches' figures, without speedup: this run trained "
+            "on its padding-free packs, whose padding the throughput line shows"}
+
+
+def own_objective(trainer) -> bool:
+    """Whether the trainer trains on its own objective rather than the model's cross-entropy: TRL's preference and
+    RL trainers (DPO, KTO, GRPO, RLOO, reward modelling, distillation), and SFT's loss_type="dft" (each token's loss
+    weighted by its probability), whose loss never starts at a uniform guess over the vocabulary."""
+    dft = getattr(getattr(trainer, "args", None), "loss_type", "nll") not in (None, "nll")
+    return trl_trainer(trainer) not in (None, "SFTTrainer") or dft

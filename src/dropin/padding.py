@@ -5,7 +5,7 @@ Batches without input_ids have no tokens to pad. Images reach the model at one s
 them, the collator stacks them): nothing is padded. Audio is padded in samples (input_values) or feature frames
 (input_features) by the feature extractor's collator; the report's padding share counts tokens, so it says what
 the padding is and leaves its share unjudged rather than call it token padding (a newcomer read "padding
-dynamic" on a ViT).
+dynamic" on a ViT). A row may be several sequences (`sequences_per_row`: a preference pair, a multiple-choice row).
 """
 from __future__ import annotations
 
@@ -105,3 +105,15 @@ def _shape(value) -> tuple:
     if isinstance(value, (list, tuple)):  # a row of numbers (a waveform), or nested lists of them
         return (len(value),) + (_shape(value[0]) if value and isinstance(value[0], (list, tuple)) else ())
     return ()
+
+
+def sequences_per_row(dataset, collator) -> int:
+    """How many sequences the script's collator makes of one row: 2 for TRL's preference collators (DPO, reward
+    modelling), which stack each row's chosen and rejected sequences along the batch; a multiple-choice row's
+    choices ([rows, choices, length]); else 1. The Trainer's batch size counts rows, so the report's samples do
+    too. Reads one row; a collator that fails on it is taken at 1."""
+    try:
+        ids = collator([dataset[0]])["input_ids"]
+        return int(ids.shape[0] if ids.dim() == 2 else ids.shape[1] if ids.dim() == 3 else 1) or 1
+    except Exception:
+        return 1

@@ -17,7 +17,7 @@ from ..data.row_shapes import as_row, attended, plain, tokens
 from ..machine import env
 from ..model.build import active_adapter, attention_is_causal
 from ..train.trainer import own_method
-from .padding import padding_of
+from .padding import padding_of, sequences_per_row
 
 SAMPLE_ROWS = 2000  # rows of the train dataset the data checks read (the tokenizer check reads as many)
 COLLATED_ROWS = 256  # rows read through the script's own collator, one at a time, when they aren't records
@@ -131,9 +131,9 @@ def config_of(model):
     return conf if conf is not None else SimpleNamespace(name_or_path="", model_type=None)
 
 
-def trainer_of(callback_depth: int = 12):
-    """The Trainer whose hook is running: the `self` of a calling frame (the Trainer hands its callbacks no
-    reference to itself; `callbacks=[TrainsweepCallback()]` meets it only here)."""
+def trainer_of(callback=None, callback_depth: int = 12):
+    """The Trainer whose hook is running (one that holds `callback`, where given: one callback instance in each fold's
+    Trainer): the `self` of a calling frame (the Trainer hands its callbacks no reference to itself)."""
     from transformers import Trainer
 
     frame = sys._getframe(1)
@@ -141,7 +141,8 @@ def trainer_of(callback_depth: int = 12):
         if frame is None:
             return None
         owner = frame.f_locals.get("self")
-        if isinstance(owner, Trainer):
+        held = getattr(getattr(owner, "callback_handler", None), "callbacks", ())
+        if isinstance(owner, Trainer) and (callback is None or any(c is callback for c in held)):
             return owner
         frame = frame.f_back
     return None
@@ -175,18 +176,6 @@ def caller_of_model(trainer) -> str | None:
             return f"your {name}"
     owner = next((c for c in type(trainer).__mro__ if "compute_loss" in vars(c)), None)
     return f"{owner.__name__}'s compute_loss" if owner is not None else None
-
-
-def sequences_per_row(dataset, collator) -> int:
-    """How many sequences the script's collator makes of one row: 2 for TRL's preference collators (DPO, reward
-    modelling), which stack each row's chosen and rejected sequences along the batch; a multiple-choice row's
-    choices ([rows, choices, length]); else 1. The Trainer's batch size counts rows, so the report's samples do
-    too. Reads one row; a collator that fails on it is taken at 1."""
-    try:
-        ids = collator([dataset[0]])["input_ids"]
-        return int(ids.shape[0] if ids.dim() == 2 else ids.shape[1] if ids.dim() == 3 else 1) or 1
-    except Exception:
-        return 1
 
 
 def task_of(model, rows: Rows | None = None, trl: str | None = None) -> str:
@@ -304,6 +293,12 @@ def rate_and_schedule_of(args, trainer) -> tuple[float, str]:
     return (max(rates) if rates else args.learning_rate), scheduler
 
 
+def batch_size_of(args, trainer) -> int:
+    """A device's micro-batch: auto_find_batch_size's smaller one after an out-of-memory error is the Trainer's."""
+    size = getattr(trainer, "_train_batch_size", None) if args.auto_find_batch_size else None
+    return size // max(1, args.n_gpu) if isinstance(size, int) else args.per_device_train_batch_size
+
+
 def config_from_trainer(args, state, model, rows: Rows | None, collator, tokenizer, measure_settings: dict,
                         trl: str | None = None, untokenised: dict | None = None, trainer=None):
     """The keys of trainsweep's config that measuring, the analysis, the checks and the summary read, from
@@ -326,8 +321,7 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         # num_labels defaults to 2 whatever the head: an LM's scores its vocabulary, multiple choice's the choices
         "task": {"name": task, "num_labels": 0 if task in ("causal_lm", "seq2seq") or task.endswith(
             ("ForMultipleChoice", "ForQuestionAnswering")) else getattr(conf, "num_labels", 0)},
-        "batch": {"size": args.per_device_train_batch_size, "grad_accum": args.gradient_accumulation_steps,
-                  "tokens": None},
+        "batch": {"size": batch_size_of(args, trainer), "grad_accum": args.gradient_accumulation_steps, "tokens": None},
         "padding": padding,
         # blocks: the block width, which no row was cut to
         "data": {"max_length": len(tokens(rows.rows[0])) if layout

@@ -34,6 +34,7 @@ class Report:
     timing_s: dict = UNSET
     diagnostics: list = UNSET
     resumed_from: Optional[str] = UNSET
+    retried: Optional[str] = UNSET  # the drop-in: auto_find_batch_size's earlier tries in this train() call
     memory_gb: GpuMemory | CpuMemory = UNSET
     eval: Optional[dict] = UNSET
     loss: Loss = UNSET
@@ -197,6 +198,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("eval", f"{shown} ({r.eval.get('weights') or 'step ' + str(r.eval['step'])}){then}"))
     if r.get("resumed_from"):
         rows.append(("resumed", f"from {r.resumed_from}"))
+    if r.get("retried"):
+        rows.append(("retried", r.retried))
     if r.get("loss") and (r.loss.initial is not None or r.loss.mean_over_run is not None):
         rows.append(("loss", r.loss.line()))
     if r.get("saved"):
