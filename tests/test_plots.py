@@ -145,6 +145,20 @@ def test_loss_is_drawn_against_samples_seen_or_tokens_seen_for_a_token_budget():
     assert plots.loss_figure(mixed, summary.table(mixed)).axes[0].get_xlabel() == "optimizer step"
 
 
+def test_a_chosen_token_budget_is_drawn_as_the_budget_the_probe_chose():
+    """sweep=levers' auto_budget job: batch.tokens=auto in its config. The loss plot multiplied the steps by the
+    string "auto" and the sweep's summary failed on a GPU; on a CPU the probe picks rows, drawn as samples."""
+    auto = _report(1, 1, 950, tokens="auto")
+    auto["resolved"] = {"budget": {"tokens": 16384, "grad_accum": 1}}
+    packed = [_report(1, 2, 900, tokens=8192), auto]
+    ax = plots.loss_figure(packed, summary.table(packed)).axes[0]
+    assert "tokens seen" in ax.get_xlabel()
+    assert [list(line.get_xdata()) for line in ax.get_lines()[:2]] == [[16384, 32768, 49152], [16384, 32768, 49152]]
+    on_cpu = _report(4, 1, 900, tokens="auto")  # no budget chosen: batch.size rows
+    ax = plots.loss_figure([on_cpu], summary.table([on_cpu])).axes[0]
+    assert ax.get_xlabel().startswith("samples seen") and list(ax.get_lines()[0].get_xdata()) == [4, 8, 12]
+
+
 @pytest.mark.parametrize("case", ["one row", "all failed", "nan columns", "cpu sweep", "a stalled job"])
 def test_plots_survive_odd_tables(case, tmp_path):
     if case == "a stalled job":  # finished, unranked (rank NA): the README's CPU sweep on a busy host made one

@@ -28,6 +28,7 @@
 #   bash experiments/speed/gpu.sh fp8learn  # issue 53 G5: the same on 32 learnable classes, 16k rows, eval set; G3's reused trace
 #   bash experiments/speed/gpu.sh fp8cue    # issue 53 G5: the same with each class's cue on 8 ids, learnable by LoRA on random weights
 #   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
+#   bash experiments/speed/gpu.sh levers53  # issue 53: sweep=levers' reference and auto_budget jobs alone, full depth; anchor
 #   bash experiments/speed/gpu.sh fullft_heldout  # issue 53 G4: today's full fine-tune rule on shapes neither of its calls ran
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
@@ -358,6 +359,13 @@ if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradien
   run ft16_bf16_bs16_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=16 batch.grad_accum=2
   run ft4_fp32_bs4_ga1 model.arch.num_hidden_layers=4 precision=fp32 batch=4
   run ft4_fp32_bs4_ga2 model.arch.num_hidden_layers=4 precision=fp32 batch=4 batch.grad_accum=2
+fi
+if [ "$what" = levers53 ]; then  # issue 53: sweep=levers' lever of issue 53 (auto_budget: batch.tokens=auto) against
+  # the reference as the sweep states it (the summary's interval), full depth, the best plain-Trainer anchor first
+  anchors bf16_sdpa_b32_group
+  COMMON="model=qwen3 logger=none"
+  SWEEP_TIMEOUT=${SWEEP_TIMEOUT_53:-300}
+  sweep levers53 sweep=levers '+lever=packed_8k,auto_budget'
 fi
 if [ "$what" = fullft_heldout ]; then  # issue 53 G4: today's full fine-tune rule (read off calls 1 and 3 above) on
   # depths, batches and grad_accum neither call ran: a held-out check. Both of its regimes at grad_accum 1 (activations

@@ -16,6 +16,7 @@ import pandas as pd
 from ..measure import PHASES
 from .plot_axes import (_batch_axis, _column, _figure, _guessed, _job_labels, _legend, _mark_failed, _n, _names,
                         _ok, _percent, _save, _seconds, _series, _values, _where, text_colour)
+from .document import batch_as_run
 from .sweep_table import stalled
 
 KEYS = ("rank", "batch", "grad_accum", "effective_batch", "world_size", "real_tok_s")
@@ -267,7 +268,7 @@ def loss_figure(reports: list[dict], df: pd.DataFrame):
     if not runs:
         return None
     labels = dict(zip(df["dir"], df["job"])) if {"dir", "job"} <= set(df) else {}
-    budgets = {bool(r["config"]["batch"].get("tokens")) for r in runs}
+    budgets = {bool(_batch(r).get("tokens")) for r in runs}
     # tokens and samples don't share an axis: a sweep mixing both is drawn against the optimizer step
     seen = "step" if len(budgets) > 1 else ("tokens" if budgets == {True} else "samples")
     fig, ax = _figure(6.5, 4)
@@ -292,5 +293,10 @@ def _per_step(report: dict, seen: str) -> float:
     """Samples or tokens one optimizer step takes in (every rank's micro-batches), or 1 to count steps."""
     if seen == "step":
         return 1
-    b, world = report["config"]["batch"], (report.get("resolved") or {}).get("world_size") or 1
+    b, world = _batch(report), (report.get("resolved") or {}).get("world_size") or 1
     return (b["tokens"] if seen == "tokens" else b["size"]) * b["grad_accum"] * world
+
+
+def _batch(report: dict) -> dict:
+    """The batch as the job trained it: batch.tokens=auto is the budget its probe chose (none on a CPU: rows)."""
+    return batch_as_run(report["config"], report.get("resolved") or {})
