@@ -175,6 +175,29 @@ def test_image_batches_read_no_padding(tmp_path, capsys):
     assert "padding none (pixel_values, fixed-size)" in out and "padding dynamic" not in out
 
 
+def test_an_image_classifiers_doubled_accumulated_loss_is_checked_not_skipped(tmp_path):
+    """A ResNet at grad_accum 2 logs twice its loss (its forward takes num_items_in_batch, and ignores it): the
+    check ran only on token rows and said not_run, for a reason about input_ids. Its own batches are probed now,
+    in eval mode (BatchNorm's running statistics untouched: the losses are the plain run's)."""
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    def run(out, attached):
+        torch.manual_seed(0)
+        model = ResNetForImageClassification(ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16],
+                                                          depths=[1, 1], num_labels=3, layer_type="basic"))
+        rows = [{"pixel_values": torch.randn(3, 16, 16, generator=torch.Generator().manual_seed(i)), "labels": i % 3}
+                for i in range(32)]
+        trainer = Trainer(model=model, args=_args(out, gradient_accumulation_steps=2), train_dataset=rows)
+        if attached:
+            attach(trainer, warmup_steps=1)
+        trainer.train()
+        return [e["loss"] for e in trainer.state.log_history if "loss" in e]
+
+    assert run(tmp_path / "attached", True) == run(tmp_path / "plain", False)
+    check = next(c for c in _report(tmp_path / "attached")["diagnostics"] if c["check"] == "train.grad_accum_loss")
+    assert check["status"] == "fail" and "= False before trainer.train()" in check["hint"], check
+
+
 def test_audio_padding_is_of_samples_not_tokens():
     """Clips of several lengths: the collator pads samples, whose share the token counts don't judge; clips all of
     one length were cut or padded before the collator (Whisper's 30 s of frames): not called dynamic."""

@@ -186,7 +186,7 @@ class TrainsweepCallback(TrainerCallback):
         try:
             with rng_kept(*held_by(self.trainer)):
                 out = []
-                if self.trainer is not None and (rows or str(cfg.task.name).endswith("ForMultipleChoice")):
+                if self.trainer is not None and (rows or judging.indexed(self.trainer.train_dataset)):
                     out += preflight.each([("train.grad_accum_loss",
                                             lambda: [judging.grad_accum_loss(self.trainer)])])
                 if rows and collator is not None and cfg.task.name in TASKS:
