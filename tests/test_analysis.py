@@ -177,6 +177,12 @@ def test_a_run_that_logged_no_step_loss_reports_the_trainers_mean_and_bf16_is_no
     short = loss_summary([{"loss": 6.99, "step": 1}, {"train_loss": 6.5, "step": 8}], 6.931)
     assert short.initial == short.final == 6.99 and short.mean_over_run == 6.5
     assert short.line().startswith("6.990 at step 1, the only step logged") and "mean over the run 6.500" in short.line()
+    # max_steps=1, or a callback stopping at step 1: step 1 was the run, logged (a helper read "logging_steps is past
+    # the run's end" under logging_steps=1); a later step alone logged is not called step 1
+    one = loss_summary([{"loss": 6.99, "step": 1}, {"train_loss": 6.99, "step": 1}], 6.931)
+    assert one.mean_over_run is None and one.line() == "6.990 at step 1, the run's only step (uniform guess: 6.931)"
+    fifth = loss_summary([{"loss": 6.5, "step": 5}, {"train_loss": 6.7, "step": 7}], 6.931)
+    assert fifth.line().startswith("6.500 at step 5, the only step logged; mean over the run 6.700")
     longer = loss_summary([{"loss": 6.99, "step": 1}, {"loss": 6.0, "step": 10}, {"train_loss": 6.5, "step": 10}], 6.931)
     assert longer.mean_over_run is None and longer.line().startswith("6.990 -> 6.000")
     advice = verdict(StepTime(mean=1.0), Breakdown(data=0, compute=1.0, optimizer=0, other=0), 0.95,

@@ -1,11 +1,9 @@
-"""A Trainer that runs its training loop again inside one train() call, and a callback instance two Trainers share:
-auto_find_batch_size's retry after an out-of-memory error (transformers calls on_train_begin again, at half the
-batch, with no on_train_end between), and one TrainsweepCallback() in each fold's Trainer of a k-fold loop; a sped-up
-classifier saved whole with torch.save."""
+"""Runs that don't fit one train() and one Trainer: auto_find_batch_size's retry after an out-of-memory error
+(transformers calls on_train_begin again, at a smaller batch, with no on_train_end between); one TrainsweepCallback()
+in each fold's Trainer of a k-fold loop; a sped-up classifier saved whole with torch.save; evaluate() around train()."""
 import json
 
 import pytest
-
 import torch
 from transformers import Qwen3ForSequenceClassification, Trainer, TrainerCallback, set_seed
 
@@ -106,3 +104,25 @@ def test_a_sped_up_classifier_saved_whole_loads_back_with_its_own_forward(tmp_pa
     with torch.no_grad():
         assert torch.equal(trainer.model(**row).logits, loaded(**row).logits)
         torch.load(tmp_path / "step2.pt", weights_only=False).eval()(**row)
+
+
+def test_an_evaluation_before_training_leaves_its_timing_out_of_the_eval_line(tmp_path, capsys):
+    """evaluate() before train() makes the Trainer time the model's preparation: the eval line listed
+    model_preparation_time beside the loss as if it were a metric."""
+    tokenizer = _tokenizer()
+    set_seed(0)
+    rows = _classified(tokenizer)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path), train_dataset=rows,
+                      eval_dataset=rows.select(range(16)), processing_class=tokenizer)
+    attach(trainer)
+    trainer.evaluate()
+    trainer.train()
+    capsys.readouterr()
+    metrics = trainer.evaluate()
+    out = capsys.readouterr().out
+    rep = json.loads((tmp_path / "trainsweep" / "report.json").read_text())
+    assert "eval_model_preparation_time" in metrics and rep["eval"]["final"]["loss"] == metrics["eval_loss"]
+    from src.report.document import Report, format_summary
+
+    line = next(l for l in format_summary(Report.from_dict(rep)).splitlines() if l.strip().startswith("eval"))
+    assert "loss" in line and "preparation_time" not in line, line

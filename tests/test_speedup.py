@@ -195,6 +195,10 @@ def test_short_rows_keep_their_rows_a_step():
     assert abs(plan["rows_per_step"] / 8 - 1) <= 0.03, plan["rows_per_step"]
     one = plan_budget(lengths, 1, 1, None, seed=0)  # a pack holding the longest row takes ~2 rows: no budget keeps 1
     assert one["refused"] and "rows a step" in one["refused"]
+    # 3 rows at batch 8 x grad_accum 4: each of the script's steps holds the 3 (speedup said "no budget keeps your
+    # 32 rows a step")
+    few = plan_budget(np.array([12, 30, 21]), 8, 4, None, seed=0)
+    assert few["refused"] is None and few["rows_per_step_before"] == 3 and few["rows_per_step"] == 3
 
 
 def test_a_causal_lm_script_with_transformers_lm_collator_keeps_its_loss(tmp_path):
@@ -757,6 +761,11 @@ def test_preference_rows_are_said_to_be_tokenised_but_not_one_sequence_each():
     read, why = TrainRows.read(rows, lambda batch: batch, "causal_lm", 0)
     assert read is None and "rows with prompt_ids, chosen_ids, rejected_ids and no input_ids" in why
     assert "one input_ids sequence each" in why and "tokenised rows are what" not in why
+    # tokenizer(text, return_tensors="pt") per row: input_ids [1, L], there but not one sequence (it read "rows with
+    # input_ids, attention_mask, labels and no input_ids")
+    encoded = [{"input_ids": torch.tensor([[3, 4, 5]]), "attention_mask": torch.ones(1, 3), "labels": torch.tensor(1)}] * 4
+    read, why = TrainRows.read(encoded, lambda batch: batch, "classification", 0)
+    assert read is None and "rows with input_ids, attention_mask, labels whose input_ids are not one sequence" in why
 
 
 def test_a_model_subclass_with_its_own_forward_is_not_packed(tmp_path):

@@ -62,7 +62,8 @@ def plan_budget(lengths, micro_batch: int, grad_accum: int, tokens: int | None, 
     (speedup(tokens=...)) forces the budget; then the rows per step may move, and `change` says by how much."""
     lengths = np.asarray(lengths)
     longest = int(lengths.max())
-    rows_per_step = micro_batch * grad_accum
+    # fewer rows than a step (3 rows at batch 8 x grad_accum 4): each of the script's steps holds all of them
+    micro_batch, rows_per_step = min(micro_batch, len(lengths)), min(micro_batch * grad_accum, len(lengths))
     sample = lengths if len(lengths) <= SAMPLE else np.random.default_rng(seed).choice(lengths, SAMPLE, replace=False)
     why = None
     if tokens is not None:

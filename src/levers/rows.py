@@ -127,7 +127,9 @@ class TrainRows:
             own = f", batched by {collator_name(collator)}" if kind == OWN else ""
             # TRL's preference rows are tokenised too (prompt_ids, chosen_ids): what they lack is one sequence a row
             held = f"with {', '.join(list(first)[:4])}" if first else f"of type {type(dataset[0]).__name__}"
-            return None, f"rows {held} and no input_ids{own}: trainsweep packs rows of one input_ids sequence each"
+            # input_ids there but not one sequence: [1, L] from tokenizer(..., return_tensors="pt") per row
+            lacks = " whose input_ids are not one sequence" if first and "input_ids" in first else " and no input_ids"
+            return None, f"rows {held}{lacks}{own}: trainsweep packs rows of one input_ids sequence each"
         if task == "classification":
             label = first.get("labels", first.get("label"))
             if not isinstance(label, int) or isinstance(label, bool):

@@ -184,8 +184,11 @@ def loss_summary(log_history: list[dict], expected_initial: float | None) -> Los
         mean = next((e["train_loss"] for e in reversed(log_history) if "train_loss" in e), None)
         return Loss(final=mean, mean_over_run=mean, expected_initial=expected_initial)
     curve = [(e["step"], e["loss"]) for e in log_history if "loss" in e]
-    # step 1's loss alone (logging_steps past the run's end): its "final" is step 1's, and the mean says more
-    mean = next((e["train_loss"] for e in reversed(log_history) if "train_loss" in e), None) if len(curve) == 1 else None
+    # step 1's loss alone (logging_steps past the run's end): its "final" is step 1's, and the mean says more; not
+    # where step 1 was the run (max_steps=1, a callback stopping it)
+    ran = max((e.get("step", 0) for e in log_history), default=0)
+    mean = next((e["train_loss"] for e in reversed(log_history) if "train_loss" in e), None) \
+        if len(curve) == 1 and ran > curve[0][0] else None
     return Loss(initial=losses[0], final=losses[-1], expected_initial=expected_initial, curve=curve, mean_over_run=mean)
 
 

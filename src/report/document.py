@@ -193,7 +193,7 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
         rows.append(("verdict", r.verdict.line()))
     ev = (r.get("eval") or {}).get("final")
     if ev:
-        shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second")) and isinstance(v, (int, float)))
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in ev.items() if not k.endswith(("runtime", "per_second", "preparation_time")) and isinstance(v, (int, float)))
         then = f"; {r.eval['then']}" if r.eval.get("then") else ""
         rows.append(("eval", f"{shown} ({r.eval.get('weights') or 'step ' + str(r.eval['step'])}){then}"))
     if r.get("resumed_from"):
