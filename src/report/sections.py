@@ -291,16 +291,12 @@ class Loss(Section):
         if self.initial is None:
             return (f"mean over the run {_fmt(self.mean_over_run, '.3f')} (no step's loss logged: logging_steps is past "
                     f"the run's end{'; ' + guess if guess else ''})")
-        said = f" ({guess})" if guess else ""
-        if self.mean_over_run is not None and len(self.curve) == 1:  # a short run: one step logged of several
-            step = self.curve[0][0]
-            why = " (trainer.logging_steps is past the run's end)" if step == 1 else ""
-            return (f"{_fmt(self.initial, '.3f', 'nan')} at step {step}, the only step logged{why}; mean over the run "
-                    f"{_fmt(self.mean_over_run, '.3f')}{said}")
-        if len(self.curve) == 1:  # one step ran
-            return f"{_fmt(self.initial, '.3f', 'nan')} at step {self.curve[0][0]}, the run's only step{said}"
-        # a report read back holds None where the loss was nan (report.json is strict JSON)
-        return f"{_fmt(self.initial, '.3f', 'nan')} -> {_fmt(self.final, '.3f', 'nan')}{said}"
+        said, first = f" ({guess})" if guess else "", _fmt(self.initial, ".3f", "nan")  # None: nan (strict JSON)
+        if len(self.curve) == 1:  # one step logged: of several (with the Trainer's mean), or the run's only one
+            why = " (trainer.logging_steps is past the run's end)" if self.curve[0][0] == 1 else ""
+            return (f"{first} at step {self.curve[0][0]}, " + ("the run's only step" if self.mean_over_run is None else
+                    f"the only step logged{why}; mean over the run {_fmt(self.mean_over_run, '.3f')}") + said)
+        return f"{first} -> {_fmt(self.final, '.3f', 'nan')}{said}"
 
 
 @dataclass
