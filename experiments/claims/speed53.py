@@ -151,3 +151,57 @@ def _screen_busy() -> str:
 
 
 CLAIMS += [Claim("the GPU was busy 78-91% of these steps", _screen_busy)]
+
+
+# sweep=levers' reference and auto_budget jobs (gpu.sh levers53, one H100), and the held-out full fine-tunes
+LEVERS53 = "speed/results/h100_levers53_call1/reports.jsonl"
+HELDOUT = "speed/results/h100_fullft_heldout_call1.jsonl"
+
+
+def _job(name: str) -> Fig:
+    return Fig(LEVERS53, f"+lever={name},logger=none,model=qwen3")
+
+
+def _auto_probe() -> str:
+    budget = _job("auto_budget").get("resolved.budget")
+    (point,) = budget["probe"]["points"]
+    return (f"({point['gpu_s'] * 1e3:.0f} ms of GPU work against {point['host_s'] * 1e3:.0f} ms of launches, "
+            f"predicted {budget['predicted_share']:.0%} of a step)")
+
+
+def _auto_tie() -> str:
+    from src.base import stats
+
+    a, b = _job("auto_budget"), _job("packed_8k")
+    c = stats.compare(a.interval, b.interval, a.rate, b.rate)
+    return f"{'a tie' if c.tie else 'no tie'}: {c.ratio:.2f}x ({c.low:.2f}-{c.high:.2f})"
+
+
+def _heldout_errors() -> list[tuple[str, float, float]]:
+    from experiments.figures import _records
+
+    return [(r["label"], r["memory_predicted_gb"]["peak_allocated"] / r["memory_gb"]["peak_allocated"] - 1,
+             r["memory_gb"]["peak_allocated"] - r["memory_predicted_gb"]["peak_allocated"]) for r in _records(HELDOUT)]
+
+
+def _heldout_inside() -> str:
+    inside = [e for _, e, _ in _heldout_errors() if abs(e) <= 0.02]
+    return f"{len(inside)} of its {len(_heldout_errors())} rows are within the goal ({min(inside):+.1%} to {max(inside):+.1%})"
+
+
+def _heldout_short() -> str:
+    short = {label: gb for label, _, gb in _heldout_errors()}
+    return f"{short['ft6_fp32_ga1']:.2f} and {short['ft6_bf16_bs4_ga3']:.2f} GB short"
+
+
+CLAIMS += [Claim("chose 8,192 tokens for the bf16 reference",
+                 lambda: f"chose {_job('auto_budget').get('resolved.budget')['tokens']:,} tokens for the bf16 reference"),
+           Claim("(292 ms of GPU work against 246 ms of launches, predicted 100% of a step)", _auto_probe),
+           Claim("on the H200 it chose 16,384", lambda: "on the H200 it chose "
+                 f"{Fig('speed/results/h200_budget_call3.jsonl', 'ref_auto').get('resolved.budget')['tokens']:,}"),
+           Claim("a tie: 1.00x (0.98-1.02)", _auto_tie),
+           Claim("the auto job reached step 1 in 12.0 s",
+                 lambda: f"the auto job reached step 1 in {_job('auto_budget').get('compile.to_first_step_s'):.1f} s"),
+           Claim("cold caches) in 17.2 s", lambda: f"cold caches) in {_job('packed_8k').get('compile.to_first_step_s'):.1f} s"),
+           Claim("6 of its 8 rows are within the goal (-1.4% to +1.9%)", _heldout_inside),
+           Claim("0.39 and 0.26 GB short", _heldout_short)]

@@ -257,15 +257,19 @@ def speed_budget() -> str:
 
 
 def speed_memory_fullft() -> str:
-    """Issue 53 G4: the memory model on full fine-tunes (Qwen3-4B width, two calls, no anchor: memory only): the
-    prediction as each run made it, today's rule (memory_model.peak_parts) on the parts it stored, the peak."""
+    """Issue 53 G4: the memory model on full fine-tunes (Qwen3-4B width, two H200 calls and a held-out H100 call, no
+    anchor: memory only): the prediction as each run made it, today's rule (memory_model.peak_parts) on the parts it
+    stored, the peak."""
     from src.model.memory_model import peak_parts
 
     runs = [(S + "h200_fullft_memory_call1.jsonl", label) for label in ("fp32_ga1", "fp32_ga2", "bf16_ga1", "bf16_ga2")] + \
            [(S + "h200_fullft_check_call3.jsonl", label) for label in
             ("ft4_fp32_bs4_ga1", "ft4_fp32_bs4_ga2", "ft12_bf16_ga1", "ft12_bf16_ga4", "ft12_fp32_ga1", "ft12_fp32_ga3",
              "ft16_bf16_bs16_ga1", "ft16_bf16_bs16_ga2")] + \
-           [("scaling/results/h200x2/scaling_reports.jsonl", "one_gpu_full_ft_fp32")]
+           [("scaling/results/h200x2/scaling_reports.jsonl", "one_gpu_full_ft_fp32")] + \
+           [(S + "h100_fullft_heldout_call1.jsonl", label) for label in
+            ("ft6_fp32_ga1", "ft6_bf16_bs4_ga3", "ft10_bf16_bs32_ga1", "ft10_fp32_bs2_ga1", "ft20_bf16_ga2",
+             "ft20_bf16_bs16_ga1", "ft24_fp32_bs4_ga1", "ft24_fp32_bs4_ga2")]
     rows = []
     for path, label in runs:
         f = Fig(path, label)
@@ -275,12 +279,30 @@ def speed_memory_fullft() -> str:
         today = sum(peak_parts({k: parts[k] * 2**30 for k in ("weights", "grads", "optimizer")}, parts["activations"] * 2**30,
                                parts["workspace"] * 2**30, cfg["batch"]["grad_accum"], largest).values())
         then = f.get("memory_predicted_gb.peak_allocated")
-        rows.append([path.rsplit("_call", 1)[1].split(".")[0] if "_call" in path else "scaling", str(arch["num_hidden_layers"]),
+        call = "held out (H100)" if "heldout" in path else path.rsplit("_call", 1)[1].split(".")[0] if "_call" in path \
+            else "scaling"
+        rows.append([call, str(arch["num_hidden_layers"]),
                      f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(('precision', 'batch')))}`",
                      *(gb(parts[k]) for k in ("weights", "grads", "optimizer", "activations")),
                      f"{measured:.2f}", f"{then / measured - 1:+.1%}", f"{today:.2f}", f"{today / measured - 1:+.1%}"])
     return markdown(["call", "layers", "run (`peft=none`)", "weights", "grads", "AdamW", "activations", "measured peak",
                      "as predicted then", "today's rule", "error"], rows)
+
+
+def speed_levers53() -> str:
+    """Issue 53's lever in `sweep=levers` (gpu.sh levers53, one H100): the reference and auto_budget as the sweep ran
+    them, the best plain-Trainer anchor in the same call."""
+    call = S + "h100_levers53_call1/"
+    anchor = Fig(call + "anchors.jsonl", "bf16_sdpa_b32_group")
+    rows = [["plain Trainer bf16 sdpa bs 32 grouped", rate(anchor), "1.00", "", "", "", ""]]
+    ref = Fig(call + "reports.jsonl", "+lever=packed_8k,logger=none,model=qwen3")
+    for job in ("packed_8k", "auto_budget"):
+        f = Fig(call + "reports.jsonl", f"+lever={job},logger=none,model=qwen3")
+        chosen = (f.get("resolved.budget") or {}).get("tokens") or f.get("config.batch.tokens")
+        rows.append([f"`+lever={job}`", rate(f), ratio(f, anchor), "" if job == "packed_8k" else ratio(f, ref),
+                     pct(f.get("flops.mfu")), f"{chosen:,}", f"{f.get('compile.to_first_step_s'):.1f} s"])
+    return markdown(["job", "real tok/s (95%)", "x plain Trainer", "x the reference", "MFU", "tokens a micro-batch",
+                     "to first step"], rows)
 
 
 TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
@@ -292,6 +314,7 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/attention": (HERE / "speed/README.md", speed_attention),
           "speed/budget": (HERE / "speed/README.md", speed_budget),
           "speed/memory_fullft": (HERE / "speed/README.md", speed_memory_fullft),
+          "speed/levers53": (HERE / "speed/README.md", speed_levers53),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
           "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),
           "speed/fp8_full": (HERE / "speed/README.md", speed_fp8_full),
