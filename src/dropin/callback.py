@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from omegaconf import OmegaConf
 from transformers import TrainerCallback
 
-from ..base.rng import held_by, rng_kept
+from ..base.rng import held_by, rng_kept, searched_once
 from ..checks import preflight
 from ..checks.script_words import in_script_words
 from ..checks.training import device_facts, precision_checks, schedule_check
@@ -86,8 +86,7 @@ class TrainsweepCallback(TrainerCallback):
         self.measure_settings = MeasureConfig.known(measure_settings)  # warmup_steps=5, profile_steps=3, ...
         self.meter = self.report = self.trainer = self.forwards = None
         self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
-        self.guard, self._detachers = Guard(), []
-        self.ended, self.tries = True, []  # tries: this train() call's batch sizes that ran out of memory
+        self.guard, self._detachers, self.ended, self.tries = Guard(), [], True, []  # tries: batches out of memory
 
     # -- train begin -----------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kw):
@@ -108,6 +107,7 @@ class TrainsweepCallback(TrainerCallback):
             self._detach()
             self.train_calls -= 1
 
+    @searched_once
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
         model = models.uncompiled(model)  # read as the module it compiles (the timing wraps the Trainer's calls)
         self.first_step = state.global_step  # a resumed run starts past its checkpoint's steps, which it did not run
