@@ -14,8 +14,6 @@ from src import attach
 from src.base.rng import anywhere, rng_kept
 from tests.test_dropin_defects import _args, _classified, _config, _tokenizer, _train
 
-GENERATORS = {}  # module level, as a script's `rng = ...` beside its dataset class
-
 
 def _fresh(kind: str):
     return {"numpy": lambda: np.random.default_rng(1234), "python": lambda: random.Random(1234),
@@ -50,14 +48,14 @@ class TokenDropout(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         row = self.rows[i]
-        rng = getattr(self.aug, "rng", None) or GENERATORS[self.kind]
+        rng = getattr(self.aug, "rng", None) or globals()[f"RNG_{self.kind}"]
         ids = _dropped(row["input_ids"], self.kind, rng)
         return {"input_ids": ids, "attention_mask": [1] * len(ids), "labels": row["label"]}
 
 
 def _run(out, kind: str, where: str, attached: bool):
     tokenizer = _tokenizer()
-    GENERATORS[kind] = _fresh(kind)
+    globals()[f"RNG_{kind}"] = _fresh(kind)  # a script's module-level `rng = ...`, made anew each run
     rows = _classified(tokenizer)
     if where == "transform":  # a datasets transform whose closure holds its own generator
         rng = _fresh(kind)
@@ -70,7 +68,7 @@ def _run(out, kind: str, where: str, attached: bool):
         draw = lambda: _keep(kind, rng, 3)  # noqa: E731
     else:
         data = TokenDropout(rows, kind, nested=where == "nested")
-        draw = lambda: _keep(kind, getattr(data.aug, "rng", None) or GENERATORS[kind], 3)  # noqa: E731
+        draw = lambda: _keep(kind, getattr(data.aug, "rng", None) or globals()[f"RNG_{kind}"], 3)  # noqa: E731
     set_seed(0)
     trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)),
                       args=_args(out, remove_unused_columns=False), train_dataset=data,
@@ -87,42 +85,41 @@ def test_augmentation_from_a_generator_of_the_scripts_own_trains_as_without_trai
     assert _run(tmp_path / "attached", kind, where, attached=True) == plain
 
 
-def test_every_generator_found_is_put_back_and_a_failing_search_finds_none(monkeypatch):
-    held = [np.random.default_rng(7), random.Random(7), torch.Generator().manual_seed(7)]
-    first = [held[0].random(), held[1].random(), float(torch.rand(1, generator=held[2]))]
-    held = [np.random.default_rng(7), random.Random(7), torch.Generator().manual_seed(7)]
+def test_every_generator_found_is_put_back_and_a_failing_search_leaves_the_modules(monkeypatch):
+    def made() -> list:  # a script's globals: `rng = np.random.default_rng(7)`, ...
+        globals().update(HELD_NP=np.random.default_rng(7), HELD_PY=random.Random(7),
+                         HELD_TORCH=torch.Generator().manual_seed(7))
+        return [globals()[k] for k in ("HELD_NP", "HELD_PY", "HELD_TORCH")]
+
+    def draw(held) -> list:
+        return [held[0].random(), held[1].random(), float(torch.rand(1, generator=held[2]))]
+
+    first = draw(made())
+    held = made()
     with rng_kept():
-        [held[0].random(), held[1].random(), torch.rand(1, generator=held[2])]
-    assert [held[0].random(), held[1].random(), float(torch.rand(1, generator=held[2]))] == first
+        draw(held)
+    assert draw(held) == first
     monkeypatch.setattr("src.base.rng.gc.get_objects", lambda: 1 / 0)
-    assert anywhere() == []
+    monkeypatch.setattr("src.base.rng._whole", None)
+    assert {id(g) for g in held} <= {id(g) for g in anywhere()}
 
 
-def test_one_search_serves_a_burst_and_a_new_burst_searches_again(monkeypatch):
-    """A million row dicts beside the script make a search ~3 s: speedup's and attach's reads before step 1 search
-    once each; a generator made after a burst (the next fold's) is found by the next one."""
+def test_the_whole_search_runs_once_and_later_generators_are_found_where_scripts_keep_them(monkeypatch):
+    """The whole process is searched once (~3 s beside a million row dicts): each later call reads the modules'
+    globals and what its holders reach, so a k-fold loop's new `rng = ...` and a new dataset's closure are found; a
+    generator only a local variable holds is not."""
     from src.base import rng as rng_module
 
     searches = []
-    real = rng_module._search
-    monkeypatch.setattr(rng_module, "_search", lambda: searches.append(1) or real())
-
-    @rng_module.searched_once
-    def burst():
-        for _ in range(3):
-            with rng_kept():
-                pass
-
-    burst()
+    real = rng_module._heap
+    monkeypatch.setattr(rng_module, "_heap", lambda: searches.append(1) or real())
+    monkeypatch.setattr(rng_module, "_whole", None)
+    anywhere()
+    global LATER
+    LATER = torch.Generator().manual_seed(5)  # a module global made after the whole search
+    drawn_by_transform, local_only = torch.Generator().manual_seed(6), torch.Generator().manual_seed(7)
+    data = type("Data", (), {})()
+    data.format = {"transform": lambda batch: torch.rand(1, generator=drawn_by_transform)}
+    found = {id(g) for g in anywhere([data])}
     assert len(searches) == 1
-    GENERATORS["later"] = torch.Generator().manual_seed(5)
-    first = float(torch.rand(1, generator=GENERATORS["later"]))
-    GENERATORS["later"].manual_seed(5)
-
-    @rng_module.searched_once
-    def reads():
-        with rng_kept():
-            torch.rand(1, generator=GENERATORS["later"])
-
-    reads()
-    assert len(searches) == 2 and float(torch.rand(1, generator=GENERATORS["later"])) == first
+    assert id(LATER) in found and id(drawn_by_transform) in found and id(local_only) not in found

@@ -5,6 +5,7 @@ import contextlib
 import functools
 import gc
 import random
+import sys
 import types
 
 import numpy as np
@@ -28,7 +29,8 @@ def rng_kept(*holders):
     own = [(h, k, v, None if v is None else _state(v)) for h in _unwrapped(holders) for k, v in vars(h).items()
            if v is None or _state(v) is not None]
     held = {id(v) for _, _, v, _ in own}
-    own += [(None, None, g, state) for g in anywhere() if id(g) not in held and (state := _state(g)) is not None]
+    own += [(None, None, g, state) for g in anywhere(_unwrapped(holders)) if id(g) not in held
+            and (state := _state(g)) is not None]
     try:
         yield
     finally:
@@ -45,70 +47,96 @@ def rng_kept(*holders):
                 _restore(generator, state)
 
 
-def anywhere() -> list:
-    """The generators the garbage collector can reach: Python's and numpy's as objects; torch's CPU ones, which it
-    does not track, inside what it does: dicts (module globals), lists, tuples, closure cells and instances of
-    classes with attributes (`self.aug.rng`). Outside any step: 0.3 s in a process of 400k objects, ~3 s beside a
-    list of a million row dicts, so inside `searched_once` one search serves every rng_kept. A search that fails
-    finds none."""
-    if _burst:
-        return _burst[0]
-    found = _search()
-    if _burst is not None:
-        _burst.append(found)
-    return found
+def anywhere(holders=()) -> list:
+    """The generators the script holds outside the global ones: what one search of the whole process found (once a
+    process: 0.3 s among 400k objects, ~3 s beside a million row dicts), every module's globals again (a script's
+    `rng = np.random.default_rng(0)`, made or made again since: a k-fold loop's; ~0.03 s), and what the holders
+    reach within a few attributes (`dataset.aug.rng`, a datasets transform's closure). A generator made after the
+    whole search somewhere else (a library's own object) is not found. A search that fails finds none."""
+    global _whole
+    if _whole is None:
+        _whole = _search(_heap())
+    found = {id(g): g for g in _whole}
+    try:
+        globals_ = [v for m in list(sys.modules.values()) if type(getattr(m, "__dict__", None)) is dict
+                    for v in list(m.__dict__.values())]
+        for value in _search(globals_ + _reached(holders)):
+            found[id(value)] = value
+    except Exception:  # a module or holder that can't be read: what the whole search found
+        pass
+    return list(found.values())
 
 
-_burst: list | None = None  # inside searched_once: [what its first search found], once searched
+_whole: list | None = None  # the whole process's search, once
 
 
-def searched_once(fn):
-    """fn's rng_kept calls, a burst before step 1 (speedup's reads and timed rounds, attach's read-ahead and checks),
-    search the process for generators once: a generator made meanwhile by a dataset or collator is rng_kept's
-    holders' to find."""
-    @functools.wraps(fn)
-    def once(*args, **kwargs):
-        global _burst
-        outer, _burst = _burst, (_burst if _burst is not None else [])
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _burst = outer
-    return once
-
-
-def _search() -> list:
+def _heap() -> list:
+    """Every object the garbage collector tracks, and the torch CPU generators they hold: those are untracked, so
+    they are found in the dicts (module globals, attributes), lists, tuples, closure cells and instances holding them."""
     import torch
 
-    tracked, found = (random.Random, np.random.Generator, np.random.RandomState), {}
     try:
         objects = gc.get_objects()
     except Exception:  # the search is a courtesy: none found
         return []
+    held = []
     for obj in objects:
-        try:
-            kind = type(obj)
-            if issubclass(kind, tracked):
-                found[id(obj)] = obj
+        kind = type(obj)
+        if kind is dict or kind is list or kind is tuple or kind is types.CellType or (
+                kind.__flags__ & _HEAP_TYPE and kind.__dictoffset__):
+            held += [v for v in _inside(obj, whole=True) if type(v) is torch.Generator]
+    return objects + held
+
+
+def _search(objects) -> list:
+    import torch
+
+    tracked = (random.Random, np.random.Generator, np.random.RandomState)
+    out = []
+    for obj in objects:
+        kind = type(obj)
+        if (kind is torch.Generator and obj.device.type == "cpu") or (kind is not torch.Generator and issubclass(kind, tracked)):
+            out.append(obj)
+    return out
+
+
+def _reached(holders, depth: int = 4, most: int = 5000) -> list:
+    """What the holders reach within `depth` steps (attributes, container items, closures, a bound method's
+    instance), at most `most` objects: a dataset's `aug.rng`, its transform's closure."""
+    seen, frontier, out = set(), list(holders), []
+    for _ in range(depth):
+        ahead = []
+        for obj in frontier:
+            if id(obj) in seen or issubclass(type(obj), types.ModuleType) or len(out) >= most:
                 continue
-            for value in _values(obj, kind):
-                if type(value) is torch.Generator and value.device.type == "cpu":
-                    found[id(value)] = value
-        except Exception:  # an object that can't be read (a dict another thread resized): the next one
-            continue
-    return list(found.values())
+            seen.add(id(obj))
+            out.append(obj)
+            ahead += _inside(obj)
+        frontier = ahead
+    return out + frontier[:most]
 
 
-def _values(holder, kind) -> list | tuple:
-    if kind is dict:
-        return list(holder.values())
-    if kind is list or kind is tuple:
-        return holder
-    if kind is types.CellType:
-        return [holder.cell_contents]  # an empty cell raises: nothing in it
-    if kind.__flags__ & _HEAP_TYPE and kind.__dictoffset__:  # a class of Python's: its attributes, dict or not
-        return gc.get_referents(holder)
-    return ()
+def _inside(obj, whole: bool = False) -> list:
+    """What one object holds; containers past 512 items (a dataset's rows) only in the whole search."""
+    try:
+        kind = type(obj)
+        if kind is dict:
+            return list(obj.values()) if whole else list(obj.values())[:512]
+        if kind is list or kind is tuple:
+            return obj if whole else list(obj[:512])
+        if kind is types.CellType:
+            return [obj.cell_contents]  # an empty cell raises: nothing in it
+        if kind is types.FunctionType:
+            return [x for c in obj.__closure__ or () for x in _inside(c)]
+        if kind is types.MethodType:
+            return [obj.__self__, obj.__func__]
+        if kind is functools.partial:
+            return [obj.func, *obj.args, *obj.keywords.values()]
+        if kind.__flags__ & _HEAP_TYPE and kind.__dictoffset__:  # a class of Python's: its attributes
+            return gc.get_referents(obj) if whole else list(vars(obj).values())
+    except Exception:
+        pass
+    return []
 
 
 def _unwrapped(holders) -> list:

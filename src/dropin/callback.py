@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from omegaconf import OmegaConf
 from transformers import TrainerCallback
 
-from ..base.rng import held_by, rng_kept, searched_once
+from ..base.rng import held_by, rng_kept
 from ..checks import preflight
 from ..checks.script_words import in_script_words
 from ..checks.training import device_facts, precision_checks, schedule_check
@@ -107,7 +107,6 @@ class TrainsweepCallback(TrainerCallback):
             self._detach()
             self.train_calls -= 1
 
-    @searched_once
     def _begin(self, args, state, control, model, processing_class, train_dataloader, kw) -> None:
         model = models.uncompiled(model)  # read as the module it compiles (the timing wraps the Trainer's calls)
         self.first_step = state.global_step  # a resumed run starts past its checkpoint's steps, which it did not run

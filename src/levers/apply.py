@@ -28,7 +28,7 @@ import types
 
 import torch
 
-from ..base.rng import held_by, rng_kept, searched_once
+from ..base.rng import held_by, rng_kept
 from ..model.build import active_adapter, attention_is_causal, uncompiled
 from ..train.trainer import own_method
 from . import cuda_graphs, packing
@@ -47,7 +47,6 @@ NOT_APPLIED = {
 }
 
 
-@searched_once
 def speedup(trainer, tokens: int | None = None, compile: bool | None = None, verify: bool | None = None,
             graphs: bool | None = None, rounds: int = 5, quiet: bool = False, fix_loss_scale: bool = False,
             clock=None) -> Speedup:
