@@ -18,9 +18,9 @@ def rng_kept(*holders):
     """Python's, numpy's, torch's and CUDA's generators restored on exit: a check's forward (dropout), reading a
     dataset that draws per row, or a timed trial step leaves the script's training as it would have been.
     `holders` (a collator, a dataset): their own generators too, held as attributes (DataCollatorForLanguageModeling
-    (seed=42)'s, a dataset's `self.rng`), which reading ahead through them would otherwise move; and every other
-    generator the process holds (`anywhere`): a module's `rng = np.random.default_rng(0)` an augmentation draws from,
-    a transform's closure, `dataset.aug.rng`."""
+    (seed=42)'s, a dataset's `self.rng`), which reading ahead through them would otherwise move; and those `anywhere`
+    finds: a module's `rng = np.random.default_rng(0)` an augmentation draws from, a transform's closure,
+    `dataset.aug.rng`."""
     import torch
 
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()

@@ -43,3 +43,9 @@ def attended(row: dict) -> int:
     if isinstance(mask, list) and mask and not isinstance(mask[0], list):
         return int(sum(1 for m in mask if m))
     return len(row.get("input_ids") or [])
+
+
+def indexed(dataset) -> bool:
+    """Rows read by index, as a map-style dataset gives them: not an IterableDataset, whose first rows reading ahead
+    would take from training."""
+    return hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")

@@ -26,6 +26,7 @@ from ..checks import preflight
 from ..checks.script_words import in_script_words
 from ..checks.training import device_facts, precision_checks, schedule_check
 from ..data.prepare import length_stats
+from ..data.row_shapes import indexed
 from ..machine import env
 from ..measure import meter
 from ..measure.forwards import ForwardCounter, compiled_top
@@ -185,7 +186,7 @@ class TrainsweepCallback(TrainerCallback):
         try:
             with rng_kept(*held_by(self.trainer)):
                 out = []
-                if self.trainer is not None and (rows or judging.indexed(self.trainer.train_dataset)):
+                if self.trainer is not None and (rows or indexed(self.trainer.train_dataset)):  # images, audio too
                     out += preflight.each([("train.grad_accum_loss",
                                             lambda: [judging.grad_accum_loss(self.trainer)])])
                 if rows and collator is not None and cfg.task.name in TASKS:

@@ -8,12 +8,6 @@ from ..levers import loss_scale
 from .reading import trl_trainer
 
 
-def indexed(dataset) -> bool:
-    """Rows the loss-scale probe can batch as the Trainer does, whatever they hold (pixel_values, a multiple-choice
-    row's choices, audio): not an IterableDataset, whose first rows reading ahead would take from training."""
-    return hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")
-
-
 def grad_accum_loss(trainer) -> dict:
     """Is the logged loss of an accumulated step the mean over its items, or grad_accum times that?"""
     if trainer.args.gradient_accumulation_steps == 1:  # nothing to scale: no batch made ahead (a collator counting calls)

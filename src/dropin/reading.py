@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from omegaconf import OmegaConf
 
 from ..config.training import MeasureConfig
-from ..data.row_shapes import as_row, attended, plain, tokens
+from ..data.row_shapes import as_row, attended, indexed, plain, tokens
 from ..machine import env
 from ..model.build import active_adapter, attention_is_causal
 from ..train.trainer import own_method
@@ -39,7 +39,7 @@ class Rows:
     def head(cls, dataset, collator=None, n: int = SAMPLE_ROWS) -> tuple["Rows | None", str | None]:
         """(rows, None), or (None, why not): a dataset without indexed rows (an IterableDataset) has nothing to
         read ahead, and a row neither readable as a record nor collatable alone is not guessed at."""
-        if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+        if not indexed(dataset):
             return None, f"{type(dataset).__name__} has no indexed rows (an IterableDataset): nothing to read ahead"
         if not len(dataset):
             return None, "the train dataset is empty"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.row_shapes import as_row, attended, tokens
+from ..data.row_shapes import as_row, attended, indexed, tokens
 
 # Collators whose output is known row by row: labels from the row (or the class), padding added, nothing else.
 # HF's language-modeling collator (mlm=False) makes labels from input_ids and sets every pad-id token to -100.
@@ -120,7 +120,7 @@ class TrainRows:
         kind, why = collator_kind(collator)
         if kind is None:
             return None, why
-        if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")) or not len(dataset):
+        if not indexed(dataset) or not len(dataset):
             return None, "a dataset without indexed rows (an IterableDataset): nothing to regroup ahead of time"
         first = as_row(dataset[0])
         if first is None or tokens(first) is None:
