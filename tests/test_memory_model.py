@@ -5,7 +5,7 @@ import torch
 
 from src.data import collate
 from src.machine import env
-from src.model import build as models, memory_model
+from src.model import build as models, memory_model, speed
 from tests.conftest import compose
 
 
@@ -64,9 +64,15 @@ def test_the_gpu_probe_finds_the_last_layers_input(checkpointing):
     loss = model(**batch).loss
     assert state["input"] is inputs[0]
     fired, readings = {}, iter(range(7, 100))
-    state["input"].register_hook(memory_model._reading(fired, lambda: next(readings)))  # _peak_bytes' own hook
+    state["input"].register_hook(memory_model._reading(fired, lambda: next(readings),  # _peak_bytes' own hook
+                                                       lambda: memory_model._grad_bytes(model)))
     loss.backward()
-    assert len(inputs) == 1 and fired == {"peak": 7}  # read once, when the last layer's input got its gradient
+    assert len(inputs) == 1 and fired["peak"] == 7  # read once, when the last layer's input got its gradient
+    # by then the backward has made the gradients of the head and the last layer, none of the layers before it
+    before_last = {id(p) for layer in layers[:-1] for p in layer.parameters()}
+    made = sum(p.grad.untyped_storage().nbytes() for p in model.parameters()
+               if p.grad is not None and id(p) not in before_last and p is not model.get_input_embeddings().weight)
+    assert fired["grads"] == made > 0
     for h in handles:
         h.remove()
 
@@ -83,8 +89,10 @@ def test_the_gpu_probe_runs_on_a_model_with_checkpointed_layers(monkeypatch):
     model = models.build_model(cfg, res, conf).train()
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     grads = sum(p.numel() * p.element_size() for p in model.parameters())
+    earlier = [*model.get_input_embeddings().parameters(), *speed.decoder_layers(model)[0].parameters()]
+    first = grads - sum(p.numel() * p.element_size() for p in earlier)  # the head's, the last layer's
     got = memory_model._peak_bytes(model, batch, res.amp, "cpu")
-    assert got == {"peak": 2 * 2**30 - grads, "kept": 0, "at_last_layer": 2**30 - grads}
+    assert got == {"peak": 2 * 2**30 - grads, "kept": 0, "at_last_layer": 2**30 - first, "first_grads": first}
     assert all(p.grad is None for p in model.parameters())  # the probe's gradients are not left behind
 
 

@@ -30,6 +30,7 @@
 #   bash experiments/speed/gpu.sh fullft_check  # issue 53 G4: the full fine-tune memory rule on depths/batches it was not fitted on
 #   bash experiments/speed/gpu.sh levers53  # issue 53: sweep=levers' reference and auto_budget jobs alone, full depth; anchor
 #   bash experiments/speed/gpu.sh fullft_heldout  # issue 53 G4: today's full fine-tune rule on shapes neither of its calls ran
+#   bash experiments/speed/gpu.sh fullft_probe  # issue 53 G4: the rule after the copies' fix, new shapes and every earlier one
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
@@ -380,6 +381,49 @@ if [ "$what" = fullft_heldout ]; then  # issue 53 G4: today's full fine-tune rul
   run ft20_bf16_bs16_ga1 model.arch.num_hidden_layers=20 precision=bf16 batch=16
   run ft24_fp32_bs4_ga1 model.arch.num_hidden_layers=24 precision=fp32 batch=4
   run ft24_fp32_bs4_ga2 model.arch.num_hidden_layers=24 precision=fp32 batch=4 batch.grad_accum=2
+fi
+if [ "$what" = fullft_probe ]; then  # issue 53 G4: the full fine-tune rule after the copies' fix (gradients made after
+  # the moment they read are no longer subtracted; the copies' figures stored in each report): new shapes first (a
+  # causal LM's tied embedding among them), then every shape the earlier calls ran; what is alive at the 6-layer
+  # rows' peak last, if time is left
+  COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=60
+  start=$SECONDS
+  run new_ft3_bf16_ga1 model.arch.num_hidden_layers=3 precision=bf16
+  run new_ft8_bf16_bs24_ga2 model.arch.num_hidden_layers=8 precision=bf16 batch=24 batch.grad_accum=2
+  run new_ft14_fp32_ga4 model.arch.num_hidden_layers=14 precision=fp32 batch.grad_accum=4
+  run new_ft30_fp32_bs2_ga1 model.arch.num_hidden_layers=30 precision=fp32 batch=2
+  run new_lm6_fp32_bs4_ga1 task=causal_lm model.arch.num_hidden_layers=6 precision=fp32 batch=4
+  run new_lm12_bf16_ga2 task=causal_lm model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=2
+  run ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32
+  run ft6_bf16_bs4_ga3 model.arch.num_hidden_layers=6 precision=bf16 batch=4 batch.grad_accum=3
+  run ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32
+  run ft10_fp32_bs2_ga1 model.arch.num_hidden_layers=10 precision=fp32 batch=2
+  run ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2
+  run ft20_bf16_bs16_ga1 model.arch.num_hidden_layers=20 precision=bf16 batch=16
+  run ft24_fp32_bs4_ga1 model.arch.num_hidden_layers=24 precision=fp32 batch=4
+  run ft24_fp32_bs4_ga2 model.arch.num_hidden_layers=24 precision=fp32 batch=4 batch.grad_accum=2
+  run ft8_fp32_ga1 model.arch.num_hidden_layers=8 precision=fp32
+  run ft8_fp32_ga2 model.arch.num_hidden_layers=8 precision=fp32 batch.grad_accum=2
+  run ft8_bf16_ga1 model.arch.num_hidden_layers=8 precision=bf16
+  run ft8_bf16_ga2 model.arch.num_hidden_layers=8 precision=bf16 batch.grad_accum=2
+  run ft12_bf16_ga1 model.arch.num_hidden_layers=12 precision=bf16
+  run ft12_bf16_ga4 model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=4
+  run ft12_fp32_ga1 model.arch.num_hidden_layers=12 precision=fp32
+  run ft12_fp32_ga3 model.arch.num_hidden_layers=12 precision=fp32 batch.grad_accum=3
+  run ft16_bf16_bs16_ga1 model.arch.num_hidden_layers=16 precision=bf16 batch=16
+  run ft16_bf16_bs16_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=16 batch.grad_accum=2
+  run ft4_fp32_bs4_ga1 model.arch.num_hidden_layers=4 precision=fp32 batch=4
+  run ft4_fp32_bs4_ga2 model.arch.num_hidden_layers=4 precision=fp32 batch=4 batch.grad_accum=2
+  run ft36_fp32_bs4_ga1 precision=fp32 batch=4
+  M="model=qwen3 logger=none peft=none trainer.max_steps=4 measure.warmup_steps=1 measure.profile_steps=0 diagnostics.enabled=false trainer.save_final=false"
+  export MEMTRACE_PROBE_LAYERS="1 2"
+  for spec in "ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32" \
+              "ft6_bf16_bs4_ga3 model.arch.num_hidden_layers=6 precision=bf16 batch=4 batch.grad_accum=3"; do
+    [ $((SECONDS - start)) -lt 470 ] || break
+    set -- $spec; label=$1; shift
+    timeout 60 python3 experiments/speed/memory_trace.py "$OUT/memtrace.jsonl" "$label" $M "$@" 2>>"$OUT/memtrace.log" | tee -a "$OUT/memtrace.txt"
+  done
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)

@@ -75,7 +75,8 @@ def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
         out = model(**batch)
     del out
     saved = sum(seen.values())
-    return {"peak": saved, "kept": saved, "at_last_layer": saved}
+    # no backward runs here: the largest gradient stands in for those made before the last layer's input gradient
+    return {"peak": saved, "kept": saved, "at_last_layer": saved, "first_grads": largest_gradient(model)}
 
 
 def _last_layer_input(model, watch: bool):
@@ -95,14 +96,19 @@ def _last_layer_input(model, watch: bool):
     return state, handles
 
 
-def _reading(into: dict, read):
-    """A gradient hook that keeps read()'s value at the first gradient it sees (a tensor hook must return None,
-    or it would replace the gradient)."""
+def _reading(into: dict, read, grads=lambda: 0):
+    """A gradient hook that keeps read()'s value, and the bytes of the gradients the backward has made by then
+    (grads()), at the first gradient it sees (a tensor hook must return None, or it would replace the gradient)."""
 
     def hook(grad):
-        into.setdefault("peak", read())
+        if "peak" not in into:
+            into["peak"], into["grads"] = read(), grads()
 
     return hook
+
+
+def _grad_bytes(model) -> int:
+    return sum(p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None)
 
 
 def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = True) -> dict:
@@ -110,7 +116,9 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
     gradients the backward leaves behind (the real run's are counted with the trainable state); `kept`, what is
     allocated once the forward has returned (what the backward needs, the checkpointed layer inputs among it); and
     `at_last_layer`, the peak up to the end of the last decoder layer's backward, when every layer's kept input
-    is still alive (trace_activations says why it matters)."""
+    is still alive (trace_activations says why it matters), less the gradients made by then; those are
+    `first_grads` (the head's and that layer's: a real run of any depth has made the same ones by then). Without
+    the hook (compiled layers) the last two fall back to the peak's figure and the largest gradient."""
     state, handles = _last_layer_input(model, watch_layers)
     at_last = {}
     gc.collect()  # an earlier copy's reference cycles, freed now rather than by a collection inside the window
@@ -123,7 +131,7 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
             loss = model(**batch).loss
         kept = torch.cuda.memory_allocated() - before
         if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
-            state["input"].register_hook(_reading(at_last, torch.cuda.max_memory_allocated))
+            state["input"].register_hook(_reading(at_last, torch.cuda.max_memory_allocated, lambda: _grad_bytes(model)))
         loss.float().backward()
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - before
@@ -131,10 +139,14 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
         gc.enable()
         for h in handles:
             h.remove()
-    grads = sum(p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None)
+    grads = _grad_bytes(model)
+    largest = max((p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None), default=0)
     model.zero_grad(set_to_none=True)
-    last = at_last["peak"] - before - grads if "peak" in at_last else peak - grads
-    return {"peak": peak - grads, "kept": kept, "at_last_layer": last}
+    if "peak" in at_last:
+        last, first = at_last["peak"] - before - at_last["grads"], at_last["grads"]
+    else:
+        last, first = peak - grads, largest
+    return {"peak": peak - grads, "kept": kept, "at_last_layer": last, "first_grads": first}
 
 
 def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
@@ -288,7 +300,9 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
         except Exception as exc:  # the by-layer copies' prediction stands, short by that part: said, not fatal
             log.warning("memory model: the 2-layer copy compiled whole failed (%s: %s); the prediction may be low "
                         "by what a whole-model graph holds", type(exc).__name__, str(exc)[:200])
-    return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace}
+    # the copies' own figures go into the report: a later rule can be checked on a run's stored parts
+    return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace,
+            "first_grads": two.get("first_grads"), "copies": {"1": one, "2": two}}
 
 
 def first_step_workspace(device: str, warm) -> int:
@@ -306,17 +320,28 @@ def first_step_workspace(device: str, warm) -> int:
     return max(0, torch.cuda.memory_allocated() - before)
 
 
-def peak_parts(fixed: dict, activations: float, workspace: float, grad_accum: int = 1, largest_grad: float = 0) -> dict:
+def peak_parts(fixed: dict, activations: float, workspace: float, grad_accum: int = 1, first_grads: float = 0,
+               largest_grad: float = 0) -> dict:
     """The predicted peak's parts in GB (their sum is the peak, the run's and the planner's): weights and state
-    (`fixed`, bytes), activations, workspace, and how the gradients overlap the activations. Full fine-tunes on
-    an H200 (experiments/speed, table speed/memory_fullft: 4-36 layers, fp32 and bf16, grad_accum 1-4) put the
-    peak, at grad_accum 1, at the activations with one largest gradient, or at all the gradients where those are
-    larger (a short batch: the optimizer step's peak); at > 1 at the kept gradients under the next micro-batch's
-    activations, one largest gradient on top. The plain sum was up to 14% high at 1 and 7% low at 2."""
+    (`fixed`, bytes), activations, workspace, and how the gradients overlap the activations.
+
+    `activations` is the copies' figure without the gradients they had made (trace_activations); what a real step
+    holds of the gradients beside them depends on where in the step its peak falls:
+    - grad_accum 1: the backward starts with no gradients, makes them layer by layer as it frees the activations,
+      and the optimizer step holds them all. Alive at any moment, the activations left and the gradients made
+      fall on a line between two ends: the backward's start (the activations, and `first_grads`: those the copies
+      had made by the end of the last layer's backward, the head's and that layer's, the same at any depth) and
+      the optimizer step (every gradient). The peak is the larger end.
+    - grad_accum > 1: the first micro-batch's gradients stay while the next ones' backward adds into them. Each new
+      gradient is made whole before it is added and freed: the largest (a full fine-tune's embedding, made at the
+      backward's end) is the activations' rival at that moment.
+    An earlier rule (read off full fine-tunes on an H200, on copies that subtracted every gradient they had made,
+    also those made after the moment they read) missed two of eight held-out rows on an H100 by 2.5-3.1%
+    (experiments/speed, full fine-tunes)."""
     parts = {**fixed, "activations": activations, "workspace": workspace}
     grads = fixed.get("grads")
     if grads is not None:
-        at_peak = grads + activations + largest_grad if grad_accum > 1 else max(activations + largest_grad, grads)
+        at_peak = grads + max(activations, largest_grad) if grad_accum > 1 else max(activations + first_grads, grads)
         parts["gradient_overlap"] = at_peak - grads - activations
     return {k: v / 2**30 for k, v in parts.items()}
 
@@ -398,15 +423,19 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
         full_acts, _ = memory_cache.remembered(memory_cache.key(full, res, conf, batch),
                                                lambda: trace_activations(full, res, conf, batch))
         activations += (full_acts["per_layer"] - acts["per_layer"]) * kept_full
-    largest = largest_gradient(model) / (res.world_size if res.distributed == "fsdp" else 1)
-    gb = peak_parts(fixed, activations, acts["workspace"], cfg.batch.grad_accum, largest)
+    shard = res.world_size if res.distributed == "fsdp" else 1
+    largest = largest_gradient(model) / shard
+    gb = peak_parts(fixed, activations, acts["workspace"], cfg.batch.grad_accum,
+                    largest if acts.get("first_grads") is None else acts["first_grads"] / shard, largest)
     capacity = capacity_gb(cfg, res.device)
     warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     if warning:
         log.warning(warning)
     tokens = int(batch["input_ids"].numel())
     out = {"peak_allocated": sum(gb.values()), "parts": gb, "widest_tokens": tokens,
-           "activation_bytes_per_token": activations / tokens}
+           "activation_bytes_per_token": activations / tokens, "largest_grad_gb": largest / 2**30}
+    if "copies" in acts:
+        out["copies_gb"] = {n: {k: v / 2**30 for k, v in fig.items()} for n, fig in acts["copies"].items()}
     if warning:
         out["warning"] = warning
     if reused is not None:  # the copies were not built: an earlier run of these shapes traced them

@@ -321,8 +321,9 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
     for i, fig in enumerate(figures):
         if "over_card" not in fig and "why_not" not in fig:
             per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
+            first = fig["acts"][1].get("first_grads", largest)  # the 2-layer copy's (trace_activations)
             fig["memory_gb"] = sum(mm.peak_parts(fixed, per_layer * layers + outside, workspace,
-                                                 grad_accums[i], largest).values())
+                                                 grad_accums[i], first, largest).values())
 
 
 def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
