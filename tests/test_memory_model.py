@@ -92,7 +92,8 @@ def test_the_gpu_probe_runs_on_a_model_with_checkpointed_layers(monkeypatch):
     earlier = [*model.get_input_embeddings().parameters(), *speed.decoder_layers(model)[0].parameters()]
     first = grads - sum(p.numel() * p.element_size() for p in earlier)  # the head's, the last layer's
     got = memory_model._peak_bytes(model, batch, res.amp, "cpu")
-    assert got == {"peak": 2 * 2**30 - grads, "kept": 0, "at_last_layer": 2**30 - first, "first_grads": first}
+    assert got == {"peak": 2 * 2**30 - grads, "kept": 0, "at_last_layer": 2**30 - first, "first_grads": first,
+                   "after_last_layer": 2 * 2**30 - grads}
     assert all(p.grad is None for p in model.parameters())  # the probe's gradients are not left behind
 
 

@@ -76,7 +76,8 @@ def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
     del out
     saved = sum(seen.values())
     # no backward runs here: the largest gradient stands in for those made before the last layer's input gradient
-    return {"peak": saved, "kept": saved, "at_last_layer": saved, "first_grads": largest_gradient(model)}
+    return {"peak": saved, "kept": saved, "at_last_layer": saved, "first_grads": largest_gradient(model),
+            "after_last_layer": 0}
 
 
 def _last_layer_input(model, watch: bool):
@@ -111,14 +112,23 @@ def _grad_bytes(model) -> int:
     return sum(p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None)
 
 
+def _peak_then_restart() -> int:
+    """The allocator's peak so far, its count then restarted: what comes after is read on its own."""
+    peak = torch.cuda.max_memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    return peak
+
+
 def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = True) -> dict:
     """GPU probe over one forward and backward, above what was allocated before: the allocator's peak, less the
     gradients the backward leaves behind (the real run's are counted with the trainable state); `kept`, what is
     allocated once the forward has returned (what the backward needs, the checkpointed layer inputs among it); and
     `at_last_layer`, the peak up to the end of the last decoder layer's backward, when every layer's kept input
     is still alive (trace_activations says why it matters), less the gradients made by then; those are
-    `first_grads` (the head's and that layer's: a real run of any depth has made the same ones by then). Without
-    the hook (compiled layers) the last two fall back to the peak's figure and the largest gradient."""
+    `first_grads` (the head's and that layer's: a real run of any depth has made the same ones by then); and
+    `after_last_layer`, the peak of the rest of the backward less every gradient it leaves (the moment the embedding's
+    gradient is made: the same at any depth). Without the hook (compiled layers) the figures after `kept` fall back
+    to the peak's and the largest gradient."""
     state, handles = _last_layer_input(model, watch_layers)
     at_last = {}
     gc.collect()  # an earlier copy's reference cycles, freed now rather than by a collection inside the window
@@ -131,10 +141,11 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
             loss = model(**batch).loss
         kept = torch.cuda.memory_allocated() - before
         if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
-            state["input"].register_hook(_reading(at_last, torch.cuda.max_memory_allocated, lambda: _grad_bytes(model)))
+            state["input"].register_hook(_reading(at_last, _peak_then_restart, lambda: _grad_bytes(model)))
         loss.float().backward()
         torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated() - before
+        after = torch.cuda.max_memory_allocated() - before
+        peak = max(after, at_last.get("peak", 0) - before)
     finally:
         gc.enable()
         for h in handles:
@@ -146,7 +157,8 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
         last, first = at_last["peak"] - before - at_last["grads"], at_last["grads"]
     else:
         last, first = peak - grads, largest
-    return {"peak": peak - grads, "kept": kept, "at_last_layer": last, "first_grads": first}
+    return {"peak": peak - grads, "kept": kept, "at_last_layer": last, "first_grads": first,
+            "after_last_layer": after - grads}
 
 
 def widest_batch(cfg, conf, collator, lengths: dict, device: str) -> dict:
@@ -302,7 +314,8 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
                         "by what a whole-model graph holds", type(exc).__name__, str(exc)[:200])
     # the copies' own figures go into the report: a later rule can be checked on a run's stored parts
     return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace,
-            "first_grads": two.get("first_grads"), "copies": {"1": one, "2": two}}
+            "first_grads": two.get("first_grads"), "after_last_layer": two.get("after_last_layer", 0),
+            "copies": {"1": one, "2": two}}
 
 
 def first_step_workspace(device: str, warm) -> int:
@@ -321,7 +334,7 @@ def first_step_workspace(device: str, warm) -> int:
 
 
 def peak_parts(fixed: dict, activations: float, workspace: float, grad_accum: int = 1, first_grads: float = 0,
-               largest_grad: float = 0) -> dict:
+               largest_grad: float = 0, after_last_layer: float = 0) -> dict:
     """The predicted peak's parts in GB (their sum is the peak, the run's and the planner's): weights and state
     (`fixed`, bytes), activations, workspace, and how the gradients overlap the activations.
 
@@ -331,17 +344,20 @@ def peak_parts(fixed: dict, activations: float, workspace: float, grad_accum: in
       and the optimizer step holds them all. Alive at any moment, the activations left and the gradients made
       fall on a line between two ends: the backward's start (the activations, and `first_grads`: those the copies
       had made by the end of the last layer's backward, the head's and that layer's, the same at any depth) and
-      the optimizer step (every gradient). The peak is the larger end.
+      its end (every gradient, and `after_last_layer`: what the copies held beyond theirs after the last layer,
+      such as a tied embedding's two halves before they are summed). The peak is the larger end.
     - grad_accum > 1: the first micro-batch's gradients stay while the next ones' backward adds into them. Each new
       gradient is made whole before it is added and freed: the largest (a full fine-tune's embedding, made at the
-      backward's end) is the activations' rival at that moment.
+      backward's end, beyond what the copies held there) is the activations' rival at that moment.
     An earlier rule (read off full fine-tunes on an H200, on copies that subtracted every gradient they had made,
     also those made after the moment they read) missed two of eight held-out rows on an H100 by 2.5-3.1%
     (experiments/speed, full fine-tunes)."""
     parts = {**fixed, "activations": activations, "workspace": workspace}
     grads = fixed.get("grads")
     if grads is not None:
-        at_peak = grads + max(activations, largest_grad) if grad_accum > 1 else max(activations + first_grads, grads)
+        end = max(0, after_last_layer)
+        at_peak = grads + max(activations, end + largest_grad) if grad_accum > 1 else \
+            max(activations + first_grads, grads + end)
         parts["gradient_overlap"] = at_peak - grads - activations
     return {k: v / 2**30 for k, v in parts.items()}
 
@@ -426,7 +442,8 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
     shard = res.world_size if res.distributed == "fsdp" else 1
     largest = largest_gradient(model) / shard
     gb = peak_parts(fixed, activations, acts["workspace"], cfg.batch.grad_accum,
-                    largest if acts.get("first_grads") is None else acts["first_grads"] / shard, largest)
+                    largest if acts.get("first_grads") is None else acts["first_grads"] / shard, largest,
+                    acts.get("after_last_layer", 0) / shard)
     capacity = capacity_gb(cfg, res.device)
     warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     if warning:
