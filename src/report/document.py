@@ -178,7 +178,10 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     pred = r.get("memory_predicted_gb")
     pred = pred if pred and "peak_allocated" in pred else None  # one that failed says so under "not measured"
     if r.get("memory_gb"):
-        rows.append(("memory", r.memory_gb.line(pred)))
+        # predicted for the widest micro-batch the data can make: a short run may never draw it
+        widest, drawn = (pred or {}).get("widest_tokens"), r.get("shapes") and r.shapes.widest_tokens
+        rows.append(("memory", r.memory_gb.line(pred) + (f"; predicted for {widest:,}-token micro-batches, the "
+                     f"widest this run drew: {drawn:,}" if widest and drawn and drawn < widest else "")))
     elif pred:
         rows.append(("memory", f"predicted peak {pred['peak_allocated']:.2f} GB allocated"))
     if pred and pred.get("warning"):

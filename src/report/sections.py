@@ -218,6 +218,7 @@ class Tokens(Section):
 class Shapes(Section):
     distinct_in_window: int = 0
     new_in_window: int = 0  # shapes first seen inside the timed window: each may have cost a compile or a retry
+    widest_tokens: Optional[int] = None  # the run's widest micro-batch (any step): where its memory peaked
 
 
 @dataclass
