@@ -256,46 +256,6 @@ def speed_budget() -> str:
                      "auto chose", "to first step", "peak / predicted GB"], rows)
 
 
-def earlier_fullft_rule(parts: dict, grad_accum: int, largest: float) -> float:
-    """The full fine-tune rule before the copies' fix (GB), on a run's stored parts: at grad_accum 1 the activations
-    with the largest gradient, or every gradient where those are larger; at > 1 all three summed. Its activations were
-    copies' figures less every gradient the copies had made, so today's rule (memory_model.peak_parts) does not apply
-    to those rows' stored parts; this keeps what the earlier calls showed."""
-    acts, grads = parts["activations"], parts["grads"]
-    at_peak = grads + acts + largest if grad_accum > 1 else max(acts + largest, grads)
-    return parts["weights"] + parts["optimizer"] + parts["workspace"] + at_peak
-
-
-def speed_memory_fullft() -> str:
-    """Issue 53 G4: the memory model on full fine-tunes (Qwen3-4B width, two H200 calls and a held-out H100 call, no
-    anchor: memory only): the prediction as each run made it, the earlier rule (earlier_fullft_rule) on the parts it
-    stored, the peak."""
-    runs = [(S + "h200_fullft_memory_call1.jsonl", label) for label in ("fp32_ga1", "fp32_ga2", "bf16_ga1", "bf16_ga2")] + \
-           [(S + "h200_fullft_check_call3.jsonl", label) for label in
-            ("ft4_fp32_bs4_ga1", "ft4_fp32_bs4_ga2", "ft12_bf16_ga1", "ft12_bf16_ga4", "ft12_fp32_ga1", "ft12_fp32_ga3",
-             "ft16_bf16_bs16_ga1", "ft16_bf16_bs16_ga2")] + \
-           [("scaling/results/h200x2/scaling_reports.jsonl", "one_gpu_full_ft_fp32")] + \
-           [(S + "h100_fullft_heldout_call1.jsonl", label) for label in
-            ("ft6_fp32_ga1", "ft6_bf16_bs4_ga3", "ft10_bf16_bs32_ga1", "ft10_fp32_bs2_ga1", "ft20_bf16_ga2",
-             "ft20_bf16_bs16_ga1", "ft24_fp32_bs4_ga1", "ft24_fp32_bs4_ga2")]
-    rows = []
-    for path, label in runs:
-        f = Fig(path, label)
-        parts, measured, cfg = f.get("memory_predicted_gb.parts"), f.get("memory_gb.peak_allocated"), f.get("config")
-        arch = cfg["model"]["arch"]
-        largest = arch["vocab_size"] * arch["hidden_size"] * (4 if cfg["precision"]["weights_dtype"] == "float32" else 2)
-        today = earlier_fullft_rule(parts, cfg["batch"]["grad_accum"], largest / 2**30)
-        then = f.get("memory_predicted_gb.peak_allocated")
-        call = "held out (H100)" if "heldout" in path else path.rsplit("_call", 1)[1].split(".")[0] if "_call" in path \
-            else "scaling"
-        rows.append([call, str(arch["num_hidden_layers"]),
-                     f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(('precision', 'batch')))}`",
-                     *(gb(parts[k]) for k in ("weights", "grads", "optimizer", "activations")),
-                     f"{measured:.2f}", f"{then / measured - 1:+.1%}", f"{today:.2f}", f"{today / measured - 1:+.1%}"])
-    return markdown(["call", "layers", "run (`peft=none`)", "weights", "grads", "AdamW", "activations", "measured peak",
-                     "as predicted then", "the earlier rule", "error"], rows)
-
-
 def speed_levers53() -> str:
     """Issue 53's lever in `sweep=levers` (gpu.sh levers53, one H100): the reference and auto_budget as the sweep ran
     them, the best plain-Trainer anchor in the same call."""
@@ -320,7 +280,6 @@ TABLES = {"speed/call1": (HERE / "speed/README.md", speed_call1),
           "speed/call7": (HERE / "speed/README.md", speed_call7),
           "speed/attention": (HERE / "speed/README.md", speed_attention),
           "speed/budget": (HERE / "speed/README.md", speed_budget),
-          "speed/memory_fullft": (HERE / "speed/README.md", speed_memory_fullft),
           "speed/levers53": (HERE / "speed/README.md", speed_levers53),
           "speed/memory": (HERE / "speed/README.md", speed_memory),
           "speed/fp8_accuracy": (HERE / "speed/README.md", speed_fp8_accuracy),

@@ -1,0 +1,113 @@
+"""Issue 53 G4 on full fine-tunes (`peft=none`, Qwen3-4B width, no anchor: memory only): the memory model's
+prediction against the run's peak.
+
+- speed/memory_fullft: the calls before the copies' fix (two H200 calls, experiments/scaling's full-depth run, a
+  held-out H100 call), with the rule of their day on their stored parts (earlier_fullft_rule);
+- speed/memory_fullft_now: today's rule (memory_model.peak_parts, the copies subtracting only the gradients made by
+  the moment they read) as each run reported it: `gpu.sh fullft_probe` (dynamic padding, new shapes and every
+  earlier one, commit 76aab2c) and `gpu.sh fullft_fixed` (one width, padding=max_length, the rule unchanged). The
+  widest micro-batch each dynamic run drew is replayed on the CPU (drawn_widths.py); "at the drawn width" scales
+  the activations to it (an estimate: the copies ran at the widest), the rest of the prediction unchanged."""
+from __future__ import annotations
+
+from experiments.figures import HERE, Fig, _records, gb, markdown
+
+S = "speed/results/"
+PROBE, DRAWN, FIXED = S + "h100_fullft_probe_call1.jsonl", S + "cpu_fullft_probe_drawn.jsonl", \
+    S + "h100_fullft_fixed_call1.jsonl"
+
+
+def earlier_fullft_rule(parts: dict, grad_accum: int, largest: float) -> float:
+    """The full fine-tune rule before the copies' fix (GB), on a run's stored parts: at grad_accum 1 the activations
+    with the largest gradient, or every gradient where those are larger; at > 1 all three summed. Its activations were
+    copies' figures less every gradient the copies had made, so today's rule (memory_model.peak_parts) does not apply
+    to those rows' stored parts; this keeps what the earlier calls showed."""
+    acts, grads = parts["activations"], parts["grads"]
+    at_peak = grads + acts + largest if grad_accum > 1 else max(acts + largest, grads)
+    return parts["weights"] + parts["optimizer"] + parts["workspace"] + at_peak
+
+
+def speed_memory_fullft() -> str:
+    """Issue 53 G4: the memory model on full fine-tunes (Qwen3-4B width, two H200 calls and a held-out H100 call, no
+    anchor: memory only): the prediction as each run made it, the earlier rule (earlier_fullft_rule) on the parts it
+    stored, the peak."""
+    runs = [(S + "h200_fullft_memory_call1.jsonl", label) for label in ("fp32_ga1", "fp32_ga2", "bf16_ga1", "bf16_ga2")] + \
+           [(S + "h200_fullft_check_call3.jsonl", label) for label in
+            ("ft4_fp32_bs4_ga1", "ft4_fp32_bs4_ga2", "ft12_bf16_ga1", "ft12_bf16_ga4", "ft12_fp32_ga1", "ft12_fp32_ga3",
+             "ft16_bf16_bs16_ga1", "ft16_bf16_bs16_ga2")] + \
+           [("scaling/results/h200x2/scaling_reports.jsonl", "one_gpu_full_ft_fp32")] + \
+           [(S + "h100_fullft_heldout_call1.jsonl", label) for label in
+            ("ft6_fp32_ga1", "ft6_bf16_bs4_ga3", "ft10_bf16_bs32_ga1", "ft10_fp32_bs2_ga1", "ft20_bf16_ga2",
+             "ft20_bf16_bs16_ga1", "ft24_fp32_bs4_ga1", "ft24_fp32_bs4_ga2")]
+    rows = []
+    for path, label in runs:
+        f = Fig(path, label)
+        parts, measured, cfg = f.get("memory_predicted_gb.parts"), f.get("memory_gb.peak_allocated"), f.get("config")
+        arch = cfg["model"]["arch"]
+        largest = arch["vocab_size"] * arch["hidden_size"] * (4 if cfg["precision"]["weights_dtype"] == "float32" else 2)
+        today = earlier_fullft_rule(parts, cfg["batch"]["grad_accum"], largest / 2**30)
+        then = f.get("memory_predicted_gb.peak_allocated")
+        call = "held out (H100)" if "heldout" in path else path.rsplit("_call", 1)[1].split(".")[0] if "_call" in path \
+            else "scaling"
+        rows.append([call, str(arch["num_hidden_layers"]),
+                     f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(('precision', 'batch')))}`",
+                     *(gb(parts[k]) for k in ("weights", "grads", "optimizer", "activations")),
+                     f"{measured:.2f}", f"{then / measured - 1:+.1%}", f"{today:.2f}", f"{today / measured - 1:+.1%}"])
+    return markdown(["call", "layers", "run (`peft=none`)", "weights", "grads", "AdamW", "activations", "measured peak",
+                     "as predicted then", "the earlier rule", "error"], rows)
+
+
+def _run(f: Fig) -> str:
+    keep = ("precision", "batch", "task")
+    return f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(keep))}`"
+
+
+def at_width(f: Fig, tokens: int) -> float:
+    """A run's prediction (GB) with its activations scaled from the widest micro-batch to `tokens`: what today's
+    rule says for the batch the run drew, the copies' gradient figures unchanged."""
+    from src.model.memory_model import peak_parts
+
+    p, cfg = f.get("memory_predicted_gb"), f.get("config")
+    parts, two = p["parts"], p["copies_gb"]["2"]
+    fixed = {k: parts[k] * 2**30 for k in ("weights", "grads", "optimizer")}
+    acts = parts["activations"] * tokens / p["widest_tokens"]
+    return sum(peak_parts(fixed, acts * 2**30, parts["workspace"] * 2**30, cfg["batch"]["grad_accum"],
+                          two["first_grads"] * 2**30, p["largest_grad_gb"] * 2**30,
+                          two["after_last_layer"] * 2**30).values())
+
+
+def now_rows() -> list[dict]:
+    """Every row of today's calls: label, call, figure, the widest drawn and predicted for, measured, predicted."""
+    drawn = {r["label"]: r["widest_drawn"] for r in _records(DRAWN)}
+    out = []
+    for path, call in ((PROBE, "fullft_probe (dynamic)"), (FIXED, "fullft_fixed (one width)")):
+        if not (HERE / path).exists():
+            continue
+        for r in _records(path):
+            if r["config"]["peft"]["method"] != "none":  # fullft_fixed's LoRA control: speed/memory's kind of row
+                continue
+            f = Fig(path, r["label"])
+            p = f.get("memory_predicted_gb")
+            width = drawn.get(r["label"]) if path == PROBE else f.get("shapes.widest_tokens")
+            out.append({"label": r["label"], "call": call, "fig": f, "drawn": width, "widest": p["widest_tokens"],
+                        "measured": f.get("memory_gb.peak_allocated"), "predicted": p["peak_allocated"]})
+    return out
+
+
+def speed_memory_fullft_now() -> str:
+    rows = []
+    for r in now_rows():
+        f, parts = r["fig"], r["fig"].get("memory_predicted_gb.parts")
+        arch = f.get("config.model.arch")
+        at = "" if r["drawn"] is None or r["drawn"] == r["widest"] else \
+            f"{at_width(f, r['drawn']):.2f} ({at_width(f, r['drawn']) / r['measured'] - 1:+.1%})"
+        rows.append([r["call"], str(arch["num_hidden_layers"]), _run(f),
+                     *(gb(parts[k]) for k in ("weights", "grads", "optimizer", "activations")),
+                     f"{r['widest']:,} / {'-' if r['drawn'] is None else format(r['drawn'], ',')}",
+                     f"{r['measured']:.2f}", f"{r['predicted']:.2f}", f"{r['predicted'] / r['measured'] - 1:+.1%}", at])
+    return markdown(["call", "layers", "run (`peft=none`)", "weights", "grads", "AdamW", "activations",
+                     "tokens predicted for / drawn", "measured peak", "predicted", "error", "at the drawn width"], rows)
+
+
+TABLES = {"speed/memory_fullft": (HERE / "speed/README.md", speed_memory_fullft),
+          "speed/memory_fullft_now": (HERE / "speed/README.md", speed_memory_fullft_now)}
