@@ -259,7 +259,7 @@ def _memory_table() -> tuple[int, int, str, str, str, str]:
 def _fullft_errors(fitted_only: bool = False) -> tuple[float, ...]:
     """Today's rule against the measured peak on speed/memory_fullft's rows (its last column, as the table prints it);
     fitted_only: the rows the rule was read off, not the held-out call's."""
-    from experiments.speed.tables import speed_memory_fullft
+    from experiments.speed.tables_memory_fullft import speed_memory_fullft
 
     rows = [line.strip("|").split("|") for line in speed_memory_fullft().splitlines()[2:]]
     return tuple(float(r[-1].strip().rstrip("%")) / 100 for r in rows if not (fitted_only and "held out" in r[0]))

@@ -205,3 +205,28 @@ CLAIMS += [Claim("chose 8,192 tokens for the bf16 reference",
            Claim("cold caches) in 17.2 s", lambda: f"cold caches) in {_job('packed_8k').get('compile.to_first_step_s'):.1f} s"),
            Claim("6 of its 8 rows are within the goal (-1.4% to +1.9%)", _heldout_inside),
            Claim("0.39 and 0.26 GB short", _heldout_short)]
+
+
+# today's full fine-tune rule (gpu.sh fullft_probe, one H100; speed/memory_fullft_now)
+def _fullft_now(drawn_width: bool) -> str:
+    from experiments.speed.tables_memory_fullft import at_width, now_rows
+
+    rows = [r for r in now_rows() if r["call"].startswith("fullft_probe")]
+    errors = [(at_width(r["fig"], r["drawn"]) if drawn_width else r["predicted"]) / r["measured"] - 1 for r in rows]
+    span = f"{min(errors):+.1%} to {max(errors):+.1%}"
+    return f"At the width each\nrun drew, {span}" if drawn_width else f"the {len(rows)} rows are {span} off"
+
+
+def _fullft_drawn() -> str:
+    from experiments.speed.tables_memory_fullft import now_rows
+
+    (r,) = [r for r in now_rows() if r["label"] == "ft6_fp32_ga1" and r["call"].startswith("fullft_probe")]
+    rows, widest = r["fig"].get("config.batch.size"), r["widest"]
+    return (f"drew batches of {r['drawn'] // rows}-token rows ({r['drawn']:,} tokens) from data up to {widest // rows} "
+            f"long, so it never met the\n{widest:,}-token micro-batch")
+
+
+CLAIMS += [Claim("the 27 rows are -1.0% to +3.2% off", lambda: _fullft_now(False)),
+           Claim("At the width each\nrun drew, -1.6% to +0.4%", lambda: _fullft_now(True)),
+           Claim("drew batches of 264-token rows (2,112 tokens) from data up to 288 long, so it never met the\n"
+                 "2,304-token micro-batch", _fullft_drawn)]
