@@ -428,28 +428,32 @@ if [ "$what" = fullft_probe ]; then  # issue 53 G4: the full fine-tune rule afte
 fi
 if [ "$what" = fullft_fixed ]; then  # issue 53 G4: fullft_probe's rule, unchanged, on batches of one width (padding=
   # max_length: every micro-batch is the widest the prediction is for; fullft_probe's dynamic 6-step runs drew rows
-  # of 264-272 tokens where the data reaches 288), depths, batches and grad_accum it did not run; a LoRA control
+  # of 264-272 tokens where the data reaches 288), depths, batches and grad_accum it did not run, the most telling
+  # first (grad_accum 1's backward start, where the width showed), while the call has time (BUDGET_S); a LoRA control
   COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false padding=max_length"
   RUN_TIMEOUT=60
-  run fx_ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32
-  run fx_ft9_bf16_ga1 model.arch.num_hidden_layers=9 precision=bf16
-  run fx_ft13_fp32_ga1 model.arch.num_hidden_layers=13 precision=fp32
-  run fx_ft18_bf16_bs16_ga1 model.arch.num_hidden_layers=18 precision=bf16 batch=16
-  run fx_ft22_bf16_bs12_ga1 model.arch.num_hidden_layers=22 precision=bf16 batch=12
-  run fx_ft36_bf16_ga1 precision=bf16
-  run fx_ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32
-  run fx_ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2
-  run fx_ft7_bf16_bs4_ga3 model.arch.num_hidden_layers=7 precision=bf16 batch=4 batch.grad_accum=3
-  run fx_ft15_fp32_ga4 model.arch.num_hidden_layers=15 precision=fp32 batch.grad_accum=4
-  run fx_ft5_fp32_bs12_ga2 model.arch.num_hidden_layers=5 precision=fp32 batch=12 batch.grad_accum=2
-  run fx_ft26_fp32_bs2_ga1 model.arch.num_hidden_layers=26 precision=fp32 batch=2
-  run fx_lm6_fp32_bs4_ga1 task=causal_lm model.arch.num_hidden_layers=6 precision=fp32 batch=4
-  run fx_lm9_bf16_ga1 task=causal_lm model.arch.num_hidden_layers=9 precision=bf16
-  run fx_lm12_bf16_ga2 task=causal_lm model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=2
-  run fx_lm20_bf16_bs4_ga3 task=causal_lm model.arch.num_hidden_layers=20 precision=bf16 batch=4 batch.grad_accum=3
-  run fx_lm36_bf16_bs4_ga1 task=causal_lm precision=bf16 batch=4
+  for spec in "fx_ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32" \
+              "fx_ft9_bf16_ga1 model.arch.num_hidden_layers=9 precision=bf16" \
+              "fx_lm9_bf16_ga1 task=causal_lm model.arch.num_hidden_layers=9 precision=bf16" \
+              "fx_ft13_fp32_ga1 model.arch.num_hidden_layers=13 precision=fp32" \
+              "fx_ft18_bf16_bs16_ga1 model.arch.num_hidden_layers=18 precision=bf16 batch=16" \
+              "fx_ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2" \
+              "fx_lm12_bf16_ga2 task=causal_lm model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=2" \
+              "fx_ft7_bf16_bs4_ga3 model.arch.num_hidden_layers=7 precision=bf16 batch=4 batch.grad_accum=3" \
+              "fx_ft36_bf16_ga1 precision=bf16" \
+              "fx_ft22_bf16_bs12_ga1 model.arch.num_hidden_layers=22 precision=bf16 batch=12" \
+              "fx_ft15_fp32_ga4 model.arch.num_hidden_layers=15 precision=fp32 batch.grad_accum=4" \
+              "fx_ft5_fp32_bs12_ga2 model.arch.num_hidden_layers=5 precision=fp32 batch=12 batch.grad_accum=2" \
+              "fx_lm6_fp32_bs4_ga1 task=causal_lm model.arch.num_hidden_layers=6 precision=fp32 batch=4" \
+              "fx_lm20_bf16_bs4_ga3 task=causal_lm model.arch.num_hidden_layers=20 precision=bf16 batch=4 batch.grad_accum=3" \
+              "fx_lm36_bf16_bs4_ga1 task=causal_lm precision=bf16 batch=4" \
+              "fx_ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32" \
+              "fx_ft26_fp32_bs2_ga1 model.arch.num_hidden_layers=26 precision=fp32 batch=2"; do
+    if [ $SECONDS -gt ${BUDGET_S:-400} ]; then echo "skipped ${spec%% *}: ${SECONDS}s into the call"; continue; fi
+    run $spec
+  done
   COMMON="model=qwen3 logger=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false padding=max_length"
-  run fx_lora36_bs32 batch=32
+  if [ $SECONDS -lt ${BUDGET_S:-400} ]; then run fx_lora36_bs32 batch=32; fi
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)
