@@ -349,10 +349,7 @@ fp8_seeds() {  # PREFIX DATA...: bf16 (+lever=packed_8k) then FP8 + fused on the
 # bands average to nothing in a frozen random model (on the CPU, a linear probe of a 36-layer random proxy read
 # the 8-id cue and not the band)
 [ "$what" = fp8cue ] && fp8_seeds cue data.labels=32 data.cue_ids=8 data.size=16384 data.eval_size=1024
-if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradient_overlap rule (fitted on 8 layers, call 1
-  # of h200_fullft_memory) checked on depths, batches and grad_accum it was not fitted on
-  COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
-  RUN_TIMEOUT=90
+fullft_check_rows() {  # the full fine-tune shapes of call 3 (fullft_check), rerun by fullft_probe
   run ft12_bf16_ga1 model.arch.num_hidden_layers=12 precision=bf16
   run ft12_bf16_ga4 model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=4
   run ft12_fp32_ga1 model.arch.num_hidden_layers=12 precision=fp32
@@ -361,6 +358,22 @@ if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradien
   run ft16_bf16_bs16_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=16 batch.grad_accum=2
   run ft4_fp32_bs4_ga1 model.arch.num_hidden_layers=4 precision=fp32 batch=4
   run ft4_fp32_bs4_ga2 model.arch.num_hidden_layers=4 precision=fp32 batch=4 batch.grad_accum=2
+}
+fullft_heldout_rows() {  # the held-out full fine-tune shapes (fullft_heldout), rerun by fullft_probe
+  run ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32
+  run ft6_bf16_bs4_ga3 model.arch.num_hidden_layers=6 precision=bf16 batch=4 batch.grad_accum=3
+  run ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32
+  run ft10_fp32_bs2_ga1 model.arch.num_hidden_layers=10 precision=fp32 batch=2
+  run ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2
+  run ft20_bf16_bs16_ga1 model.arch.num_hidden_layers=20 precision=bf16 batch=16
+  run ft24_fp32_bs4_ga1 model.arch.num_hidden_layers=24 precision=fp32 batch=4
+  run ft24_fp32_bs4_ga2 model.arch.num_hidden_layers=24 precision=fp32 batch=4 batch.grad_accum=2
+}
+if [ "$what" = fullft_check ]; then  # issue 53 G4: the full fine-tune's gradient_overlap rule (fitted on 8 layers, call 1
+  # of h200_fullft_memory) checked on depths, batches and grad_accum it was not fitted on
+  COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=90
+  fullft_check_rows
 fi
 if [ "$what" = levers53 ]; then  # issue 53: sweep=levers' lever of issue 53 (auto_budget: batch.tokens=auto) against
   # the reference as the sweep states it (the summary's interval), full depth, the best plain-Trainer anchor first
@@ -374,14 +387,7 @@ if [ "$what" = fullft_heldout ]; then  # issue 53 G4: today's full fine-tune rul
   # with one largest gradient: large batches; all the gradients: small batches, fp32), and grad_accum 2-3
   COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false"
   RUN_TIMEOUT=90
-  run ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32
-  run ft6_bf16_bs4_ga3 model.arch.num_hidden_layers=6 precision=bf16 batch=4 batch.grad_accum=3
-  run ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32
-  run ft10_fp32_bs2_ga1 model.arch.num_hidden_layers=10 precision=fp32 batch=2
-  run ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2
-  run ft20_bf16_bs16_ga1 model.arch.num_hidden_layers=20 precision=bf16 batch=16
-  run ft24_fp32_bs4_ga1 model.arch.num_hidden_layers=24 precision=fp32 batch=4
-  run ft24_fp32_bs4_ga2 model.arch.num_hidden_layers=24 precision=fp32 batch=4 batch.grad_accum=2
+  fullft_heldout_rows
 fi
 if [ "$what" = fullft_probe ]; then  # issue 53 G4: the full fine-tune rule after the copies' fix (gradients made after
   # the moment they read are no longer subtracted; the copies' figures stored in each report): new shapes first (a
@@ -396,26 +402,12 @@ if [ "$what" = fullft_probe ]; then  # issue 53 G4: the full fine-tune rule afte
   run new_ft30_fp32_bs2_ga1 model.arch.num_hidden_layers=30 precision=fp32 batch=2
   run new_lm6_fp32_bs4_ga1 task=causal_lm model.arch.num_hidden_layers=6 precision=fp32 batch=4
   run new_lm12_bf16_ga2 task=causal_lm model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=2
-  run ft6_fp32_ga1 model.arch.num_hidden_layers=6 precision=fp32
-  run ft6_bf16_bs4_ga3 model.arch.num_hidden_layers=6 precision=bf16 batch=4 batch.grad_accum=3
-  run ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32
-  run ft10_fp32_bs2_ga1 model.arch.num_hidden_layers=10 precision=fp32 batch=2
-  run ft20_bf16_ga2 model.arch.num_hidden_layers=20 precision=bf16 batch.grad_accum=2
-  run ft20_bf16_bs16_ga1 model.arch.num_hidden_layers=20 precision=bf16 batch=16
-  run ft24_fp32_bs4_ga1 model.arch.num_hidden_layers=24 precision=fp32 batch=4
-  run ft24_fp32_bs4_ga2 model.arch.num_hidden_layers=24 precision=fp32 batch=4 batch.grad_accum=2
+  fullft_heldout_rows
   run ft8_fp32_ga1 model.arch.num_hidden_layers=8 precision=fp32
   run ft8_fp32_ga2 model.arch.num_hidden_layers=8 precision=fp32 batch.grad_accum=2
   run ft8_bf16_ga1 model.arch.num_hidden_layers=8 precision=bf16
   run ft8_bf16_ga2 model.arch.num_hidden_layers=8 precision=bf16 batch.grad_accum=2
-  run ft12_bf16_ga1 model.arch.num_hidden_layers=12 precision=bf16
-  run ft12_bf16_ga4 model.arch.num_hidden_layers=12 precision=bf16 batch.grad_accum=4
-  run ft12_fp32_ga1 model.arch.num_hidden_layers=12 precision=fp32
-  run ft12_fp32_ga3 model.arch.num_hidden_layers=12 precision=fp32 batch.grad_accum=3
-  run ft16_bf16_bs16_ga1 model.arch.num_hidden_layers=16 precision=bf16 batch=16
-  run ft16_bf16_bs16_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=16 batch.grad_accum=2
-  run ft4_fp32_bs4_ga1 model.arch.num_hidden_layers=4 precision=fp32 batch=4
-  run ft4_fp32_bs4_ga2 model.arch.num_hidden_layers=4 precision=fp32 batch=4 batch.grad_accum=2
+  fullft_check_rows
   run ft36_fp32_bs4_ga1 precision=fp32 batch=4
   M="model=qwen3 logger=none peft=none trainer.max_steps=4 measure.warmup_steps=1 measure.profile_steps=0 diagnostics.enabled=false trainer.save_final=false"
   export MEMTRACE_PROBE_LAYERS="1 2"
