@@ -1,8 +1,9 @@
 """The memory model's gradients beside its activations (memory_model.peak_parts' gradient_overlap), held to the full
-fine-tunes one H100 ran with today's copies (experiments/speed/results/h100_fullft_probe_call1.jsonl: 3-36 layers,
-fp32 and bf16, grad_accum 1-4, a classifier and a causal LM with its tied embedding), from the figures each report
-stored. Those runs drew dynamic batches for 6 steps; the widest each drew is replayed on the CPU
-(cpu_fullft_probe_drawn.jsonl, experiments/speed/drawn_widths.py)."""
+fine-tunes H100s ran with today's copies, from the figures each report stored:
+- experiments/speed/results/h100_fullft_probe_call1.jsonl: 3-36 layers, fp32 and bf16, grad_accum 1-4, a classifier
+  and a causal LM with its tied embedding, dynamic batches for 6 steps; the widest each drew is replayed on the CPU
+  (cpu_fullft_probe_drawn.jsonl, experiments/speed/drawn_widths.py);
+- h100_fullft_fixed_call1.jsonl: held out, the rule unchanged, every micro-batch the widest (padding=max_length)."""
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from tests.conftest import ROOT
 
 GB = 2**30
 PROBE = ROOT / "experiments/speed/results/h100_fullft_probe_call1.jsonl"
+FIXED = ROOT / "experiments/speed/results/h100_fullft_fixed_call1.jsonl"  # held out, every micro-batch the widest
 DRAWN = ROOT / "experiments/speed/results/cpu_fullft_probe_drawn.jsonl"
 
 
@@ -49,6 +51,16 @@ def test_full_fine_tunes_are_predicted_within_2_percent_of_the_batch_they_drew(l
         assert abs(error) < 0.02, (label, error)
     else:  # a prediction for a wider batch than the run drew: high, never more than 1% low
         assert error > -0.01, (label, error)
+
+
+@pytest.mark.parametrize("r", _rows(FIXED), ids=lambda r: r["label"])
+def test_held_out_full_fine_tunes_at_one_width_are_predicted_within_2_percent(r):
+    """The rule unchanged, at shapes neither call had run, every micro-batch the one the prediction is for (the
+    report's own widest_tokens says the run drew it)."""
+    measured, p = r["memory_gb"]["peak_allocated"], r["memory_predicted_gb"]
+    assert r["shapes"]["widest_tokens"] == p["widest_tokens"]
+    assert _predicted(r) == pytest.approx(p["peak_allocated"], rel=1e-9)
+    assert abs(p["peak_allocated"] / measured - 1) < 0.02, (r["label"], p["peak_allocated"], measured)
 
 
 def test_the_widest_batch_explains_the_misses_the_6_step_runs_show():
