@@ -20,6 +20,15 @@ def _padded_batch():
     return {"input_ids": torch.ones(2, 4, dtype=torch.long), "attention_mask": mask}
 
 
+def test_the_widest_micro_batch_counts_tokens_and_an_image_batch_has_none():
+    counter = TokenCounter("classification")
+    counter.add({"pixel_values": torch.zeros(8, 3, 32, 32), "labels": torch.zeros(8)})
+    assert counter.widest is None  # 8 images are no 24,576 tokens
+    for rows, length in ((4, 10), (2, 30), (4, 8)):
+        counter.add({"input_ids": torch.ones(rows, length, dtype=torch.long), "labels": torch.zeros(rows)})
+    assert counter.widest == 60
+
+
 def test_tokens_counted_three_ways_for_classification():
     counter = TokenCounter("classification")
     start = counter.snapshot()

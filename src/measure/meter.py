@@ -47,6 +47,7 @@ class TokenCounter:
         self.host = dict.fromkeys(self.KEYS, 0)
         self.device: dict[str, torch.Tensor] = {}
         self.shapes: list[tuple] = []  # (optimizer step, shape) of every micro-batch
+        self.widest: int | None = None  # the most input_ids a micro-batch held (where the memory peak comes)
         self.step = 0
 
     def _on_device(self, key: str, value: torch.Tensor) -> None:
@@ -58,6 +59,7 @@ class TokenCounter:
             return self._add_untokenised(inputs)
         self.host["all"] += ids.numel()
         self.shapes.append((self.step, tuple(ids.shape)))
+        self.widest = max(self.widest or 0, ids.numel())
         packed = inputs.get(PACK_STATS)
         if packed is not None:  # padding-free: the collator counted on the host what it packed
             for key in ("samples", "real", "loss"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import math
 import os
 import time
 
@@ -203,7 +202,7 @@ class Window:
                             "not_measured": next((r["machine"]["not_measured"] for r in (a, b)
                                                   if r and r["machine"].get("not_measured")), None)},
                 "shapes": {"distinct_in_window": len(shapes_window), "new_in_window": len(shapes_window - shapes_before),
-                           "widest_tokens": max((math.prod(s) for _, s in self.counter.shapes), default=None)}}
+                           "widest_tokens": self.counter.widest}}
 
 
 def machine_load(cuda: bool) -> dict:
