@@ -5,12 +5,13 @@ import json
 
 import pytest
 import torch
-from transformers import Qwen3Config, Qwen3ForSequenceClassification, Trainer, TrainingArguments, set_seed
+from transformers import (Qwen3Config, Qwen3ForSequenceClassification, Trainer, TrainerCallback, TrainingArguments,
+                          set_seed)
 
 from src import attach
 from src.checks import preflight
 from src.dropin import callback as dropin_callback
-from src.dropin import judging
+from src.dropin import judging, outcome
 from src.levers import apply as levers_apply
 from src.levers import loss_scale, packing, verify
 from src.measure import meter
@@ -85,6 +86,7 @@ ATTACH_STEPS = [
     (analysis, "analyse", "measuring"),
     (document, "format_summary", "the report"),
     (report_files, "write", "the report"),
+    (outcome, "watch", "watching train()"),
 ]
 
 
@@ -110,6 +112,29 @@ def test_a_failing_step_of_attach_turns_itself_off_and_training_goes_on_bit_for_
         rep = json.loads(report.read_text())
         assert rep["turned_off"] == {part: "RuntimeError: injected"}
         assert rep["status"] == ("error" if part == "measuring" else "ok")
+
+
+class RaisesAtTrainEnd(TrainerCallback):
+    """A script's own callback, added after attach: it raises once trainsweep's report is written."""
+
+    def on_train_end(self, args, state, control, **kwargs):
+        raise ValueError("the script's own callback failed")
+
+
+def test_train_raising_after_the_report_turns_it_to_error_and_the_error_reaches_the_script(tmp_path, capsys):
+    trainer = _trainer(tmp_path / "raised")
+    attach(trainer)
+    trainer.add_callback(RaisesAtTrainEnd())
+    with pytest.raises(ValueError, match="^the script's own callback failed$"):
+        trainer.train()
+    rep = json.loads((tmp_path / "raised" / "trainsweep" / "report.json").read_text())
+    assert rep["status"] == "error"
+    assert rep["error"] == "train() raised after trainsweep's report: ValueError: the script's own callback failed"
+    assert "report.json now says so" in capsys.readouterr().err
+    fine = _trainer(tmp_path / "fine")
+    attach(fine)
+    assert fine.train().global_step == 8  # train() returns what it returned, and its report keeps its ok
+    assert json.loads((tmp_path / "fine" / "trainsweep" / "report.json").read_text())["status"] == "ok"
 
 
 def test_a_check_group_that_fails_is_listed_as_not_run(monkeypatch, tmp_path):

@@ -36,7 +36,7 @@ from ..model import flops
 from ..config.training import MeasureConfig
 from ..report import analysis, document, files as report_files
 from ..report.sections import Flops
-from . import judging
+from . import judging, outcome
 from .judging import own_objective
 from .guard import Guard
 from .padding import sequences_per_row, untokenised_of
@@ -341,9 +341,9 @@ def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = Fa
     did. Neither raises into the script: a part that fails turns itself off with one line."""
     callback = TrainsweepCallback(out_dir, **settings)
     callback.trainer = trainer
+    callback.guard.run("watching train()", outcome.watch, trainer, callback)  # raising after the report: it says so
     if speedup:
         from ..levers.apply import speedup as apply_levers
-
         callback.speedup = callback.guard.run("speedup", apply_levers, trainer,
                                               **(speedup if isinstance(speedup, dict) else {}))
     callback.guard.run(MEASURING, trainer.add_callback, callback)
