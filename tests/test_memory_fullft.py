@@ -27,12 +27,9 @@ DRAWN_WIDTH = {r["label"]: r["widest_drawn"] for r in _rows(DRAWN)}
 
 def _predicted(r: dict, tokens: int | None = None) -> float:
     """Today's rule on a run's stored figures, its activations scaled to `tokens` (default: the widest)."""
-    p = r["memory_predicted_gb"]
-    parts, two = p["parts"], p["copies_gb"]["2"]
-    acts = parts["activations"] * (tokens or p["widest_tokens"]) / p["widest_tokens"]
-    return sum(mm.peak_parts({k: parts[k] * GB for k in ("weights", "grads", "optimizer")}, acts * GB,
-                             parts["workspace"] * GB, r["config"]["batch"]["grad_accum"], two["first_grads"] * GB,
-                             p["largest_grad_gb"] * GB, two["after_last_layer"] * GB).values())
+    from experiments.speed.tables_memory_fullft import rule_on
+
+    return rule_on(r, tokens)
 
 
 @pytest.mark.parametrize("label", sorted(ROWS))

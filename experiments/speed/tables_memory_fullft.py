@@ -62,18 +62,22 @@ def _run(f: Fig) -> str:
     return f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(keep))}`"
 
 
-def at_width(f: Fig, tokens: int) -> float:
-    """A run's prediction (GB) with its activations scaled from the widest micro-batch to `tokens`: what today's
-    rule says for the batch the run drew, the copies' gradient figures unchanged."""
-    from src.model.memory_model import peak_parts
+def rule_on(record: dict, tokens: int | None = None) -> float:
+    """Today's rule (memory_model.peak_parts) on a run's stored figures, in GB, its activations scaled from the widest
+    micro-batch to `tokens` (default: the widest, which gives the prediction the run made): what the rule says for
+    the batch the run drew, the copies' gradient figures unchanged."""
+    from src.model.memory_model import copy_gradients, peak_parts
 
-    p, cfg = f.get("memory_predicted_gb"), f.get("config")
-    parts, two = p["parts"], p["copies_gb"]["2"]
+    p = record["memory_predicted_gb"]
+    parts, two = p["parts"], {k: v * 2**30 for k, v in p["copies_gb"]["2"].items()}
     fixed = {k: parts[k] * 2**30 for k in ("weights", "grads", "optimizer")}
-    acts = parts["activations"] * tokens / p["widest_tokens"]
-    return sum(peak_parts(fixed, acts * 2**30, parts["workspace"] * 2**30, cfg["batch"]["grad_accum"],
-                          two["first_grads"] * 2**30, p["largest_grad_gb"] * 2**30,
-                          two["after_last_layer"] * 2**30).values())
+    acts = parts["activations"] * (tokens or p["widest_tokens"]) / p["widest_tokens"]
+    return sum(peak_parts(fixed, acts * 2**30, parts["workspace"] * 2**30, record["config"]["batch"]["grad_accum"],
+                          **copy_gradients(two, p["largest_grad_gb"] * 2**30)).values())
+
+
+def at_width(f: Fig, tokens: int) -> float:
+    return rule_on(f.record, tokens)
 
 
 def now_rows() -> list[dict]:

@@ -85,8 +85,7 @@ class TrainsweepCallback(TrainerCallback):
         self.asked_dir = Path(out_dir) if out_dir else None  # None: <TrainingArguments.output_dir>/trainsweep
         self.out_dir, self.train_calls, self.checks = None, 0, checks
         self.measure_settings = MeasureConfig.known(measure_settings)  # warmup_steps=5, profile_steps=3, ...
-        self.meter = self.report = self.trainer = self.forwards = None
-        self.speedup = None  # attach(trainer, speedup=True): what speedup did (also trainer.trainsweep_speedup)
+        self.meter = self.report = self.trainer = self.forwards = self.speedup = None  # speedup: attach's, if asked
         self.guard, self._detachers, self.ended, self.tries = Guard(), [], True, []  # tries: batches out of memory
 
     # -- train begin -----------------------------------------------------------------------------------
@@ -344,6 +343,7 @@ def attach(trainer, out_dir: str | Path | None = None, speedup: bool | dict = Fa
     callback.guard.run("watching train()", outcome.watch, trainer, callback)  # raising after the report: it says so
     if speedup:
         from ..levers.apply import speedup as apply_levers
+
         callback.speedup = callback.guard.run("speedup", apply_levers, trainer,
                                               **(speedup if isinstance(speedup, dict) else {}))
     callback.guard.run(MEASURING, trainer.add_callback, callback)

@@ -97,7 +97,7 @@ def _last_layer_input(model, watch: bool):
     return state, handles
 
 
-def _reading(into: dict, read, grads=lambda: 0):
+def _reading(into: dict, read, grads):
     """A gradient hook that keeps read()'s value, and the bytes of the gradients the backward has made by then
     (grads()), at the first gradient it sees (a tensor hook must return None, or it would replace the gradient)."""
 
@@ -151,12 +151,12 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
         for h in handles:
             h.remove()
     grads = _grad_bytes(model)
-    largest = max((p.grad.untyped_storage().nbytes() for p in model.parameters() if p.grad is not None), default=0)
-    model.zero_grad(set_to_none=True)
     if "peak" in at_last:
         last, first = at_last["peak"] - before - at_last["grads"], at_last["grads"]
     else:
-        last, first = peak - grads, largest
+        last, first = peak - grads, max((p.grad.untyped_storage().nbytes() for p in model.parameters()
+                                         if p.grad is not None), default=0)
+    model.zero_grad(set_to_none=True)
     return {"peak": peak - grads, "kept": kept, "at_last_layer": last, "first_grads": first,
             "after_last_layer": after - grads}
 
@@ -314,7 +314,6 @@ def trace_activations(cfg, res, conf, batch: dict) -> dict:
                         "by what a whole-model graph holds", type(exc).__name__, str(exc)[:200])
     # the copies' own figures go into the report: a later rule can be checked on a run's stored parts
     return {"per_layer": per_layer, "outside": outside, "layers": layers, "workspace": workspace,
-            "first_grads": two.get("first_grads"), "after_last_layer": two.get("after_last_layer", 0),
             "copies": {"1": one, "2": two}}
 
 
@@ -361,6 +360,15 @@ def peak_parts(fixed: dict, activations: float, workspace: float, grad_accum: in
             max(activations + first_grads, grads + end)
         parts["gradient_overlap"] = at_peak - grads - activations
     return {k: v / 2**30 for k, v in parts.items()}
+
+
+def copy_gradients(two: dict, largest: float, shard: int = 1) -> dict:
+    """peak_parts' gradient arguments from the 2-layer copy's figures (activation_bytes) and the run's largest
+    gradient (bytes, already its rank's share): under FSDP each rank holds 1/shard. A figure the copy did not read
+    stands on the largest gradient."""
+    first = two.get("first_grads")
+    return {"first_grads": largest if first is None else first / shard, "largest_grad": largest,
+            "after_last_layer": two.get("after_last_layer", 0) / shard}
 
 
 def largest_gradient(model) -> int:
@@ -443,8 +451,7 @@ def predict(cfg, res, conf, model, batch: dict) -> dict:
     shard = res.world_size if res.distributed == "fsdp" else 1
     largest = largest_gradient(model) / shard
     gb = peak_parts(fixed, activations, acts["workspace"], cfg.batch.grad_accum,
-                    largest if acts.get("first_grads") is None else acts["first_grads"] / shard, largest,
-                    acts.get("after_last_layer", 0) / shard)
+                    **copy_gradients(acts.get("copies", {}).get("2", {}), largest, shard))
     capacity = capacity_gb(cfg, res.device)
     warning = capacity_warning(sum(gb.values()), capacity, os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))
     if warning:

@@ -321,10 +321,8 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
     for i, fig in enumerate(figures):
         if "over_card" not in fig and "why_not" not in fig:
             per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
-            two = fig["acts"][1]  # the 2-layer copy's gradient figures, as trace_activations takes them
             fig["memory_gb"] = sum(mm.peak_parts(fixed, per_layer * layers + outside, workspace, grad_accums[i],
-                                                 two.get("first_grads", largest), largest,
-                                                 two.get("after_last_layer", 0)).values())
+                                                 **mm.copy_gradients(fig["acts"][1], largest)).values())
 
 
 def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
