@@ -32,6 +32,8 @@
 #   bash experiments/speed/gpu.sh fullft_heldout  # issue 53 G4: today's full fine-tune rule on shapes neither of its calls ran
 #   bash experiments/speed/gpu.sh fullft_probe  # issue 53 G4: the rule after the copies' fix, new shapes and every earlier one
 #   bash experiments/speed/gpu.sh fullft_fixed  # issue 53 G4: that rule, unchanged, on batches of one width (max_length)
+#                                           # (FROM=8: from the 8th row on, the rows its call 1 did not reach)
+#   bash experiments/speed/gpu.sh memory_controls  # issue 53 G4: QLoRA and FP8 + fused predictions under that rule, full depth
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
@@ -54,6 +56,7 @@
 #   bash experiments/speed/gpu.sh graphs_memory2 # issue 53 G4: the same with the copies compiled by layer; full depth
 #   bash experiments/speed/gpu.sh graphs_memory3 # issue 53 G4: call 2's rule at 8k packs, bf16 and FP8, 4 layers
 #   bash experiments/speed/gpu.sh graphs_memory4 # issue 53 G4: the rule with a copy compiled whole, 4 and 8 layers, full depth
+#                                           # (ONLY_FULL=1 FULL_TOKENS=2048 NO_ANCHOR=1: the full-depth row at 2k packs)
 #   bash experiments/speed/gpu.sh graphs_warm # issue 53 G3: whole-model CUDA graphs (experiment=small_batch_fastest) cold,
 #                                           # then warm with the autograd cache taking the fused linear or not; anchor
 #   bash experiments/speed/gpu.sh graphs_once # issue 53 G3: the same without the fused linear, each layer one nested
@@ -441,11 +444,22 @@ if [ "$what" = fullft_fixed ]; then  # issue 53 G4: fullft_probe's rule, unchang
               "fx_lm36_bf16_bs4_ga1 task=causal_lm precision=bf16 batch=4" \
               "fx_ft10_bf16_bs32_ga1 model.arch.num_hidden_layers=10 precision=bf16 batch=32" \
               "fx_ft26_fp32_bs2_ga1 model.arch.num_hidden_layers=26 precision=fp32 batch=2"; do
+    row=$((${row:-0} + 1))
+    [ $row -lt ${FROM:-1} ] && continue  # FROM=8: the rows call 1 did not reach (its first 7 ran)
     if [ $SECONDS -gt ${BUDGET_S:-400} ]; then echo "skipped ${spec%% *}: ${SECONDS}s into the call"; continue; fi
     run $spec
   done
   COMMON="model=qwen3 logger=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false padding=max_length"
   if [ $SECONDS -lt ${BUDGET_S:-400} ]; then run fx_lora36_bs32 batch=32; fi
+fi
+if [ "$what" = memory_controls ]; then  # issue 53 G4: the LoRA predictions under the copies' fix (first_grads, after
+  # the full fine-tune calls): QLoRA packed 8k eager and FP8 + fused at 8k compiled, full depth (fullft_fixed's
+  # fx_lora36_bs32 is the bf16 LoRA one). Memory, not speed: no anchor
+  COMMON="model=qwen3 logger=none trainer.save_final=false"
+  A="trainer.max_steps=12 measure.warmup_steps=4 measure.profile_steps=0 diagnostics.enabled=false"
+  RUN_TIMEOUT=120
+  run mc_qlora_packed8k $A $P8 peft=qlora
+  run mc_fp8_fused_8k $A experiment=fastest batch.tokens=8192
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)
@@ -861,8 +875,8 @@ if [ "$what" = graphs_memory4 ]; then  # issue 53 G4: the memory model with a 2-
     run gm4_2k_l4 $A experiment=small_batch_fastest model.arch.num_hidden_layers=4
     run gm4_8k_nographs_l8 $A experiment=small_batch_fastest batch.tokens=8192 trainer.compile_mode=null model.arch.num_hidden_layers=8
   fi
-  RUN_TIMEOUT=$(( ${FULL_BY_S:-575} - SECONDS ))
-  if [ $RUN_TIMEOUT -gt 150 ]; then run gm4_8k_full $A experiment=small_batch_fastest batch.tokens=8192
+  RUN_TIMEOUT=$(( ${FULL_BY_S:-575} - SECONDS )) T=${FULL_TOKENS:-8192}  # FULL_TOKENS=2048: the preset's own packs
+  if [ $RUN_TIMEOUT -gt 150 ]; then run gm4_$((T / 1024))k_full $A experiment=small_batch_fastest batch.tokens=$T
   else echo "full depth skipped: ${SECONDS}s into the call" | tee -a "$RUN_LOG"; fi
 fi
 if [ "$what" = graphs8k ]; then  # issue 53 G4: under whole-model graphs the prediction fell short by a part that did not
