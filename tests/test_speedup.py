@@ -2,6 +2,7 @@
 and compute what the script computed (the loss on the same rows and weights agrees), the effective batch is kept,
 every lever that doesn't fit is refused with its reason and changes nothing, and the verification's A/B turns back
 a lever that loses (timed on a fake clock: a test never judges the wall clock)."""
+import copy
 import math
 import random
 
@@ -816,6 +817,50 @@ def test_arguments_a_script_shares_between_trainers_stay_as_it_wrote_them(tmp_pa
     assert shared.gradient_accumulation_steps == 4 and shared.logging_nan_inf_filter is True
     second = Trainer(model=_classifier(), args=shared, train_dataset=_rows(), data_collator=DataCollatorWithPadding(Tok()))
     assert speedup(second, verify=False, quiet=True).packing["grad_accum_before"] == 4
+
+
+def test_a_script_that_changes_its_arguments_between_two_trainings_is_heard_under_speedup(tmp_path):
+    """A notebook set args.max_steps = 6 between two train() calls: under speedup the Trainer held a copy of the
+    arguments made before, and trained 4 steps, silently. The levers' own fields stay pinned on the Trainer's view."""
+    trainer = _trainer(tmp_path, accum=2, steps=2)
+    args = trainer.args
+    done = speedup(trainer, verify=False, quiet=True)
+    assert done.on("padding-free batches") and trainer.args is not args
+    trainer.train()
+    args.max_steps, args.learning_rate = 5, 5e-4
+    trainer.train()
+    assert trainer.state.global_step == 5 and trainer.args.learning_rate == 5e-4
+    assert trainer.args.gradient_accumulation_steps == done.packing["grad_accum"]  # the lever's, on the Trainer
+    assert args.gradient_accumulation_steps == 2 and args.logging_nan_inf_filter is True  # the script's, as written
+    trainer.args.save_steps = 3  # a write through the Trainer lands on the script's object, as without speedup
+    assert args.save_steps == 3
+
+
+def test_the_trainers_arguments_pickle_as_the_scripts_own_class_with_the_levers_fields(tmp_path):
+    """A checkpoint's training_args.bin: loadable where trainsweep is not, the grad_accum the run trained with."""
+    import pickle
+
+    trainer = _trainer(tmp_path, accum=2)
+    done = speedup(trainer, verify=False, quiet=True)
+    back = pickle.loads(pickle.dumps(trainer.args))
+    assert type(back) is TrainingArguments and back.max_steps == 6
+    assert back.gradient_accumulation_steps == done.packing["grad_accum"] and back.logging_nan_inf_filter is False
+    assert type(copy.deepcopy(trainer.args)) is TrainingArguments
+
+
+def test_a_lever_turned_back_off_releases_its_field_and_with_none_on_the_trainer_gets_the_scripts_object(tmp_path):
+    from src.levers import arguments
+
+    trainer = _trainer(tmp_path, accum=2)
+    args = trainer.args
+    done = _verified(trainer, plain=1.0, packed=3.0)  # the packs lose: they go back off, the step overheads stay
+    assert [lv.name for lv in done.applied()] == ["Trainer step overheads"]
+    assert arguments.pinned(trainer.args) == {"logging_nan_inf_filter": False}
+    args.gradient_accumulation_steps = 3
+    assert trainer.args.gradient_accumulation_steps == 3
+    done.applied()[0].toggle(False)
+    arguments.restore(trainer)
+    assert trainer.args is args
 
 
 class CroppingRows(torch.utils.data.Dataset):

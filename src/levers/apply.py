@@ -22,7 +22,6 @@ would change the precision of the script's trainable weights).
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import types
 
@@ -31,7 +30,7 @@ import torch
 from ..base.rng import held_by, rng_kept
 from ..model.build import active_adapter, attention_is_causal, uncompiled
 from ..train.trainer import own_method
-from . import cuda_graphs, packing
+from . import arguments, cuda_graphs, packing
 from .outcome import Speedup
 from .packing import plan_budget  # noqa: F401  (tests: the budget's rule)
 from .rows import TrainRows, dropped_inputs
@@ -62,9 +61,10 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
         raise ValueError(f"speedup(tokens={tokens!r}): a packed micro-batch's token budget is a positive int")
     if getattr(trainer, "trainsweep_speedup", None) is not None:  # a second call would wrap what the first wrapped
         return trainer.trainsweep_speedup
-    # the levers set grad_accum and the logs' NaN filter on the Trainer's arguments: a copy of its own, so that
-    # arguments the script shares between Trainers (a k-fold loop) stay as it wrote them
-    trainer.args = copy.copy(trainer.args)
+    # the levers pin grad_accum and the logs' NaN filter on a view of the Trainer's own (src/levers/arguments.py):
+    # arguments the script shares between Trainers (a k-fold loop) stay as it wrote them, and its later changes to
+    # the rest (max_steps between two train() calls) still reach the Trainer
+    trainer.args = arguments.view(trainer.args)
     model, args = trainer.model, trainer.args
     cuda = next(model.parameters()).device.type == "cuda"
     out = trainer.trainsweep_speedup = Speedup(device=torch.cuda.get_device_name() if cuda else "cpu")
@@ -115,6 +115,7 @@ def speedup(trainer, tokens: int | None = None, compile: bool | None = None, ver
             out.verified = {"line": f"verification failed ({why}): every lever is off"}
     elif out.applied():
         out.verified = {"line": f"unmeasured here: verify=False applied the levers without timing them on {out.device}"}
+    arguments.restore(trainer)  # no lever left on: the script's own object again
     if not quiet and getattr(trainer.args, "process_index", 0) == 0:  # under torchrun every rank decides alike
         print(out.text(), flush=True)
     return out
@@ -286,7 +287,10 @@ def _step_overheads(trainer, out: Speedup) -> None:
             trainer._clip_grad_norm = types.MethodType(clip_trainable, trainer)
         else:
             vars(trainer).pop("floating_point_ops", None), vars(trainer).pop("_clip_grad_norm", None)
-        args.logging_nan_inf_filter = nan_filter and not on
+        if on and nan_filter:
+            arguments.pin(args, "logging_nan_inf_filter", False)
+        else:
+            arguments.release(args, "logging_nan_inf_filter")
 
     toggle(True)
     # max_grad_norm=0: the Trainer clips nothing, so there is no clipping to trim

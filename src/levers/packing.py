@@ -23,7 +23,7 @@ import torch
 
 from ..data.packing import PackCollator, PackedDataset, first_fit, max_sequences
 from ..model.build import loss_regulariser
-from . import collator_probe, loss_scale, row_rate
+from . import arguments, collator_probe, loss_scale, row_rate
 from .outcome import Speedup
 from .rows import OWN, TrainRows
 
@@ -147,7 +147,7 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
                             slots=max(max_sequences(plan["tokens"], shortest, longest), 3))
     packed = PackedDataset(rows, plan.pop("packs"))
     out.packing = {**plan, "micro_batches_per_epoch": len(packed), "loss_scale": factor}
-    saved = {"accum": args.gradient_accumulation_steps, "batch": trainer._train_batch_size,
+    saved = {"batch": trainer._train_batch_size,
              "loss_kwargs": getattr(trainer, "model_accepts_loss_kwargs", None)}
     out.batches = (packed, collator)
     if hasattr(trainer, "_set_signature_columns_if_needed"):
@@ -171,7 +171,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
     def toggle(on: bool) -> None:
         if on:
             trainer.get_train_dataloader = loader
-            args.gradient_accumulation_steps, trainer._train_batch_size = plan["grad_accum"], 1
+            arguments.pin(args, "gradient_accumulation_steps", plan["grad_accum"])
+            trainer._train_batch_size = 1
             rate.append(row_rate.install(trainer, taps))
             seen.append(row_rate.install_tokens_seen(trainer, taps))
             if task == "classification":
@@ -183,7 +184,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
                     pooling.append(pool_per_sequence(model, scale=factor))
         else:
             vars(trainer).pop("get_train_dataloader", None)
-            args.gradient_accumulation_steps, trainer._train_batch_size = saved["accum"], saved["batch"]
+            arguments.release(args, "gradient_accumulation_steps")
+            trainer._train_batch_size = saved["batch"]
             while rate:
                 row_rate.remove(trainer, taps, rate.pop())
             while seen:
