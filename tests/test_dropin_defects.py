@@ -552,3 +552,40 @@ def test_the_probe_copies_tallies_not_models_a_subclass_keeps():
         trainer.aux["ce"] += 2.0
         trainer.added = 3
     assert trainer.models["teacher"] is teacher and trainer.aux == {"ce": 1.0} and not hasattr(trainer, "added")
+
+
+def test_labels_under_a_name_of_the_scripts_own_are_counted_as_scored(tmp_path):
+    """label_names=["target"]: the rows' labels sit under "target", and the report counted no scored item (loss tok/s
+    unknown) though every row was scored; a model of the script's own said num_labels 2, its config's default."""
+    class TargetTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            target = inputs.pop("target")
+            logits = model(**inputs).logits
+            loss = torch.nn.functional.cross_entropy(logits, target)
+            return (loss, logits) if return_outputs else loss
+
+    tokenizer = _tokenizer()
+    data = _classified(tokenizer).rename_column("label", "target")
+    set_seed(0)
+    trainer = TargetTrainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)),
+                            args=_args(tmp_path, label_names=["target"], remove_unused_columns=False),
+                            train_dataset=data, data_collator=DataCollatorWithPadding(tokenizer))
+    attach(trainer)
+    trainer.train()
+    rep = _report(tmp_path)
+    assert rep["status"] == "ok" and rep["tokens"]["loss"] == rep["tokens"]["samples"] > 0
+
+
+def test_a_model_of_the_scripts_own_has_no_num_labels_to_read():
+    from src.dropin.reading import config_from_trainer
+
+    class Own(torch.nn.Module):
+        config = _config()  # num_labels 2: transformers' default, whatever this model's head holds
+
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(4, 5)
+
+    args, state = _args("/tmp/unused"), type("S", (), {"max_steps": 6, "global_step": 0})()
+    cfg = config_from_trainer(args, state, Own(), None, None, None, {}, None)
+    assert cfg.task.num_labels == 0

@@ -40,7 +40,7 @@ from . import judging, outcome
 from .judging import own_objective
 from .guard import Guard
 from .padding import sequences_per_row, untokenised_of
-from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_of, resolved_of,
+from .reading import (TASKS, Rows, caller_of_model, config_from_trainer, config_of, label_key, resolved_of,
                       tokenizer_of, trainer_of, trl_trainer)
 
 CHECKS, MEASURING, REPORT = "the checks", "measuring", "the report"
@@ -153,7 +153,7 @@ class TrainsweepCallback(TrainerCallback):
                                             "grad_accum": speedup.packing["grad_accum"]}, merge=True)
             cfg.padding.strategy = "packed"
             rep.config = OmegaConf.to_container(cfg)
-        counter = meter.TokenCounter(cfg.task.name, per_row)
+        counter = meter.TokenCounter(cfg.task.name, per_row, label_key(args))
         if per_row > 1:  # the summary's samples and "per step" are the script's rows, each several sequences
             rep.data = {**(rep.get("data") or {}), "sequences_per_sample": per_row}
         self.meter = meter.Measure.from_config(counter, res.device, cfg)

@@ -280,6 +280,12 @@ def max_length_of(rows: Rows | None, padding: dict, tokenizer, conf, args=None) 
     return limit
 
 
+def label_key(args) -> str:
+    """The batch's key for the labels: the Trainer's label_names where it names one (`label_names=["target"]`)."""
+    names = getattr(args, "label_names", None) or []
+    return names[0] if len(names) == 1 else "labels"
+
+
 def rate_and_schedule_of(args, trainer) -> tuple[float, str]:
     """The peak rate the optimizer trains at (its groups' highest: optimizer_cls_and_kwargs, `optimizers=`, a
     create_optimizer of layer-wise rates), not always learning_rate; a scheduler the script made: "own: <class>"."""
@@ -318,9 +324,9 @@ def config_from_trainer(args, state, model, rows: Rows | None, collator, tokeniz
         "model": {"name": conf.name_or_path or conf.model_type or type(model).__name__,
                   "model_type": conf.model_type, "pretrained": bool(conf.name_or_path),
                   "init": {"hidden_norm": None, "head_init": "default"}},
-        # num_labels defaults to 2 whatever the head: an LM's scores its vocabulary, multiple choice's the choices
-        "task": {"name": task, "num_labels": 0 if task in ("causal_lm", "seq2seq") or task.endswith(
-            ("ForMultipleChoice", "ForQuestionAnswering")) else getattr(conf, "num_labels", 0)},
+        # num_labels defaults to 2 whatever the head: read only where transformers' head is sized by it (a model of
+        # the script's own, an LM, multiple choice: 0, unknown)
+        "task": {"name": task, "num_labels": getattr(conf, "num_labels", 0) if task in TASKS else 0},
         "batch": {"size": batch_size_of(args, trainer), "grad_accum": args.gradient_accumulation_steps, "tokens": None},
         "padding": padding,
         # blocks: the block width, which no row was cut to

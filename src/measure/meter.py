@@ -39,8 +39,8 @@ class TokenCounter:
 
     KEYS = ("samples", "all", "real", "loss")
 
-    def __init__(self, task: str, sequences_per_sample: int = 1):
-        self.task = task
+    def __init__(self, task: str, sequences_per_sample: int = 1, labels: str = "labels"):
+        self.task, self.labels = task, labels  # labels: the batch's key for them (a Trainer's label_names)
         # sequences a row (TRL's preference pairs: chosen and rejected; multiple choice: the choices): a sample is
         # the row, as the Trainer's batch size counts it
         self.sequences_per_sample = sequences_per_sample
@@ -78,7 +78,7 @@ class TokenCounter:
         else:
             # stacked along the batch (TRL's pairs), or a dimension of their own (multiple choice: [rows, choices, len])
             self.host["samples"] += ids.shape[0] // self.sequences_per_sample if ids.dim() == 2 else ids.shape[0]
-        labels = inputs.get("labels")
+        labels = inputs.get(self.labels)
         completion = inputs.get("completion_mask")
         if labels is None and hasattr(completion, "sum"):
             # TRL's preference and completion batches (DPO, KTO) hold no labels: the completion tokens are what
