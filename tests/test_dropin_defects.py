@@ -589,3 +589,26 @@ def test_a_model_of_the_scripts_own_has_no_num_labels_to_read():
     args, state = _args("/tmp/unused"), type("S", (), {"max_steps": 6, "global_step": 0})()
     cfg = config_from_trainer(args, state, Own(), None, None, None, {}, None)
     assert cfg.task.num_labels == 0
+
+
+def test_a_training_a_callback_ends_early_says_where_it_stopped(tmp_path):
+    """A SIGTERM's checkpoint-and-stop (enable_jit_checkpoint) or early stopping ended training at step 295 of 3000,
+    and the report said ok with max_steps 3000, nowhere the step it stopped at."""
+    from transformers import TrainerCallback
+
+    from src.report.document import Report, format_summary
+
+    class StopAt5(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            control.should_training_stop = state.global_step >= 5
+
+    tokenizer = _tokenizer()
+    set_seed(0)
+    trainer = Trainer(model=Qwen3ForSequenceClassification(_config(num_labels=3)), args=_args(tmp_path, max_steps=12),
+                      train_dataset=_classified(tokenizer), data_collator=DataCollatorWithPadding(tokenizer),
+                      callbacks=[StopAt5()])
+    attach(trainer)
+    trainer.train()
+    rep = _report(tmp_path)
+    assert rep["status"] == "ok" and rep["stopped_early"] == {"step": 5, "max_steps": 12}
+    assert "stopped      at step 5 of 12: a callback or a signal ended training early" in format_summary(Report.from_dict(rep))

@@ -123,8 +123,10 @@ def test_warmup_steps_are_not_timed_or_counted():
 
 def test_stop_when_stable_ends_training_once_the_mean_is_known():
     res, last_step = _simulate([0.01] * 40, warmup=2, stop_rel_error=0.05, min_steps=5)
-    assert last_step < 40 and res["stopped_when_stable"]
+    assert last_step < 40 and res["stopped_when_stable"] and res["ended_training"]  # the report: no stopped_early
     assert res["step_time_s"]["n"] >= 5
+    res, last_step = _simulate([0.01] * 40, warmup=2)
+    assert last_step == 40 and not res["ended_training"]
 
 
 def test_compiles_keep_the_warmup_going_and_are_counted(monkeypatch):

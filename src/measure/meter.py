@@ -161,6 +161,7 @@ class Measure(TrainerCallback):
         self._graphs_begin = self._graphs_step = 0  # compiled graphs at train begin, at this step's begin
         self._evaluated = False
         self.stopped = False  # the stop rule ended the window once the mean step time was known well enough
+        self.ended_training = False  # the stop rule ended training (after the window and its profile)
 
     @classmethod
     def from_config(cls, counter: TokenCounter, device: str, cfg, started: float | None = None,
@@ -219,14 +220,15 @@ class Measure(TrainerCallback):
             if self.stop.met(self.timer.step_times):
                 window.last = step  # the mean is known well enough: end the window here
                 self.stopped = True
-                control.should_training_stop = not self.profile_steps
+                control.should_training_stop = self.ended_training = not self.profile_steps
         if step == window.last:
             window.close()
             if self.profile_steps:
                 self.profiler.start()
         if self.profiler.running and step == window.last + self.profile_steps:
             self.profiler.stop(self.profile_steps)
-            control.should_training_stop = control.should_training_stop or bool(self.stop)
+            if self.stop:
+                control.should_training_stop = self.ended_training = True
 
     def on_log(self, args, state, control, **kw):
         self.timer.drain(wait=False)
@@ -266,6 +268,7 @@ class Measure(TrainerCallback):
                          "profile_and_rest": span(w["close_at"], self.phase_times["train_end"])},
             # the rule itself ended the window (a timed step an evaluation or a save dropped is not "stable")
             "stopped_when_stable": self.stopped,
+            "ended_training": self.ended_training,  # trainsweep's stop, not the script's (report: stopped_early)
             "not_measured": self._not_measured(w.get("machine") or {}),
             "compile": {"graphs": compiled_graphs() - self._graphs_begin, "graphs_in_window": w["graphs"],
                         "to_first_step_s": self.first_step_s, "work": compile_work_since(self.compile_before)},

@@ -259,6 +259,11 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         expected_initial_loss(cfg.task.name, cfg.task.num_labels or getattr(conf, "num_labels", None),
                               getattr(conf, "vocab_size", None))
     rep.loss = loss_summary(trainer.state.log_history, expected)
+    # the Trainer's own plan (epochs counted in steps); the drop-in's config holds it as max_steps
+    last, planned = getattr(trainer.state, "global_step", 0) or 0, \
+        getattr(trainer.state, "max_steps", None) or cfg.trainer.get("max_steps") or 0
+    if 0 < last < planned and not m.get("ended_training"):  # early stopping, a SIGTERM's checkpoint-and-stop
+        rep.stopped_early = {"step": last, "max_steps": planned}
     if world > 1:
         rep.distributed = {"world_size": world, "strategy": rep.resolved.get("distributed"), **ranks}
     if not cfg.measure.enabled:

@@ -51,6 +51,7 @@ class Report:
     tokens: Optional[Tokens] = UNSET
     shapes: Shapes = UNSET
     stopped_when_stable: bool = UNSET
+    stopped_early: Optional[dict] = UNSET  # training ended before max_steps, not by trainsweep: {step, max_steps}
     compile: Compile = UNSET
     verdict: Verdict = UNSET
     flags: Flags = UNSET
@@ -151,6 +152,11 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     if sped:
         on = [name for name, lever in sped["levers"].items() if lever["on"]]
         rows.append(("speedup", (sped.get("verified") or {}).get("line") or f"levers on: {', '.join(on) or 'none'} (not verified)"))
+    early = r.get("stopped_early")
+    if early:
+        rows.append(("stopped", f"at step {early['step']:,} of {early['max_steps']:,}: a callback or a signal ended "
+                                "training early (early stopping, a SIGTERM's checkpoint); every figure here covers "
+                                "the steps that ran"))
     off = r.get("turned_off")
     if off:  # the drop-in's parts that stopped rather than raise into the user's training
         rows.append(("turned off", "; ".join(f"{part} ({why})" for part, why in off.items())))
