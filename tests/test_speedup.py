@@ -932,3 +932,13 @@ def test_a_budget_that_is_no_positive_int_is_refused_at_the_call(tmp_path):
     with pytest.raises(ValueError, match="tokens=-5"):
         speedup(trainer, tokens=-5)
     assert getattr(trainer, "trainsweep_speedup", None) is None  # nothing applied
+
+
+def test_a_run_shorter_than_an_epoch_is_told_its_rows_a_step_are_an_epochs_mean(tmp_path):
+    short = speedup(_trainer(tmp_path / "a", steps=3), verify=False, quiet=True)
+    packs = short.packing["micro_batches_per_epoch"]
+    assert 3 * short.packing["grad_accum"] < packs
+    line = next(lv.detail for lv in short.levers if lv.name == "padding-free batches")
+    assert f"that is over an epoch: your 3 steps draw {3 * short.packing['grad_accum']} of its {packs} packs" in line
+    whole = speedup(_trainer(tmp_path / "b", steps=packs), verify=False, quiet=True)
+    assert "over an epoch" not in next(lv.detail for lv in whole.levers if lv.name == "padding-free batches")

@@ -202,6 +202,7 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
             f"{plan['change']:+.1%}; the Trainer's train_samples_per_second counts these rows, not packs)")
     if abs(plan["change"]) > ROWS_TOLERANCE:
         step += " - MORE THAN 3% OFF YOUR ROWS A STEP: your learning rate was tuned for yours"
+    step += _short_run_line(args, plan["grad_accum"], len(packed))
     step += _tokens_seen_line(args) + _trl_tokens_line(trainer)
     # what changes however well the rest is kept: which rows share a step (a newcomer's classifier picked another
     # best checkpoint sped up, and nothing had said its steps held other rows)
@@ -211,6 +212,16 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
     out.add("padding-free batches", True, f"{said}{plan['tokens']:,} tokens a micro-batch "
             f"(~{plan['rows_per_pack']:.1f} rows), {step}; {regrouped}; learning rate as it was; "
             f"{_scale_line(scale, factor)}", toggle)
+
+
+def _short_run_line(args, accum: int, packs: int) -> str:
+    """The rows a step above are an epoch's mean: packs hold more or fewer rows as their rows' lengths fall (8 steps
+    of packs for 8 rows held 7.0 on average), so a run of a few steps may draw a mean of its own."""
+    steps = args.max_steps if args.max_steps and args.max_steps > 0 else None
+    if steps is None or steps * accum >= packs:
+        return ""
+    return (f"; that is over an epoch: your {steps} steps draw {steps * accum:,} of its {packs:,} packs, whose rows a "
+            "step may differ from that mean (the report counts the rows that trained)")
 
 
 def _trl_tokens_line(trainer) -> str:
