@@ -43,6 +43,19 @@ def test_gradient_checkpointing_adds_the_recomputed_forward_to_hardware_flops():
     assert ckpt["per_token_hardware"] - plain["per_token"] == pytest.approx(2 * (frozen + trainable) + 4 * 36 * 4096 * 211)
 
 
+def test_checkpointing_every_other_layer_adds_half_the_recomputed_forward():
+    """activation_checkpointing_kwargs={"every_n_layers": 2}: layers 0, 2, 4, ... recompute, the rest keep their
+    activations; HFU counted every layer's recompute."""
+    model, conf = _qwen3("classification", True)
+    plain = flops.flops_per_token(model, conf, 211)
+    every = flops.flops_per_token(model, conf, 211, gradient_checkpointing=True)
+    model.base_model.model.activation_checkpointing_enable(every_n_layers=2)
+    half = flops.flops_per_token(model, conf, 211, gradient_checkpointing=True)
+    assert flops.checkpointed_share(model) == 0.5
+    assert half["per_token_hardware"] - plain["per_token"] == pytest.approx(
+        (every["per_token_hardware"] - plain["per_token"]) / 2)
+
+
 def test_peak_table_matches_card_names():
     assert flops.peak_tflops("NVIDIA H100 80GB HBM3", "bf16") == 989.0
     assert flops.peak_tflops("NVIDIA H200", "bf16") == 989.0

@@ -942,3 +942,17 @@ def test_a_run_shorter_than_an_epoch_is_told_its_rows_a_step_are_an_epochs_mean(
     assert f"that is over an epoch: your 3 steps draw {3 * short.packing['grad_accum']} of its {packs} packs" in line
     whole = speedup(_trainer(tmp_path / "b", steps=packs), verify=False, quiet=True)
     assert "over an epoch" not in next(lv.detail for lv in whole.levers if lv.name == "padding-free batches")
+
+
+def test_the_verification_checkpoints_the_layers_training_will(tmp_path):
+    """activation_checkpointing_kwargs={"every_n_layers": 2}: the A/B before training checkpointed every layer."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    trainer = _trainer(tmp_path)
+    if not hasattr(trainer.args, "activation_checkpointing"):
+        pytest.skip("transformers before 5.2x: checkpointing is all or nothing")
+    trainer.args.activation_checkpointing = True
+    trainer.args.activation_checkpointing_kwargs = {"use_reentrant": False, "every_n_layers": 2}
+    _verified(trainer, plain=3.0, packed=1.0)
+    flags = [m.gradient_checkpointing for m in trainer.model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    assert flags == [True, False]

@@ -242,9 +242,11 @@ def _checkpointing_as_training_has_it(trainer) -> None:
     if not getattr(args, f"{prefix}_checkpointing", False):
         return
     kwargs = dict(getattr(args, f"{prefix}_checkpointing_kwargs", None) or {})
-    kwargs.pop("every_n_layers", None), kwargs.pop("offload", None)
+    # which layers checkpoint and where their activations go, as the Trainer passes them (transformers 5.2x); the
+    # rest is torch.utils.checkpoint's
+    layers = {k: kwargs.pop(k) for k in ("every_n_layers", "offload") if k in kwargs}
     enable = getattr(model, "activation_checkpointing_enable", None)
     if enable is not None:
-        enable(activation_checkpointing_kwargs=kwargs or None)
+        enable(activation_checkpointing_kwargs=kwargs or None, **layers)
     else:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None)

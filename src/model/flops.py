@@ -97,13 +97,27 @@ def attention_shape(conf) -> tuple[int, int]:
     return conf.num_hidden_layers, heads * head_dim
 
 
+def checkpointed_share(model: torch.nn.Module) -> float:
+    """The share of decoder layers that recompute their forward in the backward: transformers'
+    `activation_checkpointing_kwargs={"every_n_layers": 2}` checkpoints half of them. 1.0 where no layer shows its
+    flag on yet (checkpointing asked for, turned on by train() later)."""
+    try:
+        from transformers.modeling_layers import GradientCheckpointingLayer
+    except ImportError:  # an older transformers: checkpointing is all or nothing
+        return 1.0
+    flags = [bool(m.gradient_checkpointing) for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    return sum(flags) / len(flags) if any(flags) else 1.0
+
+
 def flops_per_token(model: torch.nn.Module, conf, seq: float, gradient_checkpointing: bool = False) -> dict:
-    """Model FLOPs (MFU) and hardware FLOPs (HFU) per real token, at mean attended length `seq`."""
+    """Model FLOPs (MFU) and hardware FLOPs (HFU) per real token, at mean attended length `seq`; under checkpointing
+    the recomputed forward of the layers that checkpoint (checkpointed_share) counts toward HFU."""
     frozen, trainable = matmul_params(model)
     layers, width = attention_shape(conf)
     attn_fwd = 4 * layers * width * seq
     model_flops = 4 * frozen + 6 * trainable + 3 * attn_fwd
-    hardware = model_flops + (2 * (frozen + trainable) + attn_fwd if gradient_checkpointing else 0)
+    recompute = checkpointed_share(model) if gradient_checkpointing else 0.0
+    hardware = model_flops + recompute * (2 * (frozen + trainable) + attn_fwd)
     return {"per_token": float(model_flops), "per_token_hardware": float(hardware),
             "matmul_params_frozen": frozen, "matmul_params_trainable": trainable, "seq": float(seq)}
 
