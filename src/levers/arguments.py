@@ -9,6 +9,11 @@ So the Trainer gets a view: the fields a lever pinned read from the view, every 
 the script's own object, as if speedup were not there. A pin is released when its lever turns off; with none left
 the Trainer gets the script's object back (`restore`). Pickled (a checkpoint's training_args.bin) or copied, the view
 is a plain object of the script's own class, its pins applied, so nothing of trainsweep is needed to load it.
+
+Cost: each read through the view is Python, not a slot lookup. `python -m benchmarks.args_view` (this repo's CPU
+machine, 2 cores): the Trainer read its arguments ~103 times an optimizer step (grad_accum 2, a log every step),
+~80 us a step more than on the plain object: 0.06% of the sped-up classifier's 0.14 s step (experiments/dropin,
+call 6, an H100), 0.4% of a 20 ms one.
 """
 from __future__ import annotations
 
