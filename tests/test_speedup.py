@@ -956,3 +956,21 @@ def test_the_verification_checkpoints_the_layers_training_will(tmp_path):
     _verified(trainer, plain=3.0, packed=1.0)
     flags = [m.gradient_checkpointing for m in trainer.model.modules() if isinstance(m, GradientCheckpointingLayer)]
     assert flags == [True, False]
+
+
+def test_the_arguments_view_is_what_libraries_expect_of_trainingarguments(tmp_path):
+    """dataclasses.replace (TRL and accelerate's habit), to_dict, a subclass (TRL's SFTConfig), copy.copy."""
+    import dataclasses
+
+    from src.levers import arguments
+
+    trl = pytest.importorskip("trl")
+    theirs = trl.SFTConfig(output_dir=str(tmp_path), max_steps=6, use_cpu=True, report_to=[], max_length=64)
+    view = arguments.view(theirs)
+    arguments.pin(view, "gradient_accumulation_steps", 3)
+    assert isinstance(view, trl.SFTConfig) and view.max_length == 64
+    assert view.to_dict()["gradient_accumulation_steps"] == 3 and theirs.gradient_accumulation_steps == 1
+    replaced = dataclasses.replace(view, max_steps=9)
+    assert replaced.max_steps == 9 and replaced.max_length == 64 and not arguments.is_view(replaced)
+    assert type(copy.copy(view)) is trl.SFTConfig and copy.copy(view).gradient_accumulation_steps == 3
+    assert arguments.view(view) is view and not hasattr(view, "__name__")
