@@ -401,5 +401,30 @@ CASES = [
          ("--model", "{qwen3}", "--csv", "{data}/cls_train.csv", "--out", "{out}"),
          "classification", "a subclass's get_train_dataloader returning its own DataLoader with a "
          "WeightedRandomSampler (accelerator.prepare'd), imbalanced classes, a typer command line, grad accum 2"),
+    # a newcomer's try of the drop-in, 2026-12-07: styles none of the above had
+    Case("notebook_train_twice", "notebook_train_twice.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "a notebook's cells: remove_callback, add_callback, pop_callback, then train() twice, "
+         "args.max_steps raised on the script's own TrainingArguments and trainer.args.learning_rate between them "
+         "(under speedup the Trainer once held a copy: 4 steps for 6), logging_first_step"),
+    Case("dict_head_label_names", "dict_head_label_names.py",
+         ("{qwen3}", "{data}/cls_train.csv", "{data}/cls_dev.csv", "{out}"),
+         "LastTokenClassifier", "a PreTrainedModel of the script's own (LlamaModel and a head) returning a dict with "
+         "no loss, labels under label_names=['target'], compute_loss overridden, prediction_loss_only, evaluate() "
+         "before train() and predict() after, grad accum 2"),
+    Case("activation_ckpt_fused_clm", "activation_ckpt_fused_clm.py", ("{llama_nopad}", "{data}/text.txt", "{out}"),
+         "causal_lm", "transformers 5's activation_checkpointing with every_n_layers=2, adamw_torch_fused, "
+         "torch_empty_cache_steps, logging_steps as a ratio, dataloader_drop_last, pad = eos, grad accum 2"),
+    Case("determinism_split_batches_cls", "determinism_split_batches_cls.py",
+         ("{qwen3}", "{data}/short.csv", "{out}"),
+         "classification", "full_determinism, data_seed, accelerator_config split_batches, skip_memory_metrics=False, "
+         "enable_jit_checkpoint, an inverse_sqrt schedule with a warm-up ratio"),
+    Case("eval_inputs_metrics_cls", "eval_inputs_metrics_cls.py",
+         ("{qwen3}", "{data}/cls_train.csv", "{data}/cls_dev.csv", "{out}"),
+         "classification", "a classifier from a config, include_for_metrics=['inputs', 'loss'], eval_steps as a "
+         "ratio, eval_delay, eval_do_concat_batches=False, eval_accumulation_steps, predict(metric_key_prefix='test')"),
+    Case("generator_rebalance_sft", "generator_rebalance_sft.py", ("{qwen3}", "{data}/pc.jsonl", "{out}"),
+         "causal_lm", "Dataset.from_generator with a length column of its own, train_sampling_strategy="
+         "'batch_rebalance', num_train_epochs=0.7, dataloader_drop_last, DataCollatorForSeq2Seq over prompt and "
+         "completion rows"),
 ]
 BY_NAME = {case.name: case for case in CASES}
