@@ -215,8 +215,8 @@ def apply(trainer, model, rows: TrainRows, task: str, tokens: int | None, fix_lo
 
 
 def _short_run_line(args, accum: int, packs: int) -> str:
-    """The rows a step above are an epoch's mean: packs hold more or fewer rows as their rows' lengths fall (8 steps
-    of packs for 8 rows held 7.0 on average), so a run of a few steps may draw a mean of its own."""
+    """The rows a step above are an epoch's mean: packs hold more or fewer rows as their rows' lengths fall, so a run
+    of a few steps may draw a mean of its own (a newcomer's short run drew fewer rows a step than the line said)."""
     steps = args.max_steps if args.max_steps and args.max_steps > 0 else None
     if steps is None or steps * accum >= packs:
         return ""
