@@ -446,6 +446,7 @@ if [ "$what" = fullft_fixed ]; then  # issue 53 G4: fullft_probe's rule, unchang
               "fx_ft26_fp32_bs2_ga1 model.arch.num_hidden_layers=26 precision=fp32 batch=2"; do
     row=$((${row:-0} + 1))
     [ $row -lt ${FROM:-1} ] && continue  # FROM=8: the rows call 1 did not reach (its first 7 ran)
+    [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" ${spec%% *} "* ]] && continue  # ONLY="LABEL ...": those rows alone
     if [ $SECONDS -gt ${BUDGET_S:-400} ]; then echo "skipped ${spec%% *}: ${SECONDS}s into the call"; continue; fi
     run $spec
   done
