@@ -15,6 +15,9 @@ from experiments.figures import HERE, Fig, _records, gb, markdown
 S = "speed/results/"
 PROBE, DRAWN, FIXED = S + "h100_fullft_probe_call1.jsonl", S + "cpu_fullft_probe_drawn.jsonl", \
     S + "h100_fullft_fixed_call1.jsonl"
+# fullft_fixed's rows call 1 did not reach (one H100 machine: call 1 FROM a list, call 2 the rest), beside the
+# LoRA, QLoRA and FP8 controls (gpu.sh memory_controls)
+REST = (S + "h100_g4rest_call1.jsonl", S + "h100_g4rest_call2.jsonl")
 
 
 def earlier_fullft_rule(parts: dict, grad_accum: int, largest: float) -> float:
@@ -84,7 +87,8 @@ def now_rows() -> list[dict]:
     """Every row of today's calls: label, call, figure, the widest drawn and predicted for, measured, predicted."""
     drawn = {r["label"]: r["widest_drawn"] for r in _records(DRAWN)}
     out = []
-    for path, call in ((PROBE, "fullft_probe (dynamic)"), (FIXED, "fullft_fixed (one width)")):
+    for path, call in ((PROBE, "fullft_probe (dynamic)"), (FIXED, "fullft_fixed (one width)"),
+                       *((p, f"fullft_fixed (one width), g4rest call {i}") for i, p in enumerate(REST, 1))):
         if not (HERE / path).exists():
             continue
         for r in _records(path):
@@ -115,3 +119,39 @@ def speed_memory_fullft_now() -> str:
 
 TABLES = {"speed/memory_fullft": (HERE / "speed/README.md", speed_memory_fullft),
           "speed/memory_fullft_now": (HERE / "speed/README.md", speed_memory_fullft_now)}
+
+
+def hooked_input_excess(f: Fig) -> float:
+    """GB the probe's kept layer input added to an eager LoRA prediction (src/model/memory_model.py,
+    _watch_layer_inputs): one [tokens, hidden] tensor of the compute dtype per layer past the first, in the 2-layer
+    copy only. Compiled copies had no such hook."""
+    cfg = f.get("config")
+    if cfg["trainer"]["torch_compile"] or cfg["peft"]["method"] == "none":
+        return 0.0
+    arch, tokens = cfg["model"]["arch"], f.get("memory_predicted_gb.widest_tokens")
+    return tokens * arch["hidden_size"] * 2 * (arch["num_hidden_layers"] - 1) / 2**30
+
+
+CONTROLS = [(REST[0], "fx_lora36_bs32", "LoRA, bf16, fixed 320 bs 32, eager"),
+            (REST[1], "fx_lora36_bs32", "the same, call 2"),
+            (REST[0], "mc_qlora_packed8k", "QLoRA, packed 8k, eager"),
+            (REST[0], "mc_fp8_fused_8k", "FP8 + fused, packed 8k, compiled"),
+            (S + "h100_levers_call7/reports_a.jsonl", "+lever=eager,logger=none,model=qwen3",
+             "earlier: call 7's eager packed 8k (`sweep=levers`)")]
+
+
+def speed_memory_controls() -> str:
+    """The adapters' predictions under the copies' fix (one H100, full depth): as the runs made them, and less the
+    probe's kept layer input (the fix after these calls; an estimate from the stored figures)."""
+    rows = []
+    for path, label, what in CONTROLS:
+        f = Fig(path, label)
+        measured, predicted = f.get("memory_gb.peak_allocated"), f.get("memory_predicted_gb.peak_allocated")
+        fixed = predicted - hooked_input_excess(f)
+        rows.append([what, f"{measured:.2f}", f"{predicted:.2f}", f"{predicted / measured - 1:+.1%}",
+                     f"{fixed:.2f} ({fixed / measured - 1:+.1%})" if fixed != predicted else "(no hook: compiled)"])
+    return markdown(["run (full depth, Qwen3-4B width)", "measured peak GB", "predicted GB", "error",
+                     "less the kept input (estimate)"], rows)
+
+
+TABLES["speed/memory_controls"] = (HERE / "speed/README.md", speed_memory_controls)

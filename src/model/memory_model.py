@@ -80,21 +80,21 @@ def _saved_bytes(model, batch: dict, amp: str, device: str) -> dict:
             "after_last_layer": 0}
 
 
-def _last_layer_input(model, watch: bool):
-    """Forward pre-hooks on the decoder layers remembering the input of the last one the forward runs (its
-    gradient is computed when that layer's backward ends); read once the forward has returned. Not on compiled
-    layers (the hooks would run inside the graph)."""
+def _watch_layer_inputs(model, watch: bool, on_grad) -> list:
+    """Forward pre-hooks on the decoder layers putting `on_grad` on each layer input's gradient; the backward
+    computes the last layer's first, when that layer's backward ends (_reading keeps the first call). No reference
+    to an input is kept: one kept to the last layer's input held a [tokens, hidden] tensor autograd had not saved
+    (the bf16 input a norm casts to fp32 first), in the 2-layer copy and not the 1-layer one (whose input, a frozen
+    embedding's, needs no gradient), so a LoRA run's every layer came out one such tensor high: +2.6% at 36 layers
+    (experiments/speed, the LoRA controls). Not on compiled layers (the hooks would run inside the graph)."""
     from .speed import decoder_layers
 
-    state = {"input": None}
-
-    def remember(module, args, kwargs):
+    def watch_input(module, args, kwargs):
         x = kwargs.get("hidden_states", args[0] if args else None)
         if isinstance(x, torch.Tensor) and x.requires_grad:
-            state["input"] = x
+            x.register_hook(on_grad)
 
-    handles = [m.register_forward_pre_hook(remember, with_kwargs=True) for m in decoder_layers(model)] if watch else []
-    return state, handles
+    return [m.register_forward_pre_hook(watch_input, with_kwargs=True) for m in decoder_layers(model)] if watch else []
 
 
 def _reading(into: dict, read, grads):
@@ -129,8 +129,8 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
     `after_last_layer`, the peak of the rest of the backward less every gradient it leaves (the moment the embedding's
     gradient is made: the same at any depth). Without the hook (compiled layers) the figures after `kept` fall back
     to the peak's and the largest gradient."""
-    state, handles = _last_layer_input(model, watch_layers)
     at_last = {}
+    handles = _watch_layer_inputs(model, watch_layers, _reading(at_last, _peak_then_restart, lambda: _grad_bytes(model)))
     gc.collect()  # an earlier copy's reference cycles, freed now rather than by a collection inside the window
     gc.disable()  # (one that frees an earlier copy mid-step lowers the peak by that copy: 4x off on an H200)
     try:
@@ -139,9 +139,7 @@ def _peak_bytes(model, batch: dict, amp: str, device: str, watch_layers: bool = 
         before = torch.cuda.memory_allocated()
         with _autocast(amp, device):
             loss = model(**batch).loss
-        kept = torch.cuda.memory_allocated() - before
-        if state["input"] is not None:  # the allocator's counters are host-side: reading them needs no sync
-            state["input"].register_hook(_reading(at_last, _peak_then_restart, lambda: _grad_bytes(model)))
+        kept = torch.cuda.memory_allocated() - before  # the allocator's counters are host-side: no sync
         loss.float().backward()
         torch.cuda.synchronize()
         after = torch.cuda.max_memory_allocated() - before
