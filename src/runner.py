@@ -123,7 +123,7 @@ def _run(cfg: DictConfig, out_dir: Path, callbacks: tuple, overrides: list[str],
         rep.memory_predicted_gb = memory_model.before_training(cfg, res, conf, model, prep.collator, lengths)
         laps.lap("memory_model")
         rep.flops = Flops(**flops.flops_per_token(model, conf, lengths["token_weighted_mean"],
-                                                         cfg.trainer.gradient_checkpointing),
+                                                         cfg.trainer.gradient_checkpointing, cfg.trainer.checkpoint_every),
                           bf16_equivalent=cfg.precision.fp8 != "none")
         if res.device == "cuda" and cfg.measure.ceiling:  # seconds, once per card and shape set: before the timed steps
             top = ceiling.cached(flops.matmul_shapes(model), flops.micro_batch_tokens(cfg, lengths))

@@ -52,6 +52,8 @@ def test_checkpointing_every_other_layer_adds_half_the_recomputed_forward():
     model.base_model.model.activation_checkpointing_enable(every_n_layers=2)
     half = flops.flops_per_token(model, conf, 211, gradient_checkpointing=True)
     assert flops.checkpointed_share(model) == 0.5
+    runner = flops.flops_per_token(model, conf, 211, gradient_checkpointing=True, checkpoint_every=2)
+    assert runner["per_token_hardware"] == half["per_token_hardware"]  # trainer.checkpoint_every=2: layers 0, 2, ...
     assert half["per_token_hardware"] - plain["per_token"] == pytest.approx(
         (every["per_token_hardware"] - plain["per_token"]) / 2)
 

@@ -109,14 +109,18 @@ def checkpointed_share(model: torch.nn.Module) -> float:
     return sum(flags) / len(flags) if any(flags) else 1.0
 
 
-def flops_per_token(model: torch.nn.Module, conf, seq: float, gradient_checkpointing: bool = False) -> dict:
+def flops_per_token(model: torch.nn.Module, conf, seq: float, gradient_checkpointing: bool = False,
+                    checkpoint_every: int = 1) -> dict:
     """Model FLOPs (MFU) and hardware FLOPs (HFU) per real token, at mean attended length `seq`; under checkpointing
-    the recomputed forward of the layers that checkpoint (checkpointed_share) counts toward HFU."""
+    the recomputed forward of the layers that checkpoint counts toward HFU: every `checkpoint_every`-th layer
+    (the runner's trainer.checkpoint_every, set on the layers only once training begins), or as the layers' own
+    flags say (checkpointed_share: transformers' every_n_layers)."""
     frozen, trainable = matmul_params(model)
     layers, width = attention_shape(conf)
     attn_fwd = 4 * layers * width * seq
     model_flops = 4 * frozen + 6 * trainable + 3 * attn_fwd
-    recompute = checkpointed_share(model) if gradient_checkpointing else 0.0
+    recompute = 0.0 if not gradient_checkpointing else \
+        -(-layers // checkpoint_every) / layers if checkpoint_every > 1 else checkpointed_share(model)
     hardware = model_flops + recompute * (2 * (frozen + trainable) + attn_fwd)
     return {"per_token": float(model_flops), "per_token_hardware": float(hardware),
             "matmul_params_frozen": frozen, "matmul_params_trainable": trainable, "seq": float(seq)}
