@@ -974,3 +974,16 @@ def test_the_arguments_view_is_what_libraries_expect_of_trainingarguments(tmp_pa
     assert replaced.max_steps == 9 and replaced.max_length == 64 and not arguments.is_view(replaced)
     assert type(copy.copy(view)) is trl.SFTConfig and copy.copy(view).gradient_accumulation_steps == 3
     assert arguments.view(view) is view and not hasattr(view, "__name__")
+
+
+def test_arguments_no_view_can_be_built_for_leave_the_script_as_it_was(tmp_path, monkeypatch):
+    """speedup must not raise into the script: without a view the levers go back off, the arguments untouched."""
+    from src.levers import arguments
+
+    trainer = _trainer(tmp_path, accum=2)
+    args = trainer.args
+    monkeypatch.setattr(arguments, "_VIEWS", type("Refusing", (dict,), {"__contains__": lambda self, k: False,
+                                                                         "__setitem__": lambda self, k, v: 1 / 0})())
+    done = speedup(trainer, verify=False, quiet=True)
+    assert not done.applied() and "could not be applied here" in done.text()
+    assert trainer.args is args and args.gradient_accumulation_steps == 2 and args.logging_nan_inf_filter is True

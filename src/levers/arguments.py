@@ -55,20 +55,26 @@ class _View:
 
 
 def view(args):
-    """The Trainer's view of `args` (a view already: itself)."""
+    """The Trainer's view of `args` (a view already: itself). Where none can be built (an arguments class that
+    can't be subclassed, no instance dict) `args` itself: pin() then raises inside speedup's guard, which turns
+    every lever off and says why, so the script's object is never changed."""
     if is_view(args):
         return args
     cls = type(args)
-    if cls not in _VIEWS:
-        _VIEWS[cls] = type(cls.__name__, (_View, cls), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
-    out = object.__new__(_VIEWS[cls])
+    try:
+        if cls not in _VIEWS:
+            _VIEWS[cls] = type(cls.__name__, (_View, cls), {"__module__": cls.__module__,
+                                                             "__qualname__": cls.__qualname__})
+        out = object.__new__(_VIEWS[cls])
+    except Exception:
+        return args
     object.__setattr__(out, "_trainsweep_theirs", args)
     object.__setattr__(out, "_trainsweep_pins", {})
     return out
 
 
 def is_view(args) -> bool:
-    return "_trainsweep_theirs" in object.__getattribute__(args, "__dict__")
+    return "_trainsweep_theirs" in getattr(args, "__dict__", {})
 
 
 def theirs(args):
