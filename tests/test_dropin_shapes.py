@@ -106,6 +106,68 @@ def test_token_counter_counts_the_rows_of_batches_under_keys_of_the_scripts_own(
     assert window_tokens(start, counter.snapshot()) == {"samples": 14, "all": 0, "real": 0, "loss": 0}
 
 
+def test_token_counter_reads_a_list_batch_a_dict_of_labels_and_trls_older_preference_pairs():
+    """User corpus: tensor_dataset_tuple_batch (default_collate's list: its rows went uncounted, "no rows to
+    count"), multitask_dict_labels (labels a dict of heads: 0 loss items), trl_orpo_lora (chosen_/rejected_ keys:
+    tokens unknown)."""
+    counter = TokenCounter("causal_lm")
+    start = counter.snapshot()
+    counter.add_batch([torch.ones(4, 32, dtype=torch.long), torch.ones(4, 32, dtype=torch.long)])
+    counter.add_batch(("not", "tensors"))  # nothing sharing a batch dimension: not guessed at
+    counter.add_batch(object())
+    assert window_tokens(start, counter.snapshot()) == {"samples": 4, "all": 0, "real": 0, "loss": 0}
+
+    heads = TokenCounter("MultiHead")
+    heads.add_batch({"input_ids": torch.ones(8, 10, dtype=torch.long), "attention_mask": torch.ones(8, 10),
+                     "labels": {"topic": torch.arange(8), "urgent": torch.zeros(8, dtype=torch.long)}})
+    assert window_tokens(start, heads.snapshot())["loss"] == 16  # 8 rows, each scored by both heads
+
+    pairs = TokenCounter("causal_lm", sequences_per_sample=2)
+    chosen_mask, rejected_mask = torch.ones(3, 7), torch.ones(3, 5)
+    chosen_mask[0, 5:] = 0
+    chosen_labels = torch.full((3, 7), -100)
+    chosen_labels[:, 4:] = 1  # 3 completion tokens a row; the shift drops none (the first label is -100)
+    rejected_labels = torch.full((3, 5), -100)
+    rejected_labels[:, 3:] = 1
+    pairs.add_batch({"prompt_input_ids": torch.ones(3, 3, dtype=torch.long),
+                     "chosen_input_ids": torch.ones(3, 7, dtype=torch.long), "chosen_attention_mask": chosen_mask,
+                     "chosen_labels": chosen_labels, "rejected_input_ids": torch.ones(3, 5, dtype=torch.long),
+                     "rejected_attention_mask": rejected_mask, "rejected_labels": rejected_labels})
+    # the trainer pads both to 7 and stacks them: 2 x 3 x 7 positions, 3 samples (rows)
+    assert window_tokens(start, pairs.snapshot()) == {"samples": 3, "all": 42, "real": 19 + 15, "loss": 9 + 6}
+    assert pairs.widest == 42
+
+    from src.dropin.padding import sequences_per_row
+
+    def collate(rows):
+        return {"chosen_input_ids": torch.ones(len(rows), 4), "rejected_input_ids": torch.ones(len(rows), 4)}
+
+    assert sequences_per_row([{"prompt": "a"}], collate) == 2
+
+
+def test_padding_says_unknown_where_no_row_was_read_and_nothing_to_pad_for_rows_of_one_length():
+    """tensor_dataset_tuple_batch read no row and said "padding dynamic"; run_clm's blocks through the default
+    collator said "dynamic" beside pad 0.0%."""
+    from types import SimpleNamespace
+
+    from transformers import default_data_collator
+
+    from src.dropin.padding import padding_of
+    from src.dropin.reading import Rows
+
+    args = SimpleNamespace(group_by_length=False)
+    assert padding_of(None, args, default_data_collator) == {
+        "strategy": "unknown", "pad_to_multiple_of": None, "chunk_size": 1000, "note": "the rows were not read"}
+    padder = SimpleNamespace(tokenizer=object(), padding=True)  # transformers' padding collators: dynamic, unread
+    assert padding_of(None, args, padder)["strategy"] == "dynamic"
+    blocks = [{"input_ids": list(range(32)), "attention_mask": [1] * 32} for _ in range(6)]
+    read, _ = Rows.head(blocks, default_data_collator)
+    padding = padding_of(read, args, default_data_collator)
+    assert padding["strategy"] == "dynamic" and padding["note"] == "every row read is 32 tokens: nothing to pad"
+    ragged = [{"input_ids": list(range(n)), "attention_mask": [1] * n} for n in (5, 9, 12)]
+    assert "note" not in padding_of(Rows.head(ragged, None)[0], args, padder)
+
+
 def test_the_uniform_guess_is_said_only_where_the_width_is_known():
     assert expected_initial_loss("classification", 5, 240) == math.log(5)
     assert expected_initial_loss("token_classification", 7, 240) == math.log(7)  # was ln(vocab)

@@ -14,7 +14,6 @@ the Trainer (reading.py); the measuring itself is src/measure/meter.py's.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -206,8 +205,8 @@ class TrainsweepCallback(TrainerCallback):
         without get_batch_samples), where the model receives it."""
         def count(batch, pack_stats):
             # a batch without input_ids (pixel_values, input_values) counts its samples; its tokens are unknown
-            if self.meter is not None and isinstance(batch, Mapping):
-                self.guard.run(MEASURING, counter.add, {**batch, **({meter.PACK_STATS: pack_stats} if pack_stats else {})})
+            if self.meter is not None:
+                self.guard.run(MEASURING, counter.add_batch, batch, pack_stats)
 
         taps = tap(self.trainer) if self.trainer is not None else None
         if taps is not None:

@@ -35,10 +35,13 @@ def padding_of(rows, args, collator, untokenised: dict | None = None) -> dict:
         strategy, note = "max_length", f"by the collator, to {width}"
     elif not rows and untokenised:
         strategy, note = _untokenised(untokenised, grouped)
-    elif grouped:
-        strategy = "grouped"
+    elif not rows and getattr(collator, "tokenizer", None) is None:  # not read, and no collator of transformers' pads
+        strategy, note = "unknown", "the rows were not read"  # default_collate's lists, a function of the script's own
     else:
-        strategy = "dynamic"
+        strategy = "grouped" if grouped else "dynamic"
+        widths = {len(tokens(r)) for r in rows.rows} if rows else set()
+        if len(widths) == 1:  # run_clm's blocks: the collator pads nothing
+            note = f"every row read is {next(iter(widths))} tokens: nothing to pad"
     return {"strategy": strategy, "pad_to_multiple_of": multiple, "chunk_size": 1000,
             **({"note": note} if note else {}), **({"width": width} if note and width else {})}
 
@@ -111,9 +114,13 @@ def sequences_per_row(dataset, collator) -> int:
     """How many sequences the script's collator makes of one row: 2 for TRL's preference collators (DPO, reward
     modelling), which stack each row's chosen and rejected sequences along the batch; a multiple-choice row's
     choices ([rows, choices, length]); else 1. The Trainer's batch size counts rows, so the report's samples do
-    too. Reads one row; a collator that fails on it is taken at 1."""
+    too; TRL's older layout (ORPO, CPO: chosen_input_ids and rejected_input_ids) is 2. Reads one row; a collator
+    that fails on it is taken at 1."""
     try:
-        ids = collator([dataset[0]])["input_ids"]
+        batch = collator([dataset[0]])
+        if "input_ids" not in batch and "chosen_input_ids" in batch and "rejected_input_ids" in batch:
+            return 2
+        ids = batch["input_ids"]
         return int(ids.shape[0] if ids.dim() == 2 else ids.shape[1] if ids.dim() == 3 else 1) or 1
     except Exception:
         return 1

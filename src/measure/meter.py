@@ -18,6 +18,7 @@ import logging
 import resource
 import statistics
 import time
+from collections.abc import Mapping
 
 import torch
 from transformers import TrainerCallback
@@ -53,8 +54,19 @@ class TokenCounter:
     def _on_device(self, key: str, value: torch.Tensor) -> None:
         self.device[key] = value if key not in self.device else self.device[key] + value
 
+    def add_batch(self, batch, pack_stats: dict | None = None) -> None:
+        """A micro-batch as the Trainer fetched it: a dict, or a list or tuple of tensors (a TensorDataset's rows
+        through default_collate, a script's compute_loss unpacking `x, y = inputs`), read as a dict keyed by
+        place. Anything else holds nothing to count."""
+        if isinstance(batch, (list, tuple)):
+            batch = {str(i): value for i, value in enumerate(batch)}
+        if isinstance(batch, Mapping):
+            self.add({**batch, **({PACK_STATS: pack_stats} if pack_stats else {})})
+
     def add(self, inputs: dict) -> None:
         ids = inputs.get("input_ids")
+        if ids is None and hasattr(inputs.get("chosen_input_ids"), "shape") and hasattr(inputs.get("rejected_input_ids"), "shape"):
+            return self._add_pairs(inputs)
         if ids is None:
             return self._add_untokenised(inputs)
         self.host["all"] += ids.numel()
@@ -85,13 +97,39 @@ class TokenCounter:
             # their loss scores
             self._on_device("loss", completion.sum())
             return
-        if labels is None or not hasattr(labels, "dim"):
+        self._add_loss(labels)
+
+    def _add_loss(self, labels) -> None:
+        """The targets a batch's labels score: one a row (a class, a value, a label set), or every token not -100;
+        a dict of them (a multi-task model's heads) scores each head's."""
+        if isinstance(labels, Mapping):
+            for head in labels.values():
+                self._add_loss(head)
+        elif not hasattr(labels, "dim"):
             return
-        if labels.dim() == 1 or labels.is_floating_point():  # one class, value or label set per row
-            self.host["loss"] += labels.shape[0]
+        elif labels.dim() <= 1 or labels.is_floating_point():  # one class, value or label set per row
+            self.host["loss"] += labels.shape[0] if labels.dim() else 1
         else:  # a causal LM predicts each token from the ones before: the first label is never scored
             scored = labels[..., 1:] if self.task == "causal_lm" else labels
             self._on_device("loss", (scored != -100).sum())
+
+    def _add_pairs(self, inputs: dict) -> None:
+        """TRL's older preference layout (DPODataCollatorWithPadding's, which ORPO and CPO train on): a row's chosen
+        and rejected sequences under keys of their own, which the trainer pads to the wider of the two and stacks,
+        so the model reads 2 x rows x that width. A sample is the row, as the Trainer's batch size counts it."""
+        chosen, rejected = inputs["chosen_input_ids"], inputs["rejected_input_ids"]
+        rows, width = chosen.shape[0], max(chosen.shape[-1], rejected.shape[-1])
+        self.host["samples"] += rows
+        self.host["all"] += 2 * rows * width
+        self.shapes.append((self.step, (2 * rows, width)))
+        self.widest = max(self.widest or 0, 2 * rows * width)
+        for side in ("chosen", "rejected"):
+            mask = inputs.get(f"{side}_attention_mask")
+            if hasattr(mask, "sum"):
+                self._on_device("real", mask.sum())
+            else:
+                self.host["real"] += inputs[f"{side}_input_ids"].numel()
+            self._add_loss(inputs.get(f"{side}_labels"))
 
     def _add_untokenised(self, inputs: dict) -> None:
         """A batch of pixel_values, input_values or input_features: its rows are counted, and no token, since it

@@ -328,6 +328,48 @@ CASES = [
     Case("user_torch_compile", "user_torch_compile.py", ("{qwen3}", "{data}/chat.jsonl", "{out}"),
          "causal_lm", "TrainingArguments(torch_compile=True, torch_compile_backend='aot_eager'): the Trainer compiles "
          "the whole model; speedup's compile levers say so and stay off, its packs meet the compiled model"),
+    # a fifth hand: batches that are not a dict of tensors, TRL's experimental preference trainers, datasets
+    # joined by torch, 8-bit optimizers, the Trainer's own log() overridden, bf16 weights on the CPU
+    Case("tensor_dataset_tuple_batch", "tensor_dataset_tuple_batch.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "TensorDataset(x, y) batched by torch's default_collate (a batch is a list, not a dict), a "
+         "subclass's compute_loss unpacking `x, y = inputs` with its own shifted CE, grad accum 2"),
+    Case("multitask_dict_labels", "multitask_dict_labels.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "an nn.Module of its own with two heads over AutoModel, `labels` a dict of two tensors "
+         "({'topic', 'urgent'}) from a collate_fn calling tokenizer.pad, compute_loss summing two CEs, grad accum 2"),
+    Case("string_ids_passthrough", "string_ids_passthrough.py", ("{qwen3}", "{data}/cls_train.csv", "{out}"),
+         "classification", "remove_unused_columns=False, a collator wrapping DataCollatorWithPadding that carries a "
+         "list of string ids beside the tensors, compute_loss popping them for per-example losses, grad accum 2"),
+    Case("trl_orpo_lora", "trl_orpo_cpo_lora.py",
+         ("--method", "orpo", "--model", "{qwen3}", "--data", "{data}/pref", "--output_dir", "{out}"),
+         "causal_lm", "trl.experimental.orpo's ORPOTrainer/ORPOConfig on prompt/chosen/rejected rows (no reference "
+         "model: NLL plus an odds-ratio term), LoRA via peft_config, a loaded model, grad accum 2"),
+    Case("trl_cpo_simpo_lora", "trl_orpo_cpo_lora.py",
+         ("--method", "cpo", "--model", "{qwen3}", "--data", "{data}/pref", "--output_dir", "{out}"),
+         "causal_lm", "trl.experimental.cpo's CPOTrainer with loss_type='simpo', cpo_alpha 0.5, simpo_gamma, LoRA, "
+         "the same rows"),
+    Case("concat_datasets_padding", "concat_datasets_padding.py",
+         ("{qwen3}", "{data}/cls_train.csv", "{data}/cls_dev.csv", "{out}"),
+         "classification", "torch ConcatDataset of two tokenised datasets.Dataset, then torch Subsets for train and "
+         "eval, the text column left for the Trainer's column-removing collator, DataCollatorWithPadding"),
+    Case("bnb_adamw_8bit", "bnb_8bit_optim.py", ("{qwen3}", "{data}/chat.jsonl", "{out}", "adamw_bnb_8bit"),
+         "causal_lm", "optim='adamw_bnb_8bit' (bitsandbytes on the CPU), LoRA on every linear, chat-template rows, "
+         "DataCollatorForLanguageModeling, constant_with_warmup, grad accum 2"),
+    Case("bnb_paged_adamw_8bit", "bnb_8bit_optim.py", ("{qwen3}", "{data}/chat.jsonl", "{out}", "paged_adamw_8bit"),
+         "causal_lm", "optim='paged_adamw_8bit' as QLoRA notebooks write it (unpaged on the CPU), the same script"),
+    Case("log_override_eval_callback", "log_override_eval_callback.py", ("{qwen3}", "{data}/text.txt", "{out}"),
+         "causal_lm", "a subclass's log() adding perplexity and a clock to each log; a callback setting "
+         "control.should_evaluate/should_save at steps 3 and 6 (strategies 'no') and calling trainer.log itself"),
+    Case("bf16_weights_cpu", "bf16_weights_cpu.py", ("{qwen3}", "{data}/alpaca.json", "{out}"),
+         "causal_lm", "from_pretrained(torch_dtype=torch.bfloat16), bf16=True, use_cpu=True, prompt masked -100, "
+         "DataCollatorForSeq2Seq, grad accum 2"),
+    Case("bf16_default_dtype_cpu", "bf16_weights_cpu.py", ("{qwen3}", "{data}/alpaca.json", "{out}", "--default-dtype"),
+         "causal_lm", "torch.set_default_dtype(torch.bfloat16) before loading (from_pretrained still loads "
+         "float32 weights; the Trainer's loss accumulator is made bf16, so logged losses are bf16-rounded), "
+         "bf16=True, use_cpu=True, the same script"),
+    Case("dpo_precompute_ref_lora", "dpo_precompute_ref_lora.py", ("{qwen3}", "{data}/pref_conv", "{out}"),
+         "causal_lm", "DPOTrainer from the user's own script: LoRA via peft_config, precompute_ref_log_probs=True "
+         "(the reference scored once before training), loss_type=['sigmoid', 'sft'] with loss_weights, "
+         "conversational rows, grad accum 2"),
     # styles added by a later hand: schedules and optimizers by name, added tokens, streaming metrics, overridden
     # optimizer and training step, checkpointing enabled before PEFT, resuming on the same Trainer, mixed sources
     Case("lora_noclip_sgd_wsd", "lora_noclip_sgd_wsd.py", ("{llama_nopad}", "{data}/text.txt", "{out}"),
