@@ -132,7 +132,8 @@ def test_each_lever_of_the_levers_sweep_changes_only_its_own_keys_in_the_referen
 
 
 @pytest.mark.parametrize("experiment, narrow", [
-    ("twelve_x_slowdown", "+rung=twelve_x_0_before"),  # the slowest rung: basic dataloader, no env tuning
+    # the slowest rung: basic dataloader, no env tuning (~29 s on CI's two cores: make test-all)
+    pytest.param("twelve_x_slowdown", "+rung=twelve_x_0_before", marks=pytest.mark.slow),
     ("loop_overheads", "debug=all_bad"),
 ])
 def test_experiment_runs_on_the_cpu_in_a_tiny_variant(tmp_path, experiment, narrow):

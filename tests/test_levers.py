@@ -283,6 +283,7 @@ def test_compile_layers_once_is_refused_without_decoder_layers():
         speed.compile_layers_once(torch.nn.Linear(2, 2))
 
 
+@pytest.mark.slow  # ~43 s on CI's two cores: the option loses and stays off; its unit test above stays in make test
 def test_a_run_with_compile_layers_once_trains_and_says_so(tmp_path):
     """The runner marks the layers after the memory model's copies and before the Trainer compiles the whole model;
     the report's speed paths say how many layers it marked (whether torch used each region, its graphs say)."""
