@@ -309,3 +309,59 @@ def _dropin_h100_anchors() -> str:
 
 
 CLAIMS += [Claim("another NVIDIA H100 80GB HBM3 (its anchor ran 39% faster than call 4's)", _dropin_h100_anchors)]
+
+
+def _call7() -> tuple[dict, dict, dict]:
+    """experiments/dropin call 7 (the arguments view): the sped and plain classifier, the anchor; call 6's too."""
+    from experiments.figures import _records
+
+    runs = {r["mode"]: r for r in _records("dropin/results/h100_call7_runs.jsonl")}
+    anchor = next(a for a in _records("dropin/results/h100_call7_anchors.jsonl") if a.get("name") == "bf16_sdpa_b8")
+    return runs["sped"], runs["plain"], anchor
+
+
+def _call7_ratio() -> str:
+    sped, plain, _ = _call7()
+    x = quotient(sped["own_clock_tok_s"], plain["own_clock_tok_s"], row_call(sped), row_call(plain))
+    return f"{x:.2f}x the plain one by the script's own clock ({n(sped['own_clock_tok_s'])} against {n(plain['own_clock_tok_s'])} real tok/s)"
+
+
+def _call7_ab() -> str:
+    from experiments.dropin.agree import agree
+
+    sped, plain, _ = _call7()
+    sp, out = sped["verified"]["speedup"], agree(plain["losses"], sped["losses"])
+    assert out["agree"]
+    return (f"speedup()'s A/B said {sp['ratio']:.2f}x ({sp['low']:.2f}-{sp['high']:.2f}); the losses agree within "
+            f"{out['k']:.0f} standard errors in every window of 10 steps")
+
+
+ARGS_VIEW_US = 80  # benchmarks/args_view.py on this machine's CPU (the CPU figure the sentence names)
+
+
+def _call7_cost() -> str:
+    sped, _, _ = _call7()
+    step = sped["train_runtime"] / 60
+    return (f"{ARGS_VIEW_US * 1e-6 / step:.2%} of this run's {step:.2f} s step ({sped['train_runtime']:.1f} s of "
+            f"train_runtime over 60 steps)")
+
+
+def _call7_hosts() -> str:
+    from experiments.figures import _records
+
+    call6 = next(r for r in _records("dropin/results/h100_call6_runs.jsonl") if r["mode"] == "sped")
+    anchor6 = next(a for a in _records("dropin/results/h100_call6_anchors.jsonl") if a.get("name") == "bf16_sdpa_b8")
+    _, _, anchor7 = _call7()
+    return (f"Call 6's sped-up run on another H100 went faster ({n(call6['own_clock_tok_s'])}), but its anchor did too "
+            f"({n(anchor6['real_tok_per_s'])} against {n(anchor7['real_tok_per_s'])} here)")
+
+
+CLAIMS += [
+    # experiments/dropin call 7: the arguments view on a GPU (one H100), its cost against the CPU benchmark
+    Claim("2.40x the plain one by the script's own clock (10,448 against 4,361 real tok/s)", _call7_ratio),
+    Claim("speedup()'s A/B said 1.89x (1.72-2.09); the losses agree within 3 standard errors in every window of 10 steps",
+          _call7_ab),
+    Claim("0.05% of this run's 0.16 s step (9.9 s of train_runtime over 60 steps)", _call7_cost),
+    Claim("Call 6's sped-up run on another H100 went faster (12,196), but its anchor did too (5,156 against 3,226 here)",
+          _call7_hosts),
+]

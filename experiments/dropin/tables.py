@@ -11,8 +11,8 @@ from .agree import agree
 
 HERE = Path(__file__).resolve().parent
 # call 3: the classifier at seeds 1 and 2; call 4: P S P S; call 5: S then P, speedup()'s A/B timed on a second pass;
-# call 6: S alone, then the anchor (the device time left held no P)
-CALLS = ("h200_call1", "h200_call2", "h200_call3", "h100_call4", "h100_call5", "h100_call6")
+# call 6: S alone, then the anchor (the device time left held no P); call 7: S P, then the anchor (arguments view)
+CALLS = ("h200_call1", "h200_call2", "h200_call3", "h100_call4", "h100_call5", "h100_call6", "h100_call7")
 NAMES = {"lora_classifier": "Qwen3-4B LoRA classifier, bs 8", "trl_sft_lora": "Llama-3.2-3B TRL SFT LoRA, bs 8"}
 
 

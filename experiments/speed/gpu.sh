@@ -34,6 +34,7 @@
 #   bash experiments/speed/gpu.sh fullft_fixed  # issue 53 G4: that rule, unchanged, on batches of one width (max_length)
 #                                           # (FROM=8: from the 8th row on, the rows its call 1 did not reach)
 #   bash experiments/speed/gpu.sh memory_controls  # issue 53 G4: QLoRA and FP8 + fused predictions under that rule, full depth
+#   bash experiments/speed/gpu.sh fullft_fwdend  # issue 53 G4: the forward's end weighed at grad_accum > 1, held out
 #   bash experiments/speed/gpu.sh firststep # issue 53 G3: cold and warm first steps with trainer.compile_one_graph off and on
 #                                           # (bf16 full depth, each pair on its own fresh cache), a profiled warm start, the anchor
 #   bash experiments/speed/gpu.sh firststep2  # issue 53 G3: the same, each setting on its own fresh caches; FP8 + fused
@@ -461,6 +462,24 @@ if [ "$what" = memory_controls ]; then  # issue 53 G4: the LoRA predictions unde
   RUN_TIMEOUT=120
   run mc_qlora_packed8k $A $P8 peft=qlora
   run mc_fp8_fused_8k $A experiment=fastest batch.tokens=8192
+fi
+if [ "$what" = fullft_fwdend ]; then  # issue 53 G4: the rule weighing the forward's end at grad_accum > 1 (read off
+  # the g4fix call's 7-layer trace), held out: full fine-tunes at grad_accum 2-4 on shapes no call ran, every
+  # micro-batch the widest; the 7-layer row it was read off; a LoRA run under accumulation (the rule must not move it)
+  COMMON="model=qwen3 logger=none peft=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false padding=max_length"
+  RUN_TIMEOUT=60
+  for spec in "fe_ft9_bf16_bs4_ga2 model.arch.num_hidden_layers=9 precision=bf16 batch=4 batch.grad_accum=2" \
+              "fe_ft11_fp32_bs4_ga3 model.arch.num_hidden_layers=11 precision=fp32 batch=4 batch.grad_accum=3" \
+              "fe_lm8_bf16_bs4_ga2 task=causal_lm model.arch.num_hidden_layers=8 precision=bf16 batch=4 batch.grad_accum=2" \
+              "fe_ft16_bf16_bs8_ga2 model.arch.num_hidden_layers=16 precision=bf16 batch=8 batch.grad_accum=2" \
+              "fe_ft5_bf16_bs12_ga4 model.arch.num_hidden_layers=5 precision=bf16 batch=12 batch.grad_accum=4" \
+              "fe_ft7_bf16_bs4_ga3 model.arch.num_hidden_layers=7 precision=bf16 batch=4 batch.grad_accum=3" \
+              "fe_ft3_fp32_bs2_ga2 model.arch.num_hidden_layers=3 precision=fp32 batch=2 batch.grad_accum=2"; do
+    if [ $SECONDS -gt ${BUDGET_S:-300} ]; then echo "skipped ${spec%% *}: ${SECONDS}s into the call"; continue; fi
+    run $spec
+  done
+  COMMON="model=qwen3 logger=none trainer.max_steps=6 measure.warmup_steps=2 trainer.save_final=false measure.profile_steps=0 diagnostics.enabled=false padding=max_length"
+  if [ $SECONDS -lt ${BUDGET_S:-300} ]; then run fe_lora12_bs16_ga2 model.arch.num_hidden_layers=12 batch=16 batch.grad_accum=2; fi
 fi
 if [ "$what" = attention ]; then  # issue 33 item 5: the attention kernels at Qwen3-4B's shapes (packed 8k and 2k, padded
   # 32 x 320), then inductor's autotuned GEMMs against its default on 4 layers (A B A)

@@ -15,6 +15,8 @@ from experiments.figures import HERE, Fig, _records, gb, markdown
 S = "speed/results/"
 PROBE, DRAWN, FIXED = S + "h100_fullft_probe_call1.jsonl", S + "cpu_fullft_probe_drawn.jsonl", \
     S + "h100_fullft_fixed_call1.jsonl"
+# after the probe's fix (commit 9d9cbaf): the controls, fullft_fixed's lowest row and LoRA row, graphs at 2k full depth
+G4FIX = S + "h100_g4fix_call1.jsonl"
 # fullft_fixed's rows call 1 did not reach (one H100 machine: call 1 FROM a list, call 2 the rest), beside the
 # LoRA, QLoRA and FP8 controls (gpu.sh memory_controls)
 REST = (S + "h100_g4rest_call1.jsonl", S + "h100_g4rest_call2.jsonl")
@@ -65,22 +67,26 @@ def _run(f: Fig) -> str:
     return f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if o.startswith(keep))}`"
 
 
-def rule_on(record: dict, tokens: int | None = None) -> float:
+def rule_on(record: dict, tokens: int | None = None, forward_end: bool = True) -> float:
     """Today's rule (memory_model.peak_parts) on a run's stored figures, in GB, its activations scaled from the widest
-    micro-batch to `tokens` (default: the widest, which gives the prediction the run made): what the rule says for
-    the batch the run drew, the copies' gradient figures unchanged."""
+    micro-batch to `tokens` (default: the widest): what the rule says for the batch the run drew, the copies'
+    gradient figures unchanged. `forward_end=False`: the rule before grad_accum > 1 weighed the forward's end (the
+    copies' kept line), which gives the prediction every run before call g4fix made."""
     from src.model.memory_model import copy_gradients, peak_parts
 
     p = record["memory_predicted_gb"]
-    parts, two = p["parts"], {k: v * 2**30 for k, v in p["copies_gb"]["2"].items()}
-    fixed = {k: parts[k] * 2**30 for k in ("weights", "grads", "optimizer")}
-    acts = parts["activations"] * (tokens or p["widest_tokens"]) / p["widest_tokens"]
-    return sum(peak_parts(fixed, acts * 2**30, parts["workspace"] * 2**30, record["config"]["batch"]["grad_accum"],
-                          **copy_gradients(two, p["largest_grad_gb"] * 2**30)).values())
+    one, two = ({k: v * 2**30 for k, v in p["copies_gb"][n].items()} for n in ("1", "2"))
+    fixed = {k: parts * 2**30 for k, parts in p["parts"].items() if k in ("weights", "grads", "optimizer")}
+    scale = (tokens or p["widest_tokens"]) / p["widest_tokens"]
+    grads = copy_gradients(one, two, p["largest_grad_gb"] * 2**30, record["config"]["model"]["arch"]["num_hidden_layers"])
+    grads["kept"] = grads["kept"] * scale if forward_end else 0
+    return sum(peak_parts(fixed, p["parts"]["activations"] * scale * 2**30, p["parts"]["workspace"] * 2**30,
+                          record["config"]["batch"]["grad_accum"], **grads).values())
 
 
-def at_width(f: Fig, tokens: int) -> float:
-    return rule_on(f.record, tokens)
+def at_width(f: Fig, tokens: int, forward_end: bool = False) -> float:
+    """The rule the run was predicted by (default; its table's), or today's, at another width."""
+    return rule_on(f.record, tokens, forward_end)
 
 
 def now_rows() -> list[dict]:
@@ -155,3 +161,52 @@ def speed_memory_controls() -> str:
 
 
 TABLES["speed/memory_controls"] = (HERE / "speed/README.md", speed_memory_controls)
+
+
+def forward_end_rows() -> list[dict]:
+    """Every full fine-tune at grad_accum > 1 of today's calls and the g4fix call (the rows the forward's end can
+    move; at grad_accum 1 the rule is unchanged): as each run predicted, and today's rule on its stored figures."""
+    rows = [r for r in now_rows() if r["fig"].get("config.batch.grad_accum") > 1]
+    for r in _records(G4FIX):
+        if r["config"]["peft"]["method"] == "none":
+            f = Fig(G4FIX, r["label"])
+            rows.append({"label": r["label"], "call": "g4fix (one width, after the probe's fix)", "fig": f,
+                         "drawn": f.get("shapes.widest_tokens"), "widest": f.get("memory_predicted_gb.widest_tokens"),
+                         "measured": f.get("memory_gb.peak_allocated"), "predicted": f.get("memory_predicted_gb.peak_allocated")})
+    for r in rows:
+        r["today"] = rule_on(r["fig"].record)
+        r["today_drawn"] = rule_on(r["fig"].record, r["drawn"]) if r["drawn"] and r["drawn"] != r["widest"] else None
+    return rows
+
+
+def speed_memory_forward_end() -> str:
+    """Issue 53 G4: the full fine-tunes at grad_accum > 1 under the rule that weighs the forward's end (memory_model.
+    peak_parts' `kept`), from the figures each run stored."""
+    rows = []
+    for r in forward_end_rows():
+        f = r["fig"]
+        drawn = "" if r["today_drawn"] is None else \
+            f"{r['today_drawn']:.2f} ({r['today_drawn'] / r['measured'] - 1:+.1%}) at {r['drawn']:,} tokens"
+        rows.append([r["call"], str(f.get("config.model.arch.num_hidden_layers")), _run(f), f"{r['measured']:.2f}",
+                     f"{r['predicted']:.2f} ({r['predicted'] / r['measured'] - 1:+.1%})",
+                     f"{r['today']:.2f} ({r['today'] / r['measured'] - 1:+.1%})", drawn])
+    return markdown(["call", "layers", "run (`peft=none`)", "measured peak GB", "as the run predicted",
+                     "the forward's end weighed (today)", "the same at the width the run drew"], rows)
+
+
+TABLES["speed/memory_forward_end"] = (HERE / "speed/README.md", speed_memory_forward_end)
+
+
+def speed_memory_g4fix() -> str:
+    """Issue 53 G4 after the probe's fix (one H100, commit 9d9cbaf, memory only): each run as it predicted."""
+    rows = []
+    for r in _records(G4FIX):
+        f = Fig(G4FIX, r["label"])
+        measured, predicted = f.get("memory_gb.peak_allocated"), f.get("memory_predicted_gb.peak_allocated")
+        rows.append([f"`{r['label']}`", _run(f) if r["config"]["peft"]["method"] == "none" else
+                     f"`{' '.join(o.replace(chr(39), '') for o in f.get('overrides') if not o.startswith(('logger', 'trainer', 'measure', 'diagnostics', 'model=')))}`",
+                     f"{measured:.2f}", f"{predicted:.2f}", f"{predicted / measured - 1:+.2%}"])
+    return markdown(["run", "overrides", "measured peak GB", "predicted GB", "error"], rows)
+
+
+TABLES["speed/memory_g4fix"] = (HERE / "speed/README.md", speed_memory_g4fix)

@@ -322,7 +322,7 @@ def _memory_at_depth(figures: list[dict], widest: list[dict], between: dict, wei
         if "over_card" not in fig and "why_not" not in fig:
             per_layer, outside = mm.at_depth(fig["acts"][0], fig["acts"][1], layers)
             fig["memory_gb"] = sum(mm.peak_parts(fixed, per_layer * layers + outside, workspace, grad_accums[i],
-                                                 **mm.copy_gradients(fig["acts"][1], largest)).values())
+                                                 **mm.copy_gradients(fig["acts"][0], fig["acts"][1], largest, layers)).values())
 
 
 def predict(cells: list[dict], memory_only: bool = False) -> list[dict]:
