@@ -137,6 +137,37 @@ def test_4_a_mean_compute_loss_on_a_causal_lm_with_accumulation_is_caught(tmp_pa
     assert check["status"] == "fail" and "2x too large" in check["hint"]
 
 
+class OwnLoader(MeanLoss):
+    """sentence-transformers' way: its own get_train_dataloader over text rows that its collator tokenises, so the
+    Trainer's removal of unused columns never runs (the text is no argument of the model's forward)."""
+
+    def get_train_dataloader(self):
+        loader = torch.utils.data.DataLoader(self.train_dataset, batch_size=self._train_batch_size,
+                                             collate_fn=self.data_collator)
+        return self.accelerator.prepare(loader)
+
+
+def test_a_trainer_with_its_own_dataloader_has_its_accumulated_loss_probed_on_the_batches_it_makes(tmp_path):
+    """The probe rebuilt the first batch transformers' way, removing the text column the trainer's collator needs:
+    "not_run: ValueError: No columns in the dataset match the model's forward method signature ... set
+    remove_unused_columns=False", advice the script did not need (sentence-transformers' MNRL script, user corpus)."""
+    tokenizer = _tokenizer()
+
+    def collate(rows):
+        batch = dict(tokenizer([r["text"] for r in rows], padding="max_length", max_length=12, truncation=True,
+                               return_tensors="pt"))
+        batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+        return batch
+
+    set_seed(0)
+    trainer = OwnLoader(model=Qwen3ForCausalLM(_config()), args=_args(tmp_path, gradient_accumulation_steps=2),
+                        train_dataset=Dataset.from_dict({"text": TEXTS}), data_collator=collate)
+    attach(trainer)
+    _train(trainer)
+    check = _checks(tmp_path)["train.grad_accum_loss"]
+    assert check["status"] == "fail" and "2x too large" in check["hint"], check
+
+
 class OwnStep(MeanLoss):
     """A training_step of the script's own: its forward, its division by the accumulation steps, its backward."""
 

@@ -157,7 +157,7 @@ def test_padding_says_unknown_where_no_row_was_read_and_nothing_to_pad_for_rows_
 
     args = SimpleNamespace(group_by_length=False)
     assert padding_of(None, args, default_data_collator) == {
-        "strategy": "unknown", "pad_to_multiple_of": None, "chunk_size": 1000, "note": "the rows were not read"}
+        "strategy": "unknown", "pad_to_multiple_of": None, "chunk_size": 1000, "note": "no rows of input_ids to read"}
     padder = SimpleNamespace(tokenizer=object(), padding=True)  # transformers' padding collators: dynamic, unread
     assert padding_of(None, args, padder)["strategy"] == "dynamic"
     blocks = [{"input_ids": list(range(32)), "attention_mask": [1] * 32} for _ in range(6)]

@@ -66,6 +66,8 @@ def assert_trained(case: Case, result: harness.Result) -> None:
 @pytest.mark.slow  # ~110 s on CI's two cores: `make test-all`; tests/test_corpus.py holds the drop-in in `make test`
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_measured_and_sped_up_a_script_trains_as_written(case, fixtures, fork_server, timings, tmp_path):
+    for module in case.needs:
+        pytest.importorskip(module)
     plain = run(case, fixtures, tmp_path / "plain")
     assert_trained(case, plain)
     measured = run(case, fixtures, tmp_path / "measured", modes=frozenset({"measure"}))

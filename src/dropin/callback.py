@@ -138,7 +138,7 @@ class TrainsweepCallback(TrainerCallback):
                            f"is batch {cfg.batch.size}'s")
         self.report = rep
         if self.checks:
-            checks = self.guard.run(CHECKS, self._checks, model, tokenizer, collator, rows, why, speedup)
+            checks = self.guard.run(CHECKS, self._checks, model, tokenizer, dataset, collator, rows, why, speedup)
             if checks is None:  # the checks turned themselves off: the report says none of them ran
                 checks = judging.not_run(("preflight",), self.guard.off[CHECKS])
             script_collator = getattr(collator, "data_collator", collator)  # transformers' column-removing wrapper
@@ -173,7 +173,7 @@ class TrainsweepCallback(TrainerCallback):
             return dataset, collator
         return getattr(train_dataloader, "dataset", None), getattr(train_dataloader, "collate_fn", None)
 
-    def _checks(self, model, tokenizer, collator, rows: Rows | None, why: str | None, speedup) -> list[dict]:
+    def _checks(self, model, tokenizer, dataset, collator, rows: Rows | None, why: str | None, speedup) -> list[dict]:
         """src.run's cheap checks on the model, collator and rows the script trains with (speedup's levers off
         meanwhile: the checks judge the script), and the accumulated loss's scale; a check that can't run is
         listed as such, never the user's training's problem."""
@@ -186,7 +186,7 @@ class TrainsweepCallback(TrainerCallback):
                 out = []
                 if self.trainer is not None and (rows or indexed(self.trainer.train_dataset)):  # images, audio too
                     out += preflight.each([("train.grad_accum_loss",
-                                            lambda: [judging.grad_accum_loss(self.trainer)])])
+                                            lambda: [judging.grad_accum_loss(self.trainer, dataset, collator)])])
                 if rows and collator is not None and cfg.task.name in TASKS:
                     return out + preflight.preflight(cfg, res, model, None, collator, rows, tokenizer,
                                                      config_of(model), expensive=False)

@@ -8,12 +8,13 @@ from ..levers import loss_scale
 from .reading import trl_trainer
 
 
-def grad_accum_loss(trainer) -> dict:
-    """Is the logged loss of an accumulated step the mean over its items, or grad_accum times that?"""
+def grad_accum_loss(trainer, dataset=None, collator=None) -> dict:
+    """Is the logged loss of an accumulated step the mean over its items, or grad_accum times that? Probed on the
+    first rows of `dataset` through `collator`: the ones the Trainer's train dataloader holds, where given."""
     if trainer.args.gradient_accumulation_steps == 1:  # nothing to scale: no batch made ahead (a collator counting calls)
         return preflight.result("train.grad_accum_loss", "pass", "gradient_accumulation_steps 1",
                                 "the loss of the whole accumulated batch")
-    scale = loss_scale.probe(trainer, loss_scale.first_batch(trainer))
+    scale = loss_scale.probe(trainer, loss_scale.first_batch(trainer, dataset, collator))
     ga = scale.grad_accum
     if scale.own_step:
         return preflight.result("train.grad_accum_loss", "not_run", scale.detail,

@@ -36,7 +36,8 @@ def padding_of(rows, args, collator, untokenised: dict | None = None) -> dict:
     elif not rows and untokenised:
         strategy, note = _untokenised(untokenised, grouped)
     elif not rows and getattr(collator, "tokenizer", None) is None:  # not read, and no collator of transformers' pads
-        strategy, note = "unknown", "the rows were not read"  # default_collate's lists, a function of the script's own
+        # default_collate's lists of tensors, text rows a trainer's own collator tokenises (sentence-transformers')
+        strategy, note = "unknown", "no rows of input_ids to read"
     else:
         strategy = "grouped" if grouped else "dynamic"
         widths = {len(tokens(r)) for r in rows.rows} if rows else set()

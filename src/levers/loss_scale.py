@@ -85,13 +85,17 @@ def own_step(trainer) -> str | None:
     return owner.__name__ if code is not None and "training_step" not in code.co_names else None
 
 
-def first_batch(trainer) -> dict:
-    """The script's first micro-batch as its Trainer makes it (unused columns removed, its collator, on the device)."""
-    ds, collator = trainer.train_dataset, trainer.data_collator
-    if hasattr(trainer, "_remove_unused_columns") and hasattr(ds, "column_names"):
-        ds = trainer._remove_unused_columns(ds, description="training")
-    if hasattr(trainer, "_get_collator_with_removed_columns"):
-        collator = trainer._get_collator_with_removed_columns(collator, description="training")
+def first_batch(trainer, ds=None, collator=None) -> dict:
+    """The script's first micro-batch as its Trainer makes it, on the device: from the dataset and collator its train
+    dataloader holds, where the caller has them (sentence-transformers' own get_train_dataloader keeps the text
+    columns transformers' would remove; rebuilt transformers' way, its batch held nothing its loss reads); else as
+    transformers' Trainer makes it (unused columns removed, its collator)."""
+    if ds is None or collator is None:
+        ds, collator = trainer.train_dataset, trainer.data_collator
+        if hasattr(trainer, "_remove_unused_columns") and hasattr(ds, "column_names"):
+            ds = trainer._remove_unused_columns(ds, description="training")
+        if hasattr(trainer, "_get_collator_with_removed_columns"):
+            collator = trainer._get_collator_with_removed_columns(collator, description="training")
     # a dataset may draw per row, a collator too (masking): from the global generators or their own
     with rng_kept(*held_by(trainer)):
         items = [ds[i] for i in range(min(len(ds), trainer.args.per_device_train_batch_size))]

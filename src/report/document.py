@@ -151,7 +151,8 @@ def summary_rows(r: Report) -> list[tuple[str, str]]:
     sped = r.get("speedup")
     if sped:
         on = [name for name, lever in sped["levers"].items() if lever["on"]]
-        rows.append(("speedup", (sped.get("verified") or {}).get("line") or f"levers on: {', '.join(on) or 'none'} (not verified)"))
+        rows.append(("speedup", (sped.get("verified") or {}).get("line") or
+                     (f"levers on: {', '.join(on)} (not verified)" if on else "levers on: none")))
     early = r.get("stopped_early")
     if early:
         rows.append(("stopped", f"at step {early['step']:,} of {early['max_steps']:,}: a callback or a signal ended "

@@ -27,6 +27,7 @@ class Case:
     task: str  # classification, regression, causal_lm, token_classification, seq2seq
     note: str
     expect_checks: dict[str, str] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()  # modules the script imports beyond the test extras (skipped where one is missing)
 
     @property
     def path(self) -> Path:
@@ -468,5 +469,21 @@ CASES = [
          "causal_lm", "Dataset.from_generator with a length column of its own, train_sampling_strategy="
          "'batch_rebalance', num_train_epochs=0.7, dataloader_drop_last, DataCollatorForSeq2Seq over prompt and "
          "completion rows"),
+    # sentence-transformers' own trainers (a Trainer subclass with its own collator and compute_loss); skipped
+    # where sentence-transformers is not installed (CI)
+    Case("st_mnrl_pairs", "st_mnrl_pairs.py", ("{bert}", "{data}/cls_train.csv", "{out}"),
+         "embedding", "SentenceTransformerTrainer, (anchor, positive) pairs, MultipleNegativesRankingLoss, "
+         "BatchSamplers.NO_DUPLICATES, grad accum 2: batches of anchor_input_ids/positive_input_ids, no labels",
+         needs=("sentence_transformers",)),
+    Case("st_cosent_sts_eval", "st_cosent_sts_eval.py",
+         ("--model", "{bert}", "--sts", "{data}/sts.csv", "--output-dir", "{out}"),
+         "embedding", "models.Transformer + models.Pooling, CoSENTLoss on a float `score` column, "
+         "EmbeddingSimilarityEvaluator and eval loss every 4 steps", needs=("sentence_transformers",)),
+    Case("st_multitask_softmax_cosent", "st_multitask_softmax_cosent.py", ("{bert}", "{data}/sts.csv", "{out}"),
+         "embedding", "a dict of two datasets with a loss each (SoftmaxLoss 3 classes, CoSENTLoss), round robin: a "
+         "string dataset_name in every batch", needs=("sentence_transformers",)),
+    Case("cross_encoder_bce", "cross_encoder_bce.py", ("{bert}", "{data}/cls_train.csv", "{out}"),
+         "reranking", "CrossEncoderTrainer, num_labels=1, BinaryCrossEntropyLoss: batches of raw text lists "
+         "tokenised inside the loss, grad accum 2, dataloader_drop_last", needs=("sentence_transformers",)),
 ]
 BY_NAME = {case.name: case for case in CASES}
