@@ -190,6 +190,20 @@ def test_a_run_that_logged_no_step_loss_reports_the_trainers_mean_and_bf16_is_no
     assert "bf16" not in advice and "flash attention" in advice
 
 
+def test_losses_that_take_turns_over_a_dict_of_train_datasets_are_not_read_as_one_curve():
+    """sentence-transformers' multi-task run (a dict of datasets, SoftmaxLoss on one, CoSENT on the other) read
+    "loss 1.146 -> 3.975": step 1's SoftmaxLoss against the last step's CoSENT, as if the loss had tripled."""
+    from src.report.analysis import loss_summary
+
+    loss = loss_summary([{"loss": 1.146, "step": 1}, {"loss": 3.975, "step": 8}], None)
+    assert loss.line() == "1.146 -> 3.975"
+    loss.datasets = ["nli", "sts"]
+    assert loss.line() == ("1.146 -> 3.975; the logged losses take turns over 2 train datasets (nli, sts), each under "
+                           "its own loss where it has one: not one curve")
+    loss.datasets = ["train"]  # one dataset in a dict: one curve
+    assert loss.line() == "1.146 -> 3.975"
+
+
 def test_new_shapes_are_flagged_only_where_they_cost_something():
     step = StepTime(mean=0.1, n=20, ci_low=0.099, ci_high=0.101, ci_batches=4)
     new = Shapes(distinct_in_window=5, new_in_window=3)

@@ -312,7 +312,8 @@ class TrainsweepCallback(TrainerCallback):
         ran = SimpleNamespace(log_history=[e for e in state.log_history if e.get("step", 0) > self.first_step],
                               global_step=state.global_step)
         analysis.analyse(self.cfg, rep, self.meter, SimpleNamespace(model=model, state=ran,
-                         own_objective=own_objective(self.trainer)), self.res.device)
+                         own_objective=own_objective(self.trainer),
+                         train_dataset=getattr(self.trainer, "train_dataset", None)), self.res.device)
         best = best_loaded(args, state)
         if best and rep.get("eval"):  # the last evaluation is step N's; the model train() returns is not step N's
             metric = f", {args.metric_for_best_model or 'loss'} {state.best_metric:.4g}" if state.best_metric is not None else ""

@@ -259,6 +259,8 @@ def analyse(cfg, rep: Report, meter, trainer, device: str) -> None:
         expected_initial_loss(cfg.task.name, cfg.task.num_labels or getattr(conf, "num_labels", None),
                               getattr(conf, "vocab_size", None))
     rep.loss = loss_summary(trainer.state.log_history, expected)
+    if isinstance(sets := getattr(trainer, "train_dataset", None), dict) and len(sets) > 1:  # sentence-transformers'
+        rep.loss.datasets = [str(name) for name in sets]  # batches drawn from each in turn, a loss each or one for all
     # the Trainer's own plan (epochs counted in steps); the drop-in's config holds it as max_steps
     last, planned = getattr(trainer.state, "global_step", 0) or 0, \
         getattr(trainer.state, "max_steps", None) or cfg.trainer.get("max_steps") or 0

@@ -3,6 +3,7 @@ in order), its line in the printed summary and its W&B names.
 
 Adding a measured figure: a field on its section here, and the number in src/report/analysis.py. It then
 reaches report.json, the sweep's summary.csv (as `section.field`) and W&B's run summary by itself.
+It is one concern, kept whole at ~355 lines: report.json's sections in one place, the interface test_report_keys pins.
 """
 from __future__ import annotations
 
@@ -285,6 +286,7 @@ class Loss(Section):
     expected_initial: Optional[float] = None  # a uniform guess's cross-entropy: where a sound init starts
     curve: list = field(default_factory=list)  # (step, loss)
     mean_over_run: Optional[float] = None  # the Trainer's train_loss, when no step's loss or step 1's alone was logged
+    datasets: list = field(default_factory=list)  # a trainer's dict of train datasets: its logged losses take turns
 
     def line(self) -> str:
         # none where the trainer's objective is its own (TRL's DPO, GRPO, ...): no uniform guess to start from
@@ -297,7 +299,9 @@ class Loss(Section):
             why = " (trainer.logging_steps is past the run's end)" if self.curve[0][0] == 1 else ""
             return (f"{first} at step {self.curve[0][0]}, " + ("the run's only step" if self.mean_over_run is None else
                     f"the only step logged{why}; mean over the run {_fmt(self.mean_over_run, '.3f')}") + said)
-        return f"{first} -> {_fmt(self.final, '.3f', 'nan')}{said}"
+        turns = f"; the logged losses take turns over {len(self.datasets)} train datasets ({', '.join(self.datasets)}), " \
+            "each under its own loss where it has one: not one curve" if len(self.datasets) > 1 else ""
+        return f"{first} -> {_fmt(self.final, '.3f', 'nan')}{said}{turns}"
 
 
 @dataclass
