@@ -76,7 +76,7 @@ def rule_on(record: dict, tokens: int | None = None, forward_end: bool = True) -
 
     p = record["memory_predicted_gb"]
     one, two = ({k: v * 2**30 for k, v in p["copies_gb"][n].items()} for n in ("1", "2"))
-    fixed = {k: parts * 2**30 for k, parts in p["parts"].items() if k in ("weights", "grads", "optimizer")}
+    fixed = {k: p["parts"][k] * 2**30 for k in ("weights", "grads", "optimizer")}
     scale = (tokens or p["widest_tokens"]) / p["widest_tokens"]
     grads = copy_gradients(one, two, p["largest_grad_gb"] * 2**30, record["config"]["model"]["arch"]["num_hidden_layers"])
     grads["kept"] = grads["kept"] * scale if forward_end else 0
